@@ -1,0 +1,116 @@
+#include "bench/throughput.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+int32_t ArgMax(std::span<const float> row) {
+  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBlockPool& pool,
+                                              int32_t batch_size, const ThroughputOptions& options,
+                                              std::mt19937& random) {
+  const engine::ModelConfig& config = model.config();
+  std::uniform_int_distribution<int32_t> token_ids(0, config.vocab_size - 1);
+  std::vector<std::unique_ptr<engine::SequenceKv>> kvs;
+  std::vector<std::vector<int32_t>> prompts(batch_size);
+  std::vector<engine::SequenceStep> steps;
+  auto release = [&] {
+    for (auto& kv : kvs) kv->Release(pool);
+  };
+  for (int32_t b = 0; b < batch_size; ++b) {
+    kvs.push_back(std::make_unique<engine::SequenceKv>(config.num_layers, config.num_kv_heads));
+    for (int32_t i = 0; i < options.prompt_tokens; ++i) prompts[b].push_back(token_ids(random));
+    if (auto status = kvs[b]->Reserve(pool, options.prompt_tokens + options.decode_tokens);
+        !status.ok()) {
+      release();
+      return status;
+    }
+    steps.push_back({kvs[b].get(), prompts[b], false});
+  }
+  ThroughputResult result;
+  result.batch_size = batch_size;
+  engine::StepLogits logits;
+  const auto prefill_start = Clock::now();
+  if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
+    release();
+    return status;
+  }
+  result.prefill_seconds = SecondsSince(prefill_start);
+  result.prefill_tokens_per_second =
+      double{batch_size} * options.prompt_tokens / result.prefill_seconds;
+
+  std::vector<int32_t> next(batch_size);
+  const auto decode_start = Clock::now();
+  for (int32_t step = 0; step < options.decode_tokens; ++step) {
+    for (int32_t b = 0; b < batch_size; ++b) {
+      next[b] = ArgMax(logits.row(b));
+      steps[b].tokens = std::span<const int32_t>(&next[b], 1);
+    }
+    if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
+      release();
+      return status;
+    }
+  }
+  result.decode_seconds = SecondsSince(decode_start);
+  result.decode_tokens_per_second =
+      double{batch_size} * options.decode_tokens / result.decode_seconds;
+  result.decode_step_ms = 1000.0 * result.decode_seconds / std::max(options.decode_tokens, 1);
+  release();
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ThroughputResult>> MeasureThroughput(engine::Model& model,
+                                                                const ThroughputOptions& options) {
+  const engine::ModelConfig& config = model.config();
+  if (options.prompt_tokens <= 0 || options.decode_tokens < 0) {
+    return absl::InvalidArgumentError("prompt tokens must be positive and decode tokens >= 0");
+  }
+  if (options.prompt_tokens + options.decode_tokens > config.max_position_embeddings) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt plus decode tokens exceed the model's context of ",
+                     config.max_position_embeddings));
+  }
+  const int32_t max_batch = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
+  const int64_t blocks_per_head =
+      (options.prompt_tokens + options.decode_tokens + options.block_size - 1) / options.block_size;
+  auto pool = engine::KvBlockPool::Create(
+      model.backend(),
+      {.num_blocks = static_cast<int32_t>(blocks_per_head * max_batch * config.num_layers *
+                                          config.num_kv_heads),
+       .block_size = options.block_size,
+       .head_dim = config.head_dim});
+  if (!pool.ok()) return pool.status();
+  std::mt19937 random(static_cast<uint32_t>(options.seed));
+  // A short warm-up run, so first-touch page faults and thread start-up are not measured.
+  ThroughputOptions warm_up = options;
+  warm_up.prompt_tokens = std::min(options.prompt_tokens, 16);
+  warm_up.decode_tokens = std::min(options.decode_tokens, 2);
+  if (auto warm = MeasureBatch(model, **pool, 1, warm_up, random); !warm.ok()) return warm.status();
+
+  std::vector<ThroughputResult> results;
+  for (int32_t batch_size : options.batch_sizes) {
+    if (batch_size <= 0) return absl::InvalidArgumentError("batch sizes must be positive");
+    auto result = MeasureBatch(model, **pool, batch_size, options, random);
+    if (!result.ok()) return result.status();
+    results.push_back(*result);
+  }
+  return results;
+}
+
+}  // namespace kvd::bench

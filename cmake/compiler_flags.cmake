@@ -1,0 +1,38 @@
+# Warnings, sanitizers and the helper every kvd target uses.
+add_library(kvd_build_flags INTERFACE)
+target_compile_options(kvd_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>)
+if(KVD_WERROR)
+  target_compile_options(kvd_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+target_include_directories(kvd_build_flags INTERFACE ${PROJECT_SOURCE_DIR})
+
+if(KVD_SANITIZE)
+  string(REPLACE ";" "," kvd_sanitizers "${KVD_SANITIZE}")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${kvd_sanitizers}>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-recover=undefined>)
+  add_link_options(-fsanitize=${kvd_sanitizers})
+endif()
+
+# kvd_library(<folder> SOURCES ... DEPS ...): the one CMake library of a top-level folder,
+# named kvd_<folder> with the alias kvd::<folder>.
+function(kvd_library folder)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(kvd_${folder} STATIC ${arg_SOURCES})
+  add_library(kvd::${folder} ALIAS kvd_${folder})
+  target_link_libraries(kvd_${folder} PUBLIC kvd_build_flags ${arg_DEPS})
+endfunction()
+
+# kvd_test(<name> SOURCES ... DEPS ... [LABELS ...]): one GoogleTest binary registered with CTest.
+function(kvd_test name)
+  cmake_parse_arguments(arg "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${arg_SOURCES})
+  target_link_libraries(${name} PRIVATE kvd_build_flags ${arg_DEPS} GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE KVD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if(arg_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${arg_LABELS}")
+  endif()
+endfunction()

@@ -1,0 +1,16 @@
+# Third-party libraries, all from Debian packages (see scripts/bootstrap).
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_package(GTest CONFIG REQUIRED)
+find_package(benchmark CONFIG REQUIRED)
+find_path(KVD_CBLAS_INCLUDE_DIR cblas.h
+  PATHS /usr/include/x86_64-linux-gnu /usr/include/aarch64-linux-gnu /usr/include
+  PATH_SUFFIXES openblas-pthread openblas NO_DEFAULT_PATH REQUIRED)

@@ -1,0 +1,94 @@
+#include "engine/kv_cache.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kvd::engine {
+
+size_t KvBlockPool::BlockBytes(int32_t block_size, int32_t head_dim) {
+  return static_cast<size_t>(block_size) * (2 * static_cast<size_t>(head_dim) + 1) * sizeof(float);
+}
+
+absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backend& backend,
+                                                                 const KvPoolOptions& options) {
+  if (options.num_blocks <= 0 || options.block_size <= 0 || options.head_dim <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv pool: num_blocks (", options.num_blocks, "), block_size (",
+                     options.block_size, ") and head_dim (", options.head_dim,
+                     ") must be positive"));
+  }
+  std::unique_ptr<KvBlockPool> pool(new KvBlockPool());
+  const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
+  const size_t vector_bytes = entries * options.head_dim * sizeof(float);
+  auto keys = backend.Allocate(vector_bytes);
+  if (!keys.ok()) return keys.status();
+  auto values = backend.Allocate(vector_bytes);
+  if (!values.ok()) return values.status();
+  auto log_votes = backend.Allocate(entries * sizeof(float));
+  if (!log_votes.ok()) return log_votes.status();
+  pool->keys_ = *std::move(keys);
+  pool->values_ = *std::move(values);
+  pool->log_votes_ = *std::move(log_votes);
+  pool->storage_ = kernels::KvPool{static_cast<float*>(pool->keys_->data()),
+                                   static_cast<float*>(pool->values_->data()),
+                                   static_cast<float*>(pool->log_votes_->data()),
+                                   options.num_blocks, options.block_size, options.head_dim};
+  pool->ref_counts_.assign(options.num_blocks, 0);
+  pool->free_blocks_.reserve(options.num_blocks);
+  for (int32_t block = options.num_blocks - 1; block >= 0; --block) {
+    pool->free_blocks_.push_back(block);
+  }
+  return pool;
+}
+
+int32_t KvBlockPool::Allocate() {
+  if (free_blocks_.empty()) return -1;
+  const int32_t block = free_blocks_.back();
+  free_blocks_.pop_back();
+  ref_counts_[block] = 1;
+  return block;
+}
+
+void KvBlockPool::AddRef(int32_t block) { ++ref_counts_[block]; }
+
+void KvBlockPool::Release(int32_t block) {
+  if (--ref_counts_[block] == 0) free_blocks_.push_back(block);
+}
+
+SequenceKv::SequenceKv(int32_t num_layers, int32_t num_kv_heads)
+    : num_layers_(num_layers),
+      num_kv_heads_(num_kv_heads),
+      block_tables_(static_cast<size_t>(num_layers) * num_kv_heads),
+      lengths_(static_cast<size_t>(num_layers) * num_kv_heads, 0) {}
+
+absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
+  const int32_t block_size = pool.block_size();
+  for (size_t i = 0; i < block_tables_.size(); ++i) {
+    const int64_t needed = (int64_t{lengths_[i]} + count + block_size - 1) / block_size;
+    while (static_cast<int64_t>(block_tables_[i].size()) < needed) {
+      const int32_t block = pool.Allocate();
+      if (block < 0) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "kv cache: no free block for ", count, " more entries (pool of ", pool.num_blocks(),
+            " blocks of ", block_size, " entries)"));
+      }
+      block_tables_[i].push_back(block);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void SequenceKv::Advance(int32_t count) {
+  for (int32_t& length : lengths_) length += count;
+  next_position_ += count;
+}
+
+void SequenceKv::Release(KvBlockPool& pool) {
+  for (auto& table : block_tables_) {
+    for (int32_t block : table) pool.Release(block);
+    table.clear();
+  }
+  std::fill(lengths_.begin(), lengths_.end(), 0);
+  next_position_ = 0;
+}
+
+}  // namespace kvd::engine

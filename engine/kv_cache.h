@@ -1,0 +1,90 @@
+// The paged KV cache: a pool of fixed-size, ref-counted blocks in backend memory, and each
+// sequence's block tables and lengths per (layer, kv head). See kernels/kv_layout.h for the
+// entry layout. Thread: the engine thread owns the pool and every SequenceKv.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "kernels/kv_layout.h"
+
+namespace kvd::engine {
+
+struct KvPoolOptions {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;  // entries per block
+  int32_t head_dim = 0;
+};
+
+class KvBlockPool {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KvBlockPool>> Create(
+      kernels::Backend& backend, const KvPoolOptions& options);
+
+  // Bytes one block takes (keys, values and log-votes).
+  static size_t BlockBytes(int32_t block_size, int32_t head_dim);
+
+  const kernels::KvPool& storage() const { return storage_; }
+  int32_t block_size() const { return storage_.block_size; }
+  int32_t num_blocks() const { return storage_.num_blocks; }
+  int32_t num_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
+
+  // A block with reference count 1, or -1 when the pool is exhausted.
+  int32_t Allocate();
+  void AddRef(int32_t block);
+  // Drops one reference; the block returns to the pool at zero.
+  void Release(int32_t block);
+
+ private:
+  KvBlockPool() = default;
+
+  std::unique_ptr<kernels::DeviceBuffer> keys_, values_, log_votes_;
+  kernels::KvPool storage_;
+  std::vector<int32_t> free_blocks_;
+  std::vector<int32_t> ref_counts_;
+};
+
+// One sequence's cache: a block table and a length per (layer, kv head), and the position the
+// next token takes (the uncompressed length, which pruning and merging do not lower).
+class SequenceKv {
+ public:
+  SequenceKv(int32_t num_layers, int32_t num_kv_heads);
+  SequenceKv(const SequenceKv&) = delete;
+  SequenceKv& operator=(const SequenceKv&) = delete;
+
+  int32_t num_layers() const { return num_layers_; }
+  int32_t num_kv_heads() const { return num_kv_heads_; }
+  int32_t next_position() const { return next_position_; }
+  int32_t length(int32_t layer, int32_t kv_head) const { return lengths_[Index(layer, kv_head)]; }
+  const std::vector<int32_t>& blocks(int32_t layer, int32_t kv_head) const {
+    return block_tables_[Index(layer, kv_head)];
+  }
+  // Lengths of all kv heads of a layer, contiguous.
+  std::span<const int32_t> layer_lengths(int32_t layer) const {
+    return {lengths_.data() + Index(layer, 0), static_cast<size_t>(num_kv_heads_)};
+  }
+
+  // Makes room for `count` more entries in every (layer, kv head). On ResourceExhausted the
+  // sequence keeps what it had (blocks taken so far stay reserved until Release).
+  [[nodiscard]] absl::Status Reserve(KvBlockPool& pool, int32_t count);
+  // Records that `count` entries were appended everywhere (after a forward step).
+  void Advance(int32_t count);
+  // Returns every block to the pool; the sequence is empty afterwards.
+  void Release(KvBlockPool& pool);
+
+ private:
+  size_t Index(int32_t layer, int32_t kv_head) const {
+    return static_cast<size_t>(layer) * num_kv_heads_ + kv_head;
+  }
+
+  int32_t num_layers_;
+  int32_t num_kv_heads_;
+  int32_t next_position_ = 0;
+  std::vector<std::vector<int32_t>> block_tables_;
+  std::vector<int32_t> lengths_;
+};
+
+}  // namespace kvd::engine

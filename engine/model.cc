@@ -1,0 +1,171 @@
+#include "engine/model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "engine/rope.h"
+
+namespace kvd::engine {
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::filesystem::path& model_dir,
+                                                   kernels::Backend& backend) {
+  auto config = LoadModelConfig(model_dir);
+  if (!config.ok()) return config.status();
+  auto checkpoint = Checkpoint::Open(model_dir);
+  if (!checkpoint.ok()) return checkpoint.status();
+  auto weights = LoadModelWeights(*std::move(checkpoint), *config, backend);
+  if (!weights.ok()) return weights.status();
+  return std::unique_ptr<Model>(new Model(*std::move(config), *std::move(weights), backend));
+}
+
+Model::Model(ModelConfig config, ModelWeights weights, kernels::Backend& backend)
+    : config_(std::move(config)),
+      weights_(std::move(weights)),
+      backend_(backend),
+      inv_freq_(RopeInverseFrequencies(config_)) {}
+
+absl::Status Model::EnsureScratch(int64_t rows, int64_t logit_rows) {
+  if (rows <= scratch_.rows && logit_rows <= scratch_.logit_rows) return absl::OkStatus();
+  rows = std::max(rows, scratch_.rows);
+  logit_rows = std::max(logit_rows, scratch_.logit_rows);
+  Scratch scratch;
+  scratch.rows = rows;
+  scratch.logit_rows = logit_rows;
+  auto make = [&](int64_t tensor_rows, int64_t cols, kernels::Tensor& out) -> absl::Status {
+    auto buffer = backend_.Allocate(static_cast<size_t>(tensor_rows * cols) * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    out = kernels::Tensor{(*buffer)->data(), kernels::DType::kF32, tensor_rows, cols};
+    scratch.buffers.push_back(*std::move(buffer));
+    return absl::OkStatus();
+  };
+  const int64_t q_width = int64_t{config_.num_heads} * config_.head_dim;
+  const int64_t kv_width = int64_t{config_.num_kv_heads} * config_.head_dim;
+  for (auto [tensor, cols] : {std::pair{&scratch.hidden, int64_t{config_.hidden_size}},
+                              std::pair{&scratch.normed, int64_t{config_.hidden_size}},
+                              std::pair{&scratch.q, q_width}, std::pair{&scratch.k, kv_width},
+                              std::pair{&scratch.v, kv_width},
+                              std::pair{&scratch.attention, q_width},
+                              std::pair{&scratch.gate, int64_t{config_.intermediate_size}},
+                              std::pair{&scratch.up, int64_t{config_.intermediate_size}}}) {
+    if (auto status = make(rows, cols, *tensor); !status.ok()) return status;
+  }
+  if (auto status = make(logit_rows, config_.hidden_size, scratch.selected); !status.ok()) {
+    return status;
+  }
+  if (auto status = make(logit_rows, config_.vocab_size, scratch.logits); !status.ok()) {
+    return status;
+  }
+  scratch_ = std::move(scratch);
+  return absl::OkStatus();
+}
+
+absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& pool,
+                            StepLogits& logits) {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> positions;
+  std::vector<int32_t> logit_rows;  // rows of the step whose logits are returned
+  for (const SequenceStep& step : steps) {
+    if (step.tokens.empty()) return absl::InvalidArgumentError("forward: a sequence has no tokens");
+    const int64_t end_position = int64_t{step.kv->next_position()} + step.tokens.size();
+    if (end_position > config_.max_position_embeddings) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "forward: position ", end_position - 1, " is beyond the model's context of ",
+          config_.max_position_embeddings, " tokens"));
+    }
+    for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
+      for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
+        const int64_t capacity =
+            static_cast<int64_t>(step.kv->blocks(layer, head).size()) * pool.block_size();
+        if (step.kv->length(layer, head) + static_cast<int64_t>(step.tokens.size()) > capacity) {
+          return absl::FailedPreconditionError("forward: kv blocks not reserved for new tokens");
+        }
+      }
+    }
+    const int32_t first_row = static_cast<int32_t>(tokens.size());
+    for (size_t i = 0; i < step.tokens.size(); ++i) {
+      const int32_t token = step.tokens[i];
+      if (token < 0 || token >= config_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat("forward: token id ", token,
+                                                       " is outside the vocabulary of ",
+                                                       config_.vocab_size));
+      }
+      tokens.push_back(token);
+      positions.push_back(step.kv->next_position() + static_cast<int32_t>(i));
+      if (step.all_logits || i + 1 == step.tokens.size()) {
+        logit_rows.push_back(first_row + static_cast<int32_t>(i));
+      }
+    }
+  }
+  const int64_t rows = static_cast<int64_t>(tokens.size());
+  const int64_t num_logit_rows = static_cast<int64_t>(logit_rows.size());
+  if (auto status = EnsureScratch(rows, num_logit_rows); !status.ok()) return status;
+
+  kernels::Tensor hidden = scratch_.hidden.Rows(0, rows);
+  backend_.GatherRows(weights_.embed_tokens.tensor, tokens, hidden);
+  for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
+    RunLayer(weights_.layers[layer], layer, steps, positions, pool);
+  }
+  for (const SequenceStep& step : steps) step.kv->Advance(static_cast<int32_t>(step.tokens.size()));
+
+  // Only the rows whose logits are wanted go through the final norm and the LM head.
+  kernels::Tensor selected = scratch_.selected.Rows(0, num_logit_rows);
+  backend_.GatherRows(hidden, logit_rows, selected);
+  backend_.RmsNorm(selected, weights_.final_norm.tensor, config_.rms_norm_eps, selected);
+  kernels::Tensor out = scratch_.logits.Rows(0, num_logit_rows);
+  backend_.Linear(selected, weights_.lm_head(), nullptr, out);
+  logits.vocab_size = config_.vocab_size;
+  logits.values.resize(static_cast<size_t>(out.num_elements()));
+  backend_.CopyToHost(out, logits.values.data());
+  return absl::OkStatus();
+}
+
+void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
+                     std::span<const SequenceStep> steps, std::span<const int32_t> positions,
+                     KvBlockPool& pool) {
+  const int64_t rows = static_cast<int64_t>(positions.size());
+  kernels::Tensor hidden = scratch_.hidden.Rows(0, rows);
+  kernels::Tensor normed = scratch_.normed.Rows(0, rows);
+  kernels::Tensor q = scratch_.q.Rows(0, rows);
+  kernels::Tensor k = scratch_.k.Rows(0, rows);
+  kernels::Tensor v = scratch_.v.Rows(0, rows);
+  kernels::Tensor attention = scratch_.attention.Rows(0, rows);
+  kernels::Tensor gate = scratch_.gate.Rows(0, rows);
+  kernels::Tensor up = scratch_.up.Rows(0, rows);
+  auto bias = [](const std::optional<kernels::PreparedWeight>& weight) {
+    return weight ? &weight->tensor : nullptr;
+  };
+
+  backend_.RmsNorm(hidden, layer.input_norm.tensor, config_.rms_norm_eps, normed);
+  backend_.Linear(normed, layer.q_proj.tensor, bias(layer.q_bias), q);
+  backend_.Linear(normed, layer.k_proj.tensor, bias(layer.k_bias), k);
+  backend_.Linear(normed, layer.v_proj.tensor, bias(layer.v_bias), v);
+  backend_.ApplyRope(q, config_.num_heads, positions, inv_freq_);
+  backend_.ApplyRope(k, config_.num_kv_heads, positions, inv_freq_);
+
+  std::vector<std::vector<const int32_t*>> tables(steps.size());
+  std::vector<kernels::SequenceKvRef> refs(steps.size());
+  int32_t first_row = 0;
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
+      tables[s].push_back(steps[s].kv->blocks(layer_index, head).data());
+    }
+    refs[s] = kernels::SequenceKvRef{first_row, static_cast<int32_t>(steps[s].tokens.size()),
+                                     tables[s], steps[s].kv->layer_lengths(layer_index)};
+    first_row += refs[s].num_rows;
+  }
+  backend_.AppendKv(k, v, pool.storage(), refs);
+  const kernels::AttentionShape shape{config_.num_heads, config_.num_kv_heads, config_.head_dim,
+                                      1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
+  backend_.Attention(q, pool.storage(), refs, shape, attention);
+  backend_.Linear(attention, layer.o_proj.tensor, nullptr, normed);
+  backend_.Add(hidden, normed);
+
+  backend_.RmsNorm(hidden, layer.post_attention_norm.tensor, config_.rms_norm_eps, normed);
+  backend_.Linear(normed, layer.gate_proj.tensor, nullptr, gate);
+  backend_.Linear(normed, layer.up_proj.tensor, nullptr, up);
+  backend_.SiluMul(gate, up, gate);
+  backend_.Linear(gate, layer.down_proj.tensor, nullptr, normed);
+  backend_.Add(hidden, normed);
+}
+
+}  // namespace kvd::engine

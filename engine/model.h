@@ -1,0 +1,72 @@
+// A loaded LLaMA-family model and its batched forward pass over the paged KV cache: any mix of
+// prefill chunks and single decode tokens in one step.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/kv_cache.h"
+#include "engine/model_config.h"
+#include "engine/model_weights.h"
+#include "kernels/backend.h"
+
+namespace kvd::engine {
+
+// One sequence's part of a forward step: its new tokens go after what `kv` holds, at positions
+// kv->next_position() onwards; the step appends their keys and values and advances `kv`.
+struct SequenceStep {
+  SequenceKv* kv = nullptr;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  // logits for every new token; otherwise for the last one only
+};
+
+// Logits of a step, row-major [rows, vocab]: for each step in order, one row per new token
+// (all_logits) or one row for its last token.
+struct StepLogits {
+  int32_t vocab_size = 0;
+  std::vector<float> values;
+  int32_t rows() const { return vocab_size == 0 ? 0 : static_cast<int32_t>(values.size() / vocab_size); }
+  std::span<const float> row(int32_t i) const {
+    return {values.data() + static_cast<size_t>(i) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+};
+
+class Model {
+ public:
+  // Loads config.json (+ generation_config.json) and the safetensors weights from `model_dir`.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Load(
+      const std::filesystem::path& model_dir, kernels::Backend& backend);
+
+  const ModelConfig& config() const { return config_; }
+  kernels::Backend& backend() const { return backend_; }
+
+  // Runs one step. Token ids and positions are checked (InvalidArgument); each sequence's
+  // blocks must already be reserved for its new tokens (SequenceKv::Reserve).
+  [[nodiscard]] absl::Status Forward(std::span<const SequenceStep> steps, KvBlockPool& pool,
+                                     StepLogits& logits);
+
+ private:
+  Model(ModelConfig config, ModelWeights weights, kernels::Backend& backend);
+  absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
+  void RunLayer(const LayerWeights& layer, int32_t layer_index, std::span<const SequenceStep> steps,
+                std::span<const int32_t> positions, KvBlockPool& pool);
+
+  struct Scratch {
+    int64_t rows = 0;
+    int64_t logit_rows = 0;
+    std::vector<std::unique_ptr<kernels::DeviceBuffer>> buffers;
+    kernels::Tensor hidden, normed, q, k, v, attention, gate, up, selected, logits;
+  };
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  kernels::Backend& backend_;
+  std::vector<float> inv_freq_;
+  Scratch scratch_;
+};
+
+}  // namespace kvd::engine

@@ -1,0 +1,165 @@
+#include "engine/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvd::engine {
+namespace {
+
+// log-softmax of `logits`, in double for accuracy.
+std::vector<float> LogSoftmax(std::span<const float> logits) {
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  double total = 0.0;
+  for (float logit : logits) total += std::exp(double{logit} - max_logit);
+  const double log_total = std::log(total) + max_logit;
+  std::vector<float> out(logits.size());
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = static_cast<float>(logits[i] - log_total);
+  return out;
+}
+
+int32_t ArgMax(const std::vector<float>& values) {
+  return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
+}
+
+}  // namespace
+
+absl::Status SamplingParams::Validate(int32_t vocab_size) const {
+  auto invalid = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
+    return invalid("temperature must be a finite number >= 0");
+  }
+  if (top_k < -1) return invalid("top_k must be -1, 0 or positive");
+  if (!(top_p > 0.0f && top_p <= 1.0f)) return invalid("top_p must be in (0, 1]");
+  if (!(min_p >= 0.0f && min_p <= 1.0f)) return invalid("min_p must be in [0, 1]");
+  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
+    return invalid("repetition_penalty must be a finite number > 0");
+  }
+  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
+    return invalid("presence_penalty must be in [-2, 2]");
+  }
+  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
+    return invalid("frequency_penalty must be in [-2, 2]");
+  }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0 || token >= vocab_size) {
+      return invalid("logit_bias token ", token, " is outside the vocabulary of ", vocab_size);
+    }
+    if (!(bias >= -100.0f && bias <= 100.0f)) {
+      return invalid("logit_bias values must be in [-100, 100]");
+    }
+  }
+  if (top_logprobs < 0 || top_logprobs > 20) return invalid("top_logprobs must be in [0, 20]");
+  return absl::OkStatus();
+}
+
+Sampler::Sampler(SamplingParams params, uint64_t fallback_seed)
+    : params_(std::move(params)), random_(params_.seed.value_or(fallback_seed)) {}
+
+void Sampler::ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
+                                    size_t output_count) const {
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  if (params_.repetition_penalty != 1.0f) {
+    std::vector<bool> seen(logits.size(), false);
+    for (int32_t token : context) {
+      if (token < 0 || token >= vocab || seen[token]) continue;
+      seen[token] = true;
+      float& logit = logits[token];
+      logit = logit > 0.0f ? logit / params_.repetition_penalty : logit * params_.repetition_penalty;
+    }
+  }
+  if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
+    absl::flat_hash_map<int32_t, int32_t> counts;
+    for (int32_t token : context.last(output_count)) {
+      if (token >= 0 && token < vocab) ++counts[token];
+    }
+    for (const auto& [token, count] : counts) {
+      logits[token] -= params_.presence_penalty + params_.frequency_penalty * count;
+    }
+  }
+  for (const auto& [token, bias] : params_.logit_bias) logits[token] += bias;
+}
+
+double Sampler::NextUniform() {
+  // 53 random bits: the same value for the same seed with any standard library.
+  return static_cast<double>(random_() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+int32_t Sampler::Draw(const std::vector<float>& logits) {
+  const int32_t vocab = static_cast<int32_t>(logits.size());
+  std::vector<int32_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  auto more_likely = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  int32_t keep = vocab;
+  if (params_.top_k > 0 && params_.top_k < vocab) {
+    keep = params_.top_k;
+    std::nth_element(order.begin(), order.begin() + keep - 1, order.end(), more_likely);
+  }
+  std::sort(order.begin(), order.begin() + keep, more_likely);
+
+  std::vector<double> probs(keep);
+  const double max_logit = logits[order[0]];
+  const double inv_temperature = 1.0 / params_.temperature;
+  double total = 0.0;
+  for (int32_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp((logits[order[i]] - max_logit) * inv_temperature);
+    total += probs[i];
+  }
+  for (double& p : probs) p /= total;
+  if (params_.min_p > 0.0f) {
+    const double threshold = params_.min_p * probs[0];
+    while (keep > 1 && probs[keep - 1] < threshold) --keep;
+  }
+  if (params_.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (int32_t i = 0; i < keep; ++i) {
+      cumulative += probs[i];
+      if (cumulative >= params_.top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  const double kept_total = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
+  double target = NextUniform() * kept_total;
+  for (int32_t i = 0; i < keep; ++i) {
+    target -= probs[i];
+    if (target < 0.0) return order[i];
+  }
+  return order[keep - 1];
+}
+
+SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> context,
+                             size_t output_count, std::span<const int32_t> banned) {
+  std::vector<float> processed(logits.begin(), logits.end());
+  ApplyPenaltiesAndBias(processed, context, output_count);
+  for (int32_t token : banned) {
+    if (token >= 0 && token < static_cast<int32_t>(processed.size())) {
+      processed[token] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  SampledToken result;
+  result.token = params_.temperature == 0.0f ? ArgMax(processed) : Draw(processed);
+  if (!params_.logprobs && params_.top_logprobs == 0) return result;
+
+  const std::vector<float> logprobs = LogSoftmax(logits);
+  result.logprob = logprobs[result.token];
+  if (params_.top_logprobs > 0) {
+    const int32_t count = std::min<int32_t>(params_.top_logprobs, static_cast<int32_t>(logprobs.size()));
+    std::vector<int32_t> order(logprobs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + count, order.end(), [&](int32_t a, int32_t b) {
+      return logprobs[a] > logprobs[b] || (logprobs[a] == logprobs[b] && a < b);
+    });
+    for (int32_t i = 0; i < count; ++i) result.top_logprobs.push_back({order[i], logprobs[order[i]]});
+  }
+  return result;
+}
+
+}  // namespace kvd::engine

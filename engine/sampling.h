@@ -1,0 +1,70 @@
+// Token sampling from logits: penalties, logit bias, temperature, top-k, top-p, min-p, seeded
+// randomness, and log-probabilities.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace kvd::engine {
+
+struct SamplingParams {
+  float temperature = 1.0f;         // 0: greedy (argmax after penalties and bias)
+  int32_t top_k = 0;                // keep the k most likely tokens; 0 or -1: all
+  float top_p = 1.0f;               // nucleus: smallest set with probability ≥ top_p, in (0, 1]
+  float min_p = 0.0f;               // drop tokens below min_p × the top probability, in [0, 1]
+  float repetition_penalty = 1.0f;  // > 0; on prompt and output tokens (divides positive logits)
+  float presence_penalty = 0.0f;    // [-2, 2], subtracted once per token present in the output
+  float frequency_penalty = 0.0f;   // [-2, 2], subtracted per occurrence in the output
+  std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits, [-100, 100]
+  std::optional<uint64_t> seed;                       // reproducible sampling when set
+  bool logprobs = false;                              // report each sampled token's logprob
+  int32_t top_logprobs = 0;  // alternatives reported per token (implies logprobs), [0, 20]
+
+  [[nodiscard]] absl::Status Validate(int32_t vocab_size) const;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token = 0;
+  // Log-probability of `token` under the model's raw distribution (before penalties, bias and
+  // temperature), as OpenAI reports it. Zero unless params.logprobs or top_logprobs.
+  float logprob = 0.0f;
+  std::vector<TokenLogprob> top_logprobs;  // the most likely tokens, most likely first
+};
+
+// Samples the tokens of one sequence. Owns its random stream: with a seed, the same logits give
+// the same tokens on every run.
+class Sampler {
+ public:
+  // `fallback_seed` seeds the stream when params.seed is unset.
+  Sampler(SamplingParams params, uint64_t fallback_seed);
+
+  const SamplingParams& params() const { return params_; }
+
+  // `context` is the prompt followed by the output so far; the last `output_count` entries are
+  // the output. Logits must have the vocabulary's size. `banned` tokens are never chosen
+  // (end-of-sequence before min_tokens).
+  SampledToken Sample(std::span<const float> logits, std::span<const int32_t> context,
+                      size_t output_count, std::span<const int32_t> banned = {});
+
+ private:
+  void ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
+                             size_t output_count) const;
+  int32_t Draw(const std::vector<float>& logits);
+  double NextUniform();
+
+  SamplingParams params_;
+  std::mt19937_64 random_;
+};
+
+}  // namespace kvd::engine

@@ -1,0 +1,11 @@
+# Sources of the tokenizer (byte-level BPE from tokenizer.json), part of kvd_engine.
+set(kvd_engine_tokenizer_sources
+  ${CMAKE_CURRENT_LIST_DIR}/tokenizer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/incremental_decoder.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/added_tokens.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/bpe_model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/bpe_tokenizer_json.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/bpe_word_cache.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/byte_level.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/pretokenize.cc
+  ${CMAKE_CURRENT_LIST_DIR}/internal/utf8.cc)

@@ -1,0 +1,78 @@
+// The Backend interface: every tensor operation the engine's forward pass needs, with no
+// device-specific types. The CPU backend is the reference; others are tested against it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "kernels/kv_layout.h"
+#include "kernels/tensor.h"
+
+namespace kvd::kernels {
+
+// Memory owned by a backend; freed when destroyed.
+class DeviceBuffer {
+ public:
+  virtual ~DeviceBuffer() = default;
+  virtual void* data() = 0;
+  virtual size_t size() const = 0;
+};
+
+// A weight prepared for a backend: the view ops take, and whatever keeps its memory alive
+// (null when the view borrows memory owned elsewhere, such as a memory-mapped checkpoint).
+struct PreparedWeight {
+  Tensor tensor;
+  std::unique_ptr<DeviceBuffer> storage;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // Memory. Allocations are uninitialised.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
+  // Makes a host weight usable by the ops below, in the dtype this backend computes with.
+  [[nodiscard]] virtual absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) = 0;
+  virtual void CopyToHost(const Tensor& src, float* dst) = 0;
+  virtual void CopyFromHost(const float* src, Tensor dst) = 0;
+
+  // out[i] = table[indices[i]]: token embeddings, or selecting rows of activations.
+  virtual void GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) = 0;
+  // out = x / sqrt(mean(x²) + eps) * weight, per row.
+  virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) = 0;
+  // out = x · weightᵀ (+ bias); weight is [out_features, in_features] as checkpoints store it.
+  virtual void Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) = 0;
+  // Rotates each head of x ([rows, num_heads * head_dim]) in place by its row's position, in
+  // the rotate_half convention: pairs (i, i + head_dim / 2) with frequencies inv_freq[i].
+  virtual void ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
+                         std::span<const float> inv_freq) = 0;
+  // out = silu(gate) * up.
+  virtual void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) = 0;
+  // x += y.
+  virtual void Add(Tensor x, const Tensor& y) = 0;
+  // Writes the new rows of k and v ([rows, num_kv_heads * head_dim]) after each sequence's
+  // cached entries, with log-vote 0. The block tables must already cover the new length.
+  virtual void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
+                        std::span<const SequenceKvRef> sequences) = 0;
+  // Causal attention of q ([rows, num_heads * head_dim]) over each sequence's entries, new rows
+  // included (AppendKv first): row i of a sequence sees cached_lengths[h] + i + 1 entries of kv
+  // head h. Every logit gets the entry's log-vote added, so an entry with vote p weighs as p
+  // identical copies.
+  virtual void Attention(const Tensor& q, const KvPool& pool,
+                         std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
+                         Tensor out) = 0;
+};
+
+struct BackendOptions {
+  int32_t num_threads = 0;  // 0: all hardware threads
+};
+
+// Creates a backend by name: "cpu" (always available) or "cuda" where built and present.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
+                                                                     const BackendOptions& options);
+
+}  // namespace kvd::kernels

@@ -1,0 +1,18 @@
+// Paged GQA attention with per-entry log-votes, and the KV append it reads from (CPU reference).
+#pragma once
+
+#include <span>
+
+#include "kernels/kv_layout.h"
+#include "kernels/tensor.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace kvd::kernels::cpu {
+
+void AppendKvEntries(const Tensor& k, const Tensor& v, const KvPool& pool,
+                     std::span<const SequenceKvRef> sequences);
+
+void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
+                    const AttentionShape& shape, Tensor out, ThreadPool& threads);
+
+}  // namespace kvd::kernels::cpu

@@ -1,0 +1,185 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/attention.h"
+
+namespace kvd::kernels::cpu {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  HostBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  ~HostBuffer() override { std::free(data_); }
+  void* data() override { return data_; }
+  size_t size() const override { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
+int32_t ResolveThreads(int32_t requested) {
+  if (requested > 0) return requested;
+  return std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
+}
+
+// Rows are split across threads only when each thread gets at least this many elements.
+constexpr int64_t kMinElementsPerTask = 1 << 14;
+
+}  // namespace
+
+CpuBackend::CpuBackend(const BackendOptions& options) : pool_(ResolveThreads(options.num_threads)) {
+  openblas_set_num_threads(pool_.num_threads());
+}
+
+absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, rounded);
+  if (data == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
+  }
+  return std::make_unique<HostBuffer>(data, rounded);
+}
+
+absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
+  const bool aligned = reinterpret_cast<uintptr_t>(host.data) % alignof(float) == 0;
+  if (host.dtype == DType::kF32 && aligned) return PreparedWeight{host, nullptr};
+  auto buffer = Allocate(static_cast<size_t>(host.num_elements()) * sizeof(float));
+  if (!buffer.ok()) return buffer.status();
+  Tensor converted{(*buffer)->data(), DType::kF32, host.rows, host.cols};
+  if (host.dtype == DType::kF32) {  // a misaligned f32 tensor in the file: copy it
+    std::memcpy(converted.data, host.data, host.num_bytes());
+    return PreparedWeight{converted, *std::move(buffer)};
+  }
+  const auto* src = static_cast<const unsigned char*>(host.data);
+  float* dst = converted.f32();
+  const bool is_bf16 = host.dtype == DType::kBF16;
+  pool_.ParallelFor(host.num_elements(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, src + 2 * i, sizeof(bits));  // may be misaligned in the file
+      dst[i] = is_bf16 ? BF16ToFloat(bits) : F16ToFloat(bits);
+    }
+  });
+  return PreparedWeight{converted, *std::move(buffer)};
+}
+
+void CpuBackend::CopyToHost(const Tensor& src, float* dst) {
+  std::memcpy(dst, src.data, src.num_bytes());
+}
+
+void CpuBackend::CopyFromHost(const float* src, Tensor dst) {
+  std::memcpy(dst.data, src, dst.num_bytes());
+}
+
+void CpuBackend::GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) {
+  const int64_t width = table.cols;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    std::memcpy(out.f32() + i * width, table.f32() + indices[i] * width, width * sizeof(float));
+  }
+}
+
+void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) {
+  const int64_t width = x.cols;
+  const int64_t grain = std::max<int64_t>(1, kMinElementsPerTask / width);
+  const int64_t tasks = (x.rows + grain - 1) / grain;
+  pool_.ParallelFor(tasks, [&](int64_t task_begin, int64_t task_end) {
+    for (int64_t row = task_begin * grain; row < std::min(x.rows, task_end * grain); ++row) {
+      const float* in = x.f32() + row * width;
+      float* dst = out.f32() + row * width;
+      double sum_squares = 0.0;
+      for (int64_t i = 0; i < width; ++i) sum_squares += double{in[i]} * in[i];
+      const float inv_rms =
+          static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(width) + eps));
+      for (int64_t i = 0; i < width; ++i) dst[i] = in[i] * inv_rms * weight.f32()[i];
+    }
+  });
+}
+
+void CpuBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {
+  const int rows = static_cast<int>(x.rows);
+  const int in_features = static_cast<int>(x.cols);
+  const int out_features = static_cast<int>(weight.rows);
+  if (rows == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, out_features, in_features, 1.0f, weight.f32(),
+                in_features, x.f32(), 1, 0.0f, out.f32(), 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out_features, in_features, 1.0f,
+                x.f32(), in_features, weight.f32(), in_features, 0.0f, out.f32(), out_features);
+  }
+  if (bias != nullptr) {
+    for (int r = 0; r < rows; ++r) {
+      float* dst = out.f32() + static_cast<int64_t>(r) * out_features;
+      for (int i = 0; i < out_features; ++i) dst[i] += bias->f32()[i];
+    }
+  }
+}
+
+void CpuBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
+                           std::span<const float> inv_freq) {
+  const int64_t head_dim = x.cols / num_heads;
+  const int64_t half = head_dim / 2;
+  pool_.ParallelFor(x.rows, [&](int64_t row_begin, int64_t row_end) {
+    std::vector<float> cos_table(half), sin_table(half);
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      for (int64_t i = 0; i < half; ++i) {
+        // The angle is rounded to f32 first, as the reference implementations compute it.
+        const float angle = static_cast<float>(positions[row]) * inv_freq[i];
+        cos_table[i] = std::cos(angle);
+        sin_table[i] = std::sin(angle);
+      }
+      for (int32_t head = 0; head < num_heads; ++head) {
+        float* h = x.f32() + row * x.cols + head * head_dim;
+        for (int64_t i = 0; i < half; ++i) {
+          const float first = h[i];
+          const float second = h[i + half];
+          h[i] = first * cos_table[i] - second * sin_table[i];
+          h[i + half] = second * cos_table[i] + first * sin_table[i];
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
+  const int64_t count = gate.num_elements();
+  pool_.ParallelFor((count + kMinElementsPerTask - 1) / kMinElementsPerTask,
+                    [&](int64_t task_begin, int64_t task_end) {
+                      const int64_t end = std::min(count, task_end * kMinElementsPerTask);
+                      for (int64_t i = task_begin * kMinElementsPerTask; i < end; ++i) {
+                        const float g = gate.f32()[i];
+                        out.f32()[i] = g / (1.0f + std::exp(-g)) * up.f32()[i];
+                      }
+                    });
+}
+
+void CpuBackend::Add(Tensor x, const Tensor& y) {
+  const int64_t count = x.num_elements();
+  for (int64_t i = 0; i < count; ++i) x.f32()[i] += y.f32()[i];
+}
+
+void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
+                          std::span<const SequenceKvRef> sequences) {
+  AppendKvEntries(k, v, pool, sequences);
+}
+
+void CpuBackend::Attention(const Tensor& q, const KvPool& pool,
+                           std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
+                           Tensor out) {
+  PagedAttention(q, pool, sequences, shape, out, pool_);
+}
+
+
+}  // namespace kvd::kernels::cpu

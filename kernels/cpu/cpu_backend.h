@@ -1,0 +1,38 @@
+// The CPU backend: the reference implementation of every Backend op, in f32, multi-threaded,
+// with OpenBLAS for the projections.
+#pragma once
+
+#include <memory>
+
+#include "kernels/backend.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace kvd::kernels::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options);
+
+  std::string_view name() const override { return "cpu"; }
+  absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
+  absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
+  void CopyToHost(const Tensor& src, float* dst) override;
+  void CopyFromHost(const float* src, Tensor dst) override;
+
+  void GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) override;
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override;
+  void Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) override;
+  void ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
+                 std::span<const float> inv_freq) override;
+  void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) override;
+  void Add(Tensor x, const Tensor& y) override;
+  void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
+                std::span<const SequenceKvRef> sequences) override;
+  void Attention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
+                 const AttentionShape& shape, Tensor out) override;
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace kvd::kernels::cpu

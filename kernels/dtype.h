@@ -1,0 +1,65 @@
+// Element types of weights and activations, and the scalar conversions between them.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace kvd::kernels {
+
+enum class DType : uint8_t { kF32, kBF16, kF16 };
+
+constexpr size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+constexpr std::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF16:
+      return "f16";
+  }
+  return "unknown";
+}
+
+inline float BF16ToFloat(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
+
+// Round to nearest even, as PyTorch does; NaN stays NaN.
+inline uint16_t FloatToBF16(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float F16ToFloat(uint16_t bits) {
+  const uint32_t sign = uint32_t{bits & 0x8000u} << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1fu;
+  uint32_t mantissa = bits & 0x3ffu;
+  if (exponent == 0) {
+    if (mantissa == 0) return std::bit_cast<float>(sign);
+    // Subnormal: value = mantissa * 2^-24.
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    return sign ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+inline uint16_t FloatToF16(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (abs_bits < 0x38800000u) {                                                // subnormal or zero
+    const float magnitude = std::bit_cast<float>(abs_bits);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(magnitude * 16777216.0f + 0.5f));
+  }
+  uint32_t rounded = abs_bits + 0xfffu + ((abs_bits >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+}  // namespace kvd::kernels

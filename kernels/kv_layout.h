@@ -1,0 +1,41 @@
+// The paged KV cache as kernels see it: a pool of fixed-size blocks, each holding the keys
+// (after RoPE), values and log-votes of up to block_size entries of ONE (layer, kv head).
+// A sequence has one block table and one length per (layer, kv head), so heads may keep
+// different numbers of entries (pruned or merged caches) and a length may be zero.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace kvd::kernels {
+
+// Block storage for every layer and head. Entry e of block b is at
+// keys[(b * block_size + e) * head_dim], likewise values, and log_votes[b * block_size + e].
+struct KvPool {
+  float* keys = nullptr;
+  float* values = nullptr;
+  float* log_votes = nullptr;
+  int32_t num_blocks = 0;
+  int32_t block_size = 0;
+  int32_t head_dim = 0;
+};
+
+// One sequence's cache at one layer, for one forward step. The sequence's new tokens are rows
+// [first_row, first_row + num_rows) of the step's q/k/v tensors. cached_lengths[h] entries of
+// kv head h precede them; the new rows are appended after those.
+struct SequenceKvRef {
+  int32_t first_row = 0;
+  int32_t num_rows = 0;
+  std::span<const int32_t* const> block_tables;  // [num_kv_heads], each ≥ ceil(length / bs)
+  std::span<const int32_t> cached_lengths;       // [num_kv_heads]
+};
+
+// The attention geometry of a model.
+struct AttentionShape {
+  int32_t num_heads = 0;     // query heads
+  int32_t num_kv_heads = 0;  // a kv head serves num_heads / num_kv_heads query heads (GQA)
+  int32_t head_dim = 0;
+  float scale = 0.0f;  // applied to q·k, usually 1/sqrt(head_dim)
+};
+
+}  // namespace kvd::kernels

@@ -1,0 +1,65 @@
+#include "server/cli/bench_command.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "bench/throughput.h"
+#include "engine/model.h"
+#include "kernels/backend.h"
+#include "server/cli/exit_status.h"
+
+namespace kvd::server {
+namespace {
+
+struct BenchOptions {
+  std::string model_dir = "models/kvd-tiny";
+  std::string backend = "cpu";
+  int32_t threads = 0;
+  bench::ThroughputOptions throughput;
+};
+
+absl::Status RunBench(const BenchOptions& options) {
+  auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
+  if (!backend.ok()) return backend.status();
+  auto model = engine::Model::Load(options.model_dir, **backend);
+  if (!model.ok()) return model.status();
+  auto results = bench::MeasureThroughput(**model, options.throughput);
+  if (!results.ok()) return results.status();
+  std::printf("model %s, backend %s, prompt %d tokens, %d decode steps\n",
+              options.model_dir.c_str(), options.backend.c_str(),
+              options.throughput.prompt_tokens, options.throughput.decode_tokens);
+  std::printf("| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step |\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (const auto& result : *results) {
+    std::printf("| %d | %.1f | %.3f | %.1f | %.2f |\n", result.batch_size,
+                result.prefill_tokens_per_second, result.prefill_seconds,
+                result.decode_tokens_per_second, result.decode_step_ms);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddBenchCommand(CLI::App& app) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* command =
+      app.add_subcommand("bench", "Measure prefill and decode throughput (tokens/s) of a model");
+  command->add_option("--model", options->model_dir, "Model directory")->capture_default_str();
+  command->add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  command->add_option("--batch", options->throughput.batch_sizes, "Batch sizes to measure")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--prompt-tokens", options->throughput.prompt_tokens,
+                      "Prompt length per sequence")
+      ->capture_default_str();
+  command->add_option("--decode-tokens", options->throughput.decode_tokens, "Decode steps")
+      ->capture_default_str();
+  command->add_option("--seed", options->throughput.seed, "Seed of the random prompts")
+      ->capture_default_str();
+  command->callback([options] { ExitWith(RunBench(*options)); });
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,171 @@
+#include "server/cli/generate_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "engine/generator.h"
+#include "engine/incremental_decoder.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "kernels/backend.h"
+#include "server/cli/exit_status.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::server {
+namespace {
+
+struct GenerateOptions {
+  std::string model_dir = "models/kvd-tiny";
+  std::string prompt;
+  std::string prompt_file;
+  bool no_special_tokens = false;
+  std::string backend = "cpu";
+  int32_t threads = 0;
+  int32_t max_tokens = 128;
+  int32_t min_tokens = 0;
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> logit_bias;  // TOKEN=BIAS
+  engine::SamplingParams sampling;
+};
+
+absl::StatusOr<std::string> ReadPrompt(const GenerateOptions& options) {
+  if (!options.prompt.empty() && !options.prompt_file.empty()) {
+    return absl::InvalidArgumentError("give either --prompt or --prompt-file, not both");
+  }
+  if (options.prompt_file.empty()) {
+    if (options.prompt == "-") {
+      return std::string(std::istreambuf_iterator<char>(std::cin), {});
+    }
+    return options.prompt;
+  }
+  if (options.prompt_file == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  std::ifstream in(options.prompt_file, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(options.prompt_file, ": cannot open"));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+absl::Status ParseLogitBias(const std::vector<std::string>& entries,
+                            engine::SamplingParams& sampling) {
+  for (const std::string& entry : entries) {
+    const size_t equals = entry.find('=');
+    try {
+      if (equals == std::string::npos) throw std::invalid_argument(entry);
+      sampling.logit_bias.emplace_back(std::stoi(entry.substr(0, equals)),
+                                       std::stof(entry.substr(equals + 1)));
+    } catch (const std::exception&) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--logit-bias '", entry, "': expected TOKEN_ID=BIAS"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunGenerate(GenerateOptions options) {
+  auto prompt = ReadPrompt(options);
+  if (!prompt.ok()) return prompt.status();
+  if (auto status = ParseLogitBias(options.logit_bias, options.sampling); !status.ok()) {
+    return status;
+  }
+  auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
+  if (!backend.ok()) return backend.status();
+  auto model = engine::Model::Load(options.model_dir, **backend);
+  if (!model.ok()) return model.status();
+  auto tokenizer = engine::Tokenizer::FromFile(
+      std::filesystem::path(options.model_dir) / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+
+  engine::GenerationRequest request;
+  request.prompt = (*tokenizer)->Encode(*prompt, !options.no_special_tokens);
+  request.sampling = options.sampling;
+  request.max_tokens = options.max_tokens;
+  request.min_tokens = options.min_tokens;
+  request.ignore_eos = options.ignore_eos;
+  request.stop_token_ids = options.stop_token_ids;
+  spdlog::info("prompt: {} tokens", request.prompt.size());
+
+  const engine::ModelConfig& config = (*model)->config();
+  constexpr int32_t kBlockSize = 16;
+  const int64_t blocks_per_head =
+      (static_cast<int64_t>(request.prompt.size()) + options.max_tokens + kBlockSize - 1) / kBlockSize;
+  auto pool = engine::KvBlockPool::Create(
+      **backend, {.num_blocks = static_cast<int32_t>(std::max<int64_t>(
+                      1, blocks_per_head * config.num_layers * config.num_kv_heads)),
+                  .block_size = kBlockSize,
+                  .head_dim = config.head_dim});
+  if (!pool.ok()) return pool.status();
+
+  engine::IncrementalDecoder decoder(**tokenizer, /*skip_special_tokens=*/true);
+  absl::Status stream_status;
+  engine::Generator generator(**model, **pool);
+  auto status = generator.Run({&request, 1}, [&](const engine::GenerationEvent& event) {
+    const bool is_stop = event.finished && event.finish_reason == engine::FinishReason::kStop;
+    if (!is_stop) {
+      auto text = decoder.Push(event.sampled.token);
+      if (!text.ok()) {
+        stream_status = text.status();
+        return false;
+      }
+      std::fwrite(text->data(), 1, text->size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  });
+  const std::string rest = decoder.Flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  if (isatty(fileno(stdout))) std::fputc('\n', stdout);  // a shell prompt on its own line
+  std::fflush(stdout);
+  if (!status.ok()) return status;
+  return stream_status;
+}
+
+}  // namespace
+
+void AddGenerateCommand(CLI::App& app) {
+  auto options = std::make_shared<GenerateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "generate", "Generate a completion of one prompt; the text goes to stdout, logs to stderr");
+  command->add_option("--model", options->model_dir,
+                      "Hugging Face model directory (config.json, *.safetensors, tokenizer.json)")
+      ->capture_default_str();
+  command->add_option("--prompt", options->prompt, "Prompt text ('-' reads stdin)");
+  command->add_option("--prompt-file", options->prompt_file, "Read the prompt from FILE ('-': stdin)");
+  command->add_flag("--no-special-tokens", options->no_special_tokens,
+                    "Do not add the tokenizer's special tokens (BOS) to the prompt");
+  command->add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
+  command->add_option("--threads", options->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  command->add_option("--max-tokens", options->max_tokens, "Tokens to generate at most")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--min-tokens", options->min_tokens,
+                      "Tokens to generate before end-of-sequence may end the output")
+      ->capture_default_str();
+  command->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
+  command->add_option("--stop-token-id", options->stop_token_ids, "Also stop on this id (repeatable)");
+  command->add_option("--temperature", options->sampling.temperature, "0 means greedy")
+      ->capture_default_str();
+  command->add_option("--top-k", options->sampling.top_k, "0: off")->capture_default_str();
+  command->add_option("--top-p", options->sampling.top_p, "Nucleus sampling mass")
+      ->capture_default_str();
+  command->add_option("--min-p", options->sampling.min_p, "Relative probability floor")
+      ->capture_default_str();
+  command->add_option("--seed", options->sampling.seed, "Seed for reproducible sampling");
+  command->add_option("--repetition-penalty", options->sampling.repetition_penalty)
+      ->capture_default_str();
+  command->add_option("--presence-penalty", options->sampling.presence_penalty)
+      ->capture_default_str();
+  command->add_option("--frequency-penalty", options->sampling.frequency_penalty)
+      ->capture_default_str();
+  command->add_option("--logit-bias", options->logit_bias, "TOKEN_ID=BIAS (repeatable)");
+  command->callback([options] { ExitWith(RunGenerate(*options)); });
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,24 @@
+// kvd: one binary, one subcommand per job.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "CLI/CLI.hpp"
+#include "server/cli/bench_command.h"
+#include "server/cli/generate_command.h"
+#include "server/cli/info_command.h"
+#include "server/version.h"
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kvd"));
+  CLI::App app("kvd serves LLaMA-family language models: a CPU and CUDA inference engine with a "
+               "paged, compressible KV cache.");
+  app.set_version_flag("--version", kvd::server::kVersion);
+  app.require_subcommand(1);
+  app.add_flag_callback(
+      "-q,--quiet", [] { spdlog::set_level(spdlog::level::warn); }, "Log warnings and errors only");
+  kvd::server::AddGenerateCommand(app);
+  kvd::server::AddBenchCommand(app);
+  kvd::server::AddInfoCommand(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

@@ -1,0 +1,129 @@
+// Each CPU backend op against a direct formula on random inputs.
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace kvd::kernels::cpu {
+namespace {
+
+std::vector<float> RandomVector(size_t size, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> out(size);
+  for (float& x : out) x = normal(random);
+  return out;
+}
+
+Tensor View(std::vector<float>& data, int64_t rows, int64_t cols) {
+  return Tensor{data.data(), DType::kF32, rows, cols};
+}
+
+class CpuBackendTest : public ::testing::Test {
+ protected:
+  CpuBackend backend_{BackendOptions{.num_threads = 2}};
+};
+
+TEST_F(CpuBackendTest, RmsNormScalesEachRow) {
+  auto x = RandomVector(3 * 64, 1);
+  auto weight = RandomVector(64, 2);
+  std::vector<float> out(x.size());
+  backend_.RmsNorm(View(x, 3, 64), View(weight, 1, 64), 1e-5f, View(out, 3, 64));
+  for (int row = 0; row < 3; ++row) {
+    double squares = 0.0;
+    for (int i = 0; i < 64; ++i) squares += double{x[row * 64 + i]} * x[row * 64 + i];
+    const double inv_rms = 1.0 / std::sqrt(squares / 64 + 1e-5);
+    for (int i = 0; i < 64; ++i) {
+      EXPECT_NEAR(out[row * 64 + i], x[row * 64 + i] * inv_rms * weight[i], 1e-5);
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, LinearMultipliesByTransposedWeightAndAddsBias) {
+  for (int rows : {1, 5}) {
+    auto x = RandomVector(rows * 24, 3);
+    auto weight = RandomVector(10 * 24, 4);
+    auto bias = RandomVector(10, 5);
+    std::vector<float> out(rows * 10);
+    const Tensor bias_view = View(bias, 1, 10);
+    backend_.Linear(View(x, rows, 24), View(weight, 10, 24), &bias_view, View(out, rows, 10));
+    for (int r = 0; r < rows; ++r) {
+      for (int o = 0; o < 10; ++o) {
+        double expected = bias[o];
+        for (int i = 0; i < 24; ++i) expected += double{x[r * 24 + i]} * weight[o * 24 + i];
+        EXPECT_NEAR(out[r * 10 + o], expected, 1e-4) << "rows " << rows;
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, RopeRotatesHalvesByPosition) {
+  constexpr int kHeads = 2, kHeadDim = 8;
+  auto x = RandomVector(3 * kHeads * kHeadDim, 6);
+  const auto original = x;
+  const std::vector<int32_t> positions = {0, 7, 1000};
+  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  backend_.ApplyRope(View(x, 3, kHeads * kHeadDim), kHeads, positions, inv_freq);
+  for (int row = 0; row < 3; ++row) {
+    for (int head = 0; head < kHeads; ++head) {
+      const float* in = original.data() + (row * kHeads + head) * kHeadDim;
+      const float* out = x.data() + (row * kHeads + head) * kHeadDim;
+      for (int i = 0; i < kHeadDim / 2; ++i) {
+        const double angle = double{static_cast<float>(positions[row]) * inv_freq[i]};
+        EXPECT_NEAR(out[i], in[i] * std::cos(angle) - in[i + 4] * std::sin(angle), 1e-5);
+        EXPECT_NEAR(out[i + 4], in[i + 4] * std::cos(angle) + in[i] * std::sin(angle), 1e-5);
+      }
+    }
+  }
+}
+
+TEST_F(CpuBackendTest, SiluMulAndAdd) {
+  auto gate = RandomVector(40000, 7);
+  auto up = RandomVector(40000, 8);
+  std::vector<float> out(gate.size());
+  backend_.SiluMul(View(gate, 1, 40000), View(up, 1, 40000), View(out, 1, 40000));
+  for (size_t i = 0; i < gate.size(); i += 997) {
+    EXPECT_NEAR(out[i], gate[i] / (1.0 + std::exp(-double{gate[i]})) * up[i], 1e-5);
+  }
+  auto sum = gate;
+  backend_.Add(View(sum, 1, 40000), View(up, 1, 40000));
+  for (size_t i = 0; i < gate.size(); i += 997) EXPECT_FLOAT_EQ(sum[i], gate[i] + up[i]);
+}
+
+TEST_F(CpuBackendTest, GatherRowsCopiesIndexedRows) {
+  auto table = RandomVector(5 * 3, 9);
+  std::vector<float> out(2 * 3);
+  const std::vector<int32_t> indices = {4, 1};
+  backend_.GatherRows(View(table, 5, 3), indices, View(out, 2, 3));
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_EQ(out[c], table[4 * 3 + c]);
+    EXPECT_EQ(out[3 + c], table[1 * 3 + c]);
+  }
+}
+
+TEST_F(CpuBackendTest, PrepareWeightConvertsHalfPrecisionToF32) {
+  const std::vector<float> values = {1.0f, -2.5f, 0.15625f, 65504.0f};
+  std::vector<uint16_t> bf16, f16;
+  for (float v : values) {
+    bf16.push_back(FloatToBF16(v));
+    f16.push_back(FloatToF16(v));
+  }
+  auto from_bf16 = backend_.PrepareWeight(Tensor{bf16.data(), DType::kBF16, 1, 4});
+  auto from_f16 = backend_.PrepareWeight(Tensor{f16.data(), DType::kF16, 1, 4});
+  ASSERT_TRUE(from_bf16.ok() && from_f16.ok());
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(from_bf16->tensor.f32()[i], BF16ToFloat(bf16[i]));
+    EXPECT_EQ(from_f16->tensor.f32()[i], values[i]);  // all exactly representable in f16
+  }
+  std::vector<float> f32 = values;
+  auto borrowed = backend_.PrepareWeight(View(f32, 1, 4));
+  ASSERT_TRUE(borrowed.ok());
+  EXPECT_EQ(borrowed->tensor.data, f32.data());  // aligned f32 is used in place
+  EXPECT_EQ(borrowed->storage, nullptr);
+}
+
+}  // namespace
+}  // namespace kvd::kernels::cpu
