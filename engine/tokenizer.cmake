@@ -9,3 +9,8 @@ set(kvd_engine_tokenizer_sources
   ${CMAKE_CURRENT_LIST_DIR}/internal/byte_level.cc
   ${CMAKE_CURRENT_LIST_DIR}/internal/pretokenize.cc
   ${CMAKE_CURRENT_LIST_DIR}/internal/utf8.cc)
+
+# Libraries those sources use, for kvd_library(engine ... DEPS).
+set(kvd_engine_tokenizer_deps
+  absl::flat_hash_map absl::inlined_vector absl::function_ref absl::status absl::statusor
+  absl::strings absl::str_format nlohmann_json::nlohmann_json PkgConfig::PCRE2)

@@ -93,8 +93,10 @@ absl::Status RunGenerate(GenerateOptions options) {
 
   const engine::ModelConfig& config = (*model)->config();
   constexpr int32_t kBlockSize = 16;
-  const int64_t blocks_per_head =
-      (static_cast<int64_t>(request.prompt.size()) + options.max_tokens + kBlockSize - 1) / kBlockSize;
+  // Room for the whole generation; requests beyond the context fail in the generator.
+  const int64_t entries = std::min<int64_t>(
+      static_cast<int64_t>(request.prompt.size()) + options.max_tokens, config.max_position_embeddings);
+  const int64_t blocks_per_head = (entries + kBlockSize - 1) / kBlockSize;
   auto pool = engine::KvBlockPool::Create(
       **backend, {.num_blocks = static_cast<int32_t>(std::max<int64_t>(
                       1, blocks_per_head * config.num_layers * config.num_kv_heads)),

@@ -1,0 +1,67 @@
+// The pre-tokenizer of a byte-level BPE tokenizer.json: the regex splits (PCRE2) and the ByteLevel
+// prefix space it configures, applied in order to the text between added tokens. The byte-level
+// mapping itself happens in the BPE model.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+
+namespace kvd::engine::internal {
+
+// GPT-2's pattern, which the ByteLevel pre-tokenizer splits with when use_regex is true.
+inline constexpr std::string_view kGpt2SplitPattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+
+// What a Split does with the pieces its pattern matches (Hugging Face's SplitDelimiterBehavior).
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+// One step of the pipeline, as read from tokenizer.json.
+struct PreTokenizerStep {
+  enum class Kind {
+    kSplit,        // split each piece on `pattern`
+    kPrefixSpace,  // ByteLevel add_prefix_space: prepend ' ' to a piece not starting with one
+  };
+  Kind kind = Kind::kSplit;
+  std::string pattern;  // a PCRE2 regex, or a literal string when `literal`
+  bool literal = false;
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;    // split on what the pattern does not match
+  std::string json_path;  // where in tokenizer.json the step came from, for errors
+};
+
+class PreTokenizer {
+ public:
+  // Compiles every pattern once (JIT when available). `source_name` prefixes error messages.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<PreTokenizer>> Create(
+      std::vector<PreTokenizerStep> steps, std::string_view source_name);
+  ~PreTokenizer();
+  PreTokenizer(const PreTokenizer&) = delete;
+  PreTokenizer& operator=(const PreTokenizer&) = delete;
+
+  // Calls `emit` with each non-empty pre-token of `text`, in order. Thread-safe. Text that is not
+  // valid UTF-8 is accepted: invalid bytes match no pattern item and end up in the gaps.
+  void Split(std::string_view text, absl::FunctionRef<void(std::string_view)> emit) const;
+
+ private:
+  class Regex;
+  struct Step {
+    PreTokenizerStep::Kind kind;
+    std::unique_ptr<Regex> regex;
+    SplitBehavior behavior;
+    bool invert;
+  };
+  struct Scratch;
+
+  explicit PreTokenizer(std::vector<Step> steps);
+  void Apply(size_t step, std::string_view piece, Scratch& scratch,
+             absl::FunctionRef<void(std::string_view)> emit) const;
+
+  std::vector<Step> steps_;
+};
+
+}  // namespace kvd::engine::internal

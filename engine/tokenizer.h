@@ -1,0 +1,100 @@
+// Text ↔ token ids for byte-level BPE models (GPT-2 and Llama 3 style), loaded from a Hugging
+// Face tokenizer.json and following the `tokenizers` library's encode and decode. Regex classes
+// (\p{L}, \s...) use PCRE2's Unicode tables, so letters added by newer Unicode versions than
+// PCRE2's may split differently. Single sequences only (no pairs, offsets or truncation).
+//
+// Supported: model BPE (merges as "a b" or ["a", "b"], ignore_merges), added tokens (special or
+// not; single_word, lstrip, rstrip), no normalizer, pre_tokenizer ByteLevel or a Sequence of
+// Split (Regex or String pattern, any behavior, invert) ending with ByteLevel, decoder
+// ByteLevel, post_processor TemplateProcessing / ByteLevel / a Sequence of them. Anything else
+// is refused at load time with an Unimplemented status.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+
+namespace kvd::engine {
+
+namespace internal {
+class AddedTokenMatcher;
+class BpeModel;
+class PreTokenizer;
+}  // namespace internal
+
+// Immutable after loading; every method is safe to call from many threads at once.
+class Tokenizer {
+ public:
+  // Reads and parses `path`. NotFound or another I/O code when it cannot be read; otherwise as
+  // FromJson, with errors naming the path.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromFile(
+      const std::filesystem::path& path);
+  // Parses a tokenizer.json document; `source_name` starts every error message. InvalidArgument
+  // for a malformed or inconsistent file, Unimplemented for features kvd does not support.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Tokenizer>> FromJson(
+      std::string_view json, std::string_view source_name);
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Text → ids, as HF's `tokenizer.encode(text, add_special_tokens=...)`: added tokens are
+  // matched literally first, the rest is pre-tokenized, mapped to bytes and merged by BPE rank;
+  // add_special_tokens applies the post-processor's template (e.g. BOS before the text).
+  // Any bytes are accepted; invalid UTF-8 is encoded byte by byte.
+  std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens = true) const;
+
+  // Ids → text, as HF's `tokenizer.decode`: the concatenated token bytes, with invalid UTF-8
+  // replaced by U+FFFD. skip_special_tokens drops added tokens marked special. An id that names
+  // no token is InvalidArgument.
+  [[nodiscard]] absl::StatusOr<std::string> Decode(std::span<const int32_t> ids,
+                                                   bool skip_special_tokens = false) const;
+
+  // The raw bytes token `id` stands for (possibly part of a UTF-8 character); for an added
+  // token, its content. InvalidArgument when no token has that id.
+  [[nodiscard]] absl::StatusOr<std::string> TokenBytes(int32_t id) const;
+  // TokenBytes without the copy: the view lives as long as the tokenizer.
+  [[nodiscard]] absl::StatusOr<std::string_view> TokenBytesView(int32_t id) const;
+
+  // One past the largest id of the model vocab and the added tokens.
+  int32_t vocab_size() const { return vocab_size_; }
+  // The id of a token spelled as in the vocab (byte-level alphabet) or an added token's content.
+  std::optional<int32_t> TokenToId(std::string_view token) const;
+  // The vocab spelling of a token (an added token's content); nullopt when no token has `id`.
+  std::optional<std::string> IdToToken(int32_t id) const;
+  // Whether `id` is an added token marked special (BOS, EOS, chat markers...).
+  bool IsSpecial(int32_t id) const;
+  // The ids the post-processor adds before / after the text when add_special_tokens is set.
+  std::span<const int32_t> template_prefix() const { return template_prefix_; }
+  std::span<const int32_t> template_suffix() const { return template_suffix_; }
+
+ private:
+  // What an id stands for, when it is an added token.
+  struct AddedInfo {
+    std::string content;
+    bool special = false;
+  };
+
+  Tokenizer();
+  // Bytes of `id`, or null when no token has it.
+  const std::string* FindTokenBytes(int32_t id) const;
+
+  std::unique_ptr<internal::BpeModel> model_;
+  std::unique_ptr<internal::AddedTokenMatcher> added_matcher_;
+  std::unique_ptr<internal::PreTokenizer> pre_tokenizer_;
+  absl::flat_hash_map<int32_t, AddedInfo> added_by_id_;
+  absl::flat_hash_map<std::string, int32_t> added_by_content_;
+  std::vector<int32_t> template_prefix_;
+  std::vector<int32_t> template_suffix_;
+  int32_t vocab_size_ = 0;
+};
+
+}  // namespace kvd::engine

@@ -1,0 +1,119 @@
+// `kvd` subcommands end to end on the bundled model: output on stdout only, errors as
+// messages and exit codes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `kvd ARGS` through the shell with stdout and stderr captured separately.
+Result RunKvd(const std::string& args, const std::string& stdin_text = "") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvd_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "stdin") << stdin_text;
+  const std::string command = std::string(KVD_BINARY) + " " + args + " <" + (dir / "stdin").string() +
+                              " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+  const int status = std::system(command.c_str());
+  Result result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(dir / "out"),
+                ReadAll(dir / "err")};
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kExample = std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt";
+
+TEST(CliTest, GenerateAnswersAQuestionAboutADocument) {
+  const Result result = RunKvd("generate --model " + kModel + " --prompt-file " + kExample +
+                               " --temperature 0 --max-tokens 16");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "7HTR2");  // the value of key Z9AB in the document; nothing else
+  EXPECT_NE(result.err.find("prompt:"), std::string::npos);  // logs go to stderr
+}
+
+TEST(CliTest, PromptFromStdinEqualsPromptFromFile) {
+  const Result from_file = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
+                                  " --temperature 0 --max-tokens 16");
+  const Result from_stdin = RunKvd("generate -q --model " + kModel +
+                                       " --prompt-file - --temperature 0 --max-tokens 16",
+                                   ReadAll(kExample));
+  EXPECT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
+  EXPECT_EQ(from_stdin.out, from_file.out);
+}
+
+TEST(CliTest, SeededSamplingIsReproducible) {
+  const std::string args = "generate -q --model " + kModel +
+                           " --prompt 'the old river' --temperature 1.0 --top-p 0.9 --seed 7 "
+                           "--max-tokens 24 --ignore-eos";
+  const Result first = RunKvd(args);
+  const Result second = RunKvd(args);
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_FALSE(first.out.empty());
+  EXPECT_EQ(first.out, second.out);
+}
+
+TEST(CliTest, ErrorsAreMessagesWithExitCodes) {
+  Result result = RunKvd("generate --model /nonexistent/model --prompt hi");
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("kvd: /nonexistent/model/config.json: cannot open"), std::string::npos)
+      << result.err;
+  EXPECT_TRUE(result.out.empty());
+
+  result = RunKvd("generate --model " + kModel + " --prompt hi --prompt-file x");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("either --prompt or --prompt-file"), std::string::npos) << result.err;
+
+  result = RunKvd("generate --model " + kModel + " --prompt hi --top-p 3");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("top_p"), std::string::npos) << result.err;
+
+  result = RunKvd("generate --model " + kModel + " --prompt hi --max-tokens 100000");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("context"), std::string::npos) << result.err;
+
+  result = RunKvd("generate --no-such-flag");
+  EXPECT_NE(result.exit_code, 0);
+
+  result = RunKvd("");
+  EXPECT_NE(result.exit_code, 0);
+}
+
+TEST(CliTest, HelpDescribesSubcommands) {
+  const Result result = RunKvd("generate --help");
+  EXPECT_EQ(result.exit_code, 0);
+  for (const char* option : {"--model", "--prompt", "--prompt-file", "--max-tokens", "--temperature",
+                             "--top-k", "--top-p", "--min-p", "--seed", "--logit-bias"}) {
+    EXPECT_NE(result.out.find(option), std::string::npos) << option;
+  }
+}
+
+TEST(CliTest, BenchPrintsAThroughputTable) {
+  const Result result =
+      RunKvd("bench --model " + kModel + " --batch 1,2 --prompt-tokens 16 --decode-tokens 4");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("| 1 |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("| 2 |"), std::string::npos) << result.out;
+}
+
+}  // namespace
