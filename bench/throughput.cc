@@ -86,15 +86,15 @@ absl::StatusOr<std::vector<ThroughputResult>> MeasureThroughput(engine::Model& m
         absl::StrCat("prompt plus decode tokens exceed the model's context of ",
                      config.max_position_embeddings));
   }
-  const int32_t max_batch = *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
+  const int32_t max_batch =
+      *std::max_element(options.batch_sizes.begin(), options.batch_sizes.end());
   const int64_t blocks_per_head =
       (options.prompt_tokens + options.decode_tokens + options.block_size - 1) / options.block_size;
   auto pool = engine::KvBlockPool::Create(
-      model.backend(),
-      {.num_blocks = static_cast<int32_t>(blocks_per_head * max_batch * config.num_layers *
-                                          config.num_kv_heads),
-       .block_size = options.block_size,
-       .head_dim = config.head_dim});
+      model.backend(), {.num_blocks = static_cast<int32_t>(blocks_per_head * max_batch *
+                                                           config.num_layers * config.num_kv_heads),
+                        .block_size = options.block_size,
+                        .head_dim = config.head_dim});
   if (!pool.ok()) return pool.status();
   std::mt19937 random(static_cast<uint32_t>(options.seed));
   // A short warm-up run, so first-touch page faults and thread start-up are not measured.

@@ -11,10 +11,9 @@ size_t KvBlockPool::BlockBytes(int32_t block_size, int32_t head_dim) {
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backend& backend,
                                                                  const KvPoolOptions& options) {
   if (options.num_blocks <= 0 || options.block_size <= 0 || options.head_dim <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("kv pool: num_blocks (", options.num_blocks, "), block_size (",
-                     options.block_size, ") and head_dim (", options.head_dim,
-                     ") must be positive"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv pool: num_blocks (", options.num_blocks, "), block_size (", options.block_size,
+        ") and head_dim (", options.head_dim, ") must be positive"));
   }
   std::unique_ptr<KvBlockPool> pool(new KvBlockPool());
   const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
@@ -31,7 +30,9 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
   pool->storage_ = kernels::KvPool{static_cast<float*>(pool->keys_->data()),
                                    static_cast<float*>(pool->values_->data()),
                                    static_cast<float*>(pool->log_votes_->data()),
-                                   options.num_blocks, options.block_size, options.head_dim};
+                                   options.num_blocks,
+                                   options.block_size,
+                                   options.head_dim};
   pool->ref_counts_.assign(options.num_blocks, 0);
   pool->free_blocks_.reserve(options.num_blocks);
   for (int32_t block = options.num_blocks - 1; block >= 0; --block) {
@@ -67,9 +68,9 @@ absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
     while (static_cast<int64_t>(block_tables_[i].size()) < needed) {
       const int32_t block = pool.Allocate();
       if (block < 0) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "kv cache: no free block for ", count, " more entries (pool of ", pool.num_blocks(),
-            " blocks of ", block_size, " entries)"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("kv cache: no free block for ", count, " more entries (pool of ",
+                         pool.num_blocks(), " blocks of ", block_size, " entries)"));
       }
       block_tables_[i].push_back(block);
     }

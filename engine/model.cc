@@ -40,13 +40,13 @@ absl::Status Model::EnsureScratch(int64_t rows, int64_t logit_rows) {
   };
   const int64_t q_width = int64_t{config_.num_heads} * config_.head_dim;
   const int64_t kv_width = int64_t{config_.num_kv_heads} * config_.head_dim;
-  for (auto [tensor, cols] : {std::pair{&scratch.hidden, int64_t{config_.hidden_size}},
-                              std::pair{&scratch.normed, int64_t{config_.hidden_size}},
-                              std::pair{&scratch.q, q_width}, std::pair{&scratch.k, kv_width},
-                              std::pair{&scratch.v, kv_width},
-                              std::pair{&scratch.attention, q_width},
-                              std::pair{&scratch.gate, int64_t{config_.intermediate_size}},
-                              std::pair{&scratch.up, int64_t{config_.intermediate_size}}}) {
+  for (auto [tensor, cols] :
+       {std::pair{&scratch.hidden, int64_t{config_.hidden_size}},
+        std::pair{&scratch.normed, int64_t{config_.hidden_size}}, std::pair{&scratch.q, q_width},
+        std::pair{&scratch.k, kv_width}, std::pair{&scratch.v, kv_width},
+        std::pair{&scratch.attention, q_width},
+        std::pair{&scratch.gate, int64_t{config_.intermediate_size}},
+        std::pair{&scratch.up, int64_t{config_.intermediate_size}}}) {
     if (auto status = make(rows, cols, *tensor); !status.ok()) return status;
   }
   if (auto status = make(logit_rows, config_.hidden_size, scratch.selected); !status.ok()) {
@@ -68,9 +68,9 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
     if (step.tokens.empty()) return absl::InvalidArgumentError("forward: a sequence has no tokens");
     const int64_t end_position = int64_t{step.kv->next_position()} + step.tokens.size();
     if (end_position > config_.max_position_embeddings) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "forward: position ", end_position - 1, " is beyond the model's context of ",
-          config_.max_position_embeddings, " tokens"));
+      return absl::InvalidArgumentError(absl::StrCat("forward: position ", end_position - 1,
+                                                     " is beyond the model's context of ",
+                                                     config_.max_position_embeddings, " tokens"));
     }
     for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
       for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
@@ -85,9 +85,8 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
     for (size_t i = 0; i < step.tokens.size(); ++i) {
       const int32_t token = step.tokens[i];
       if (token < 0 || token >= config_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat("forward: token id ", token,
-                                                       " is outside the vocabulary of ",
-                                                       config_.vocab_size));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "forward: token id ", token, " is outside the vocabulary of ", config_.vocab_size));
       }
       tokens.push_back(token);
       positions.push_back(step.kv->next_position() + static_cast<int32_t>(i));

@@ -29,7 +29,9 @@ struct SequenceStep {
 struct StepLogits {
   int32_t vocab_size = 0;
   std::vector<float> values;
-  int32_t rows() const { return vocab_size == 0 ? 0 : static_cast<int32_t>(values.size() / vocab_size); }
+  int32_t rows() const {
+    return vocab_size == 0 ? 0 : static_cast<int32_t>(values.size() / vocab_size);
+  }
   std::span<const float> row(int32_t i) const {
     return {values.data() + static_cast<size_t>(i) * vocab_size, static_cast<size_t>(vocab_size)};
   }

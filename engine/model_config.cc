@@ -22,7 +22,8 @@ absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
 
 absl::StatusOr<Json> ParseJsonObject(std::string_view text, const std::string& source) {
   Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
+  if (json.is_discarded())
+    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
   if (!json.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a JSON object"));
   }
@@ -34,7 +35,8 @@ absl::Status ReadInt(const Json& json, const std::string& source, const char* ke
                      int32_t& out) {
   auto it = json.find(key);
   if (it == json.end() || it->is_null()) {
-    if (required) return absl::InvalidArgumentError(absl::StrCat(source, ": missing \"", key, "\""));
+    if (required)
+      return absl::InvalidArgumentError(absl::StrCat(source, ": missing \"", key, "\""));
     return absl::OkStatus();
   }
   if (!it->is_number_integer()) {
@@ -111,14 +113,12 @@ absl::Status ReadRopeScaling(const Json& json, const std::string& source, ModelC
 }
 
 constexpr const char* kSupportedArchitectures[] = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                        "Qwen2ForCausalLM"};
+                                                   "Qwen2ForCausalLM"};
 
 }  // namespace
 
 absl::Status ModelConfig::Validate() const {
-  auto invalid = [](const char* what) {
-    return absl::InvalidArgumentError(what);
-  };
+  auto invalid = [](const char* what) { return absl::InvalidArgumentError(what); };
   if (vocab_size <= 0) return invalid("vocab_size must be positive");
   if (hidden_size <= 0 || intermediate_size <= 0 || num_layers <= 0) {
     return invalid("hidden_size, intermediate_size and num_hidden_layers must be positive");
@@ -151,8 +151,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view text, const std::s
   if (std::find(std::begin(kSupportedArchitectures), std::end(kSupportedArchitectures),
                 config.architecture) == std::end(kSupportedArchitectures)) {
     return absl::UnimplementedError(absl::StrCat(
-        source, ": architecture \"", config.architecture, "\" is not supported (supported: ",
-        absl::StrJoin(kSupportedArchitectures, ", "), ")"));
+        source, ": architecture \"", config.architecture,
+        "\" is not supported (supported: ", absl::StrJoin(kSupportedArchitectures, ", "), ")"));
   }
   config.attention_bias = config.architecture == "Qwen2ForCausalLM";
   if (json.contains("attention_bias") && json["attention_bias"].is_boolean()) {
@@ -174,7 +174,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view text, const std::s
       {"bos_token_id", &config.bos_token_id, false},
   };
   for (const auto& field : int_fields) {
-    if (auto status = ReadInt(json, source, field.key, field.required, *field.field); !status.ok()) {
+    if (auto status = ReadInt(json, source, field.key, field.required, *field.field);
+        !status.ok()) {
       return status;
     }
   }
@@ -231,7 +232,8 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::filesystem::path& model_d
       return status;
     }
     if (auto status = config->Validate(); !status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(generation_path.string(), ": ", status.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(generation_path.string(), ": ", status.message()));
     }
   }
   return config;

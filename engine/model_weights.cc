@@ -40,7 +40,7 @@ absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkp
   const int64_t kv_width = int64_t{config.num_kv_heads} * config.head_dim;
   const int64_t inner = config.intermediate_size;
 
-#define KVD_LOAD(name, shape, field)                                        \
+#define KVD_LOAD(name, shape, field) \
   if (auto status = loader.Load(name, shape, field); !status.ok()) return status
 
   KVD_LOAD("model.embed_tokens.weight", (std::vector<int64_t>{config.vocab_size, hidden}),

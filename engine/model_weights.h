@@ -13,12 +13,12 @@
 namespace kvd::engine {
 
 struct LayerWeights {
-  kernels::PreparedWeight input_norm;  // [hidden]
-  kernels::PreparedWeight q_proj;      // [heads * head_dim, hidden]
-  kernels::PreparedWeight k_proj;      // [kv_heads * head_dim, hidden]
-  kernels::PreparedWeight v_proj;      // [kv_heads * head_dim, hidden]
+  kernels::PreparedWeight input_norm;                             // [hidden]
+  kernels::PreparedWeight q_proj;                                 // [heads * head_dim, hidden]
+  kernels::PreparedWeight k_proj;                                 // [kv_heads * head_dim, hidden]
+  kernels::PreparedWeight v_proj;                                 // [kv_heads * head_dim, hidden]
   std::optional<kernels::PreparedWeight> q_bias, k_bias, v_bias;  // Qwen2
-  kernels::PreparedWeight o_proj;          // [hidden, heads * head_dim]
+  kernels::PreparedWeight o_proj;                                 // [hidden, heads * head_dim]
   kernels::PreparedWeight post_attention_norm;
   kernels::PreparedWeight gate_proj;  // [intermediate, hidden]
   kernels::PreparedWeight up_proj;    // [intermediate, hidden]

@@ -25,7 +25,8 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& config) {
     } else if (wavelen >= high_freq_wavelen) {
       const double smooth = (old_context / wavelen - scaling.low_freq_factor) /
                             (scaling.high_freq_factor - scaling.low_freq_factor);
-      frequency = static_cast<float>((1.0 - smooth) * frequency / scaling.factor + smooth * frequency);
+      frequency =
+          static_cast<float>((1.0 - smooth) * frequency / scaling.factor + smooth * frequency);
     }
   }
   return inv_freq;

@@ -25,9 +25,9 @@ constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
 size_t DTypeBytes(const std::string& dtype) {
   static const std::map<std::string, size_t> kSizes = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},
-      {"I16", 2}, {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4},
-      {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2},    {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},  {"U8", 1},      {"BOOL", 1},
+      {"U16", 2}, {"U32", 4}, {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = kSizes.find(dtype);
   return it == kSizes.end() ? 0 : it->second;
 }
@@ -42,7 +42,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(
     const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat(path.string(), ": cannot open: ", std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat(path.string(), ": cannot open: ", std::strerror(errno)));
   }
   struct stat file_stat {};
   if (::fstat(fd, &file_stat) != 0) {
@@ -75,8 +76,8 @@ absl::Status SafetensorsFile::ParseHeader() {
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | bytes[i];
   const std::string where = path_.string();
   if (header_bytes > kMaxHeaderBytes || header_bytes > size_ - 8) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": bad header: declares ", header_bytes, " header bytes but the file has ", size_));
+    return absl::InvalidArgumentError(absl::StrCat(where, ": bad header: declares ", header_bytes,
+                                                   " header bytes but the file has ", size_));
   }
   const std::string_view header_text(reinterpret_cast<const char*>(bytes + 8), header_bytes);
   const Json header = Json::parse(header_text, nullptr, /*allow_exceptions=*/false);
@@ -91,9 +92,8 @@ absl::Status SafetensorsFile::ParseHeader() {
       return absl::InvalidArgumentError(absl::StrCat(where, ": tensor '", name, "': ", what));
     };
     if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() ||
-        !entry.contains("shape") || !entry["shape"].is_array() ||
-        !entry.contains("data_offsets") || !entry["data_offsets"].is_array() ||
-        entry["data_offsets"].size() != 2) {
+        !entry.contains("shape") || !entry["shape"].is_array() || !entry.contains("data_offsets") ||
+        !entry["data_offsets"].is_array() || entry["data_offsets"].size() != 2) {
       return bad("bad header entry (needs dtype, shape and two data_offsets)");
     }
     TensorInfo info;
@@ -128,7 +128,8 @@ absl::Status SafetensorsFile::ParseHeader() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path& model_dir) {
+absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(
+    const std::filesystem::path& model_dir) {
   auto checkpoint = std::make_unique<Checkpoint>();
   checkpoint->model_dir_ = model_dir.string();
   std::vector<std::filesystem::path> shard_paths;
@@ -156,8 +157,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesyst
     }
     for (const std::string& shard : shards) shard_paths.push_back(model_dir / shard);
   } else {
-    return absl::NotFoundError(absl::StrCat(model_dir.string(),
-                                            ": no model.safetensors or model.safetensors.index.json"));
+    return absl::NotFoundError(
+        absl::StrCat(model_dir.string(), ": no model.safetensors or model.safetensors.index.json"));
   }
   for (const auto& path : shard_paths) {
     auto file = SafetensorsFile::Open(path);

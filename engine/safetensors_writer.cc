@@ -39,7 +39,8 @@ absl::Status WriteSafetensors(const std::filesystem::path& path,
       out.write(reinterpret_cast<const char*>(tensor->bytes.data()),
                 static_cast<std::streamsize>(tensor->bytes.size()));
     }
-    if (!out.flush()) return absl::InternalError(absl::StrCat(temporary.string(), ": write failed"));
+    if (!out.flush())
+      return absl::InternalError(absl::StrCat(temporary.string(), ": write failed"));
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);

@@ -69,7 +69,8 @@ void Sampler::ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const 
       if (token < 0 || token >= vocab || seen[token]) continue;
       seen[token] = true;
       float& logit = logits[token];
-      logit = logit > 0.0f ? logit / params_.repetition_penalty : logit * params_.repetition_penalty;
+      logit =
+          logit > 0.0f ? logit / params_.repetition_penalty : logit * params_.repetition_penalty;
     }
   }
   if (params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f) {
@@ -151,13 +152,15 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
   const std::vector<float> logprobs = LogSoftmax(logits);
   result.logprob = logprobs[result.token];
   if (params_.top_logprobs > 0) {
-    const int32_t count = std::min<int32_t>(params_.top_logprobs, static_cast<int32_t>(logprobs.size()));
+    const int32_t count =
+        std::min<int32_t>(params_.top_logprobs, static_cast<int32_t>(logprobs.size()));
     std::vector<int32_t> order(logprobs.size());
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + count, order.end(), [&](int32_t a, int32_t b) {
       return logprobs[a] > logprobs[b] || (logprobs[a] == logprobs[b] && a < b);
     });
-    for (int32_t i = 0; i < count; ++i) result.top_logprobs.push_back({order[i], logprobs[order[i]]});
+    for (int32_t i = 0; i < count; ++i)
+      result.top_logprobs.push_back({order[i], logprobs[order[i]]});
   }
   return result;
 }

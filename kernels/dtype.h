@@ -54,7 +54,7 @@ inline uint16_t FloatToF16(float value) {
   const uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (abs_bits < 0x38800000u) {                                                // subnormal or zero
+  if (abs_bits < 0x38800000u) {                                               // subnormal or zero
     const float magnitude = std::bit_cast<float>(abs_bits);
     return static_cast<uint16_t>(sign | static_cast<uint32_t>(magnitude * 16777216.0f + 0.5f));
   }

@@ -10,8 +10,9 @@
 
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("kvd"));
-  CLI::App app("kvd serves LLaMA-family language models: a CPU and CUDA inference engine with a "
-               "paged, compressible KV cache.");
+  CLI::App app(
+      "kvd serves LLaMA-family language models: a CPU and CUDA inference engine with a "
+      "paged, compressible KV cache.");
   app.set_version_flag("--version", kvd::server::kVersion);
   app.require_subcommand(1);
   app.add_flag_callback(

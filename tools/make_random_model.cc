@@ -1,8 +1,8 @@
 // make_random_model: writes a Hugging Face model directory with a real architecture's shape and
 // seeded random weights (Llama 3.2 1B by default), for benchmarks at realistic sizes.
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -79,8 +79,9 @@ kvd::engine::TensorToWrite RandomTensor(const std::string& name, std::vector<int
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Write a randomly initialised LLaMA-architecture checkpoint (default: the shape of "
-               "Llama 3.2 1B) for benchmarks");
+  CLI::App app(
+      "Write a randomly initialised LLaMA-architecture checkpoint (default: the shape of "
+      "Llama 3.2 1B) for benchmarks");
   Shape shape;
   std::string out_dir;
   uint64_t seed = 1;
@@ -94,7 +95,8 @@ int main(int argc, char** argv) {
   app.add_option("--intermediate", shape.intermediate)->capture_default_str();
   app.add_option("--vocab", shape.vocab)->capture_default_str();
   app.add_option("--context", shape.context)->capture_default_str();
-  app.add_option("--dtype", dtype, "bf16 or f32")->check(CLI::IsMember({"bf16", "f32"}))
+  app.add_option("--dtype", dtype, "bf16 or f32")
+      ->check(CLI::IsMember({"bf16", "f32"}))
       ->capture_default_str();
   app.add_option("--seed", seed)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -115,21 +117,32 @@ int main(int argc, char** argv) {
   const int64_t hidden = shape.hidden, q_width = int64_t{shape.heads} * shape.head_dim,
                 kv_width = int64_t{shape.kv_heads} * shape.head_dim;
   std::vector<kvd::engine::TensorToWrite> tensors;
-  tensors.push_back(RandomTensor("model.embed_tokens.weight", {shape.vocab, hidden}, init, bf16, random));
+  tensors.push_back(
+      RandomTensor("model.embed_tokens.weight", {shape.vocab, hidden}, init, bf16, random));
   tensors.push_back(RandomTensor("model.norm.weight", {hidden}, 0.0f, bf16, random));
   for (int layer = 0; layer < shape.layers; ++layer) {
     const std::string prefix = "model.layers." + std::to_string(layer) + ".";
-    tensors.push_back(RandomTensor(prefix + "input_layernorm.weight", {hidden}, 0.0f, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "post_attention_layernorm.weight", {hidden}, 0.0f, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "self_attn.q_proj.weight", {q_width, hidden}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "self_attn.k_proj.weight", {kv_width, hidden}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "self_attn.v_proj.weight", {kv_width, hidden}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "self_attn.o_proj.weight", {hidden, q_width}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "mlp.gate_proj.weight", {shape.intermediate, hidden}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "mlp.up_proj.weight", {shape.intermediate, hidden}, init, bf16, random));
-    tensors.push_back(RandomTensor(prefix + "mlp.down_proj.weight", {hidden, shape.intermediate}, init, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "input_layernorm.weight", {hidden}, 0.0f, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "post_attention_layernorm.weight", {hidden}, 0.0f, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "self_attn.q_proj.weight", {q_width, hidden}, init, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "self_attn.k_proj.weight", {kv_width, hidden}, init, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "self_attn.v_proj.weight", {kv_width, hidden}, init, bf16, random));
+    tensors.push_back(
+        RandomTensor(prefix + "self_attn.o_proj.weight", {hidden, q_width}, init, bf16, random));
+    tensors.push_back(RandomTensor(prefix + "mlp.gate_proj.weight", {shape.intermediate, hidden},
+                                   init, bf16, random));
+    tensors.push_back(RandomTensor(prefix + "mlp.up_proj.weight", {shape.intermediate, hidden},
+                                   init, bf16, random));
+    tensors.push_back(RandomTensor(prefix + "mlp.down_proj.weight", {hidden, shape.intermediate},
+                                   init, bf16, random));
   }
-  if (auto status = kvd::engine::WriteSafetensors(out / "model.safetensors", tensors); !status.ok()) {
+  if (auto status = kvd::engine::WriteSafetensors(out / "model.safetensors", tensors);
+      !status.ok()) {
     std::fprintf(stderr, "make_random_model: %s\n", std::string(status.message()).c_str());
     return 1;
   }

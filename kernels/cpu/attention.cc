@@ -15,6 +15,10 @@ inline int64_t EntryOffset(const KvPool& pool, const int32_t* block_table, int32
          index % pool.block_size;
 }
 
+// Below this many multiply-adds a step's attention runs on the calling thread alone: waking
+// workers costs more than it saves.
+constexpr int64_t kMinParallelWork = 1 << 16;
+
 struct RowTask {
   int32_t sequence;
   int32_t row;  // within the sequence's new rows
@@ -46,12 +50,16 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
   const int32_t group = shape.num_heads / shape.num_kv_heads;
   const int32_t head_dim = shape.head_dim;
   std::vector<RowTask> tasks;
+  int64_t work = 0;  // multiply-adds, to decide whether threads pay for their hand-off
   for (int32_t s = 0; s < static_cast<int32_t>(sequences.size()); ++s) {
     for (int32_t row = 0; row < sequences[s].num_rows; ++row) {
-      for (int32_t h = 0; h < shape.num_kv_heads; ++h) tasks.push_back({s, row, h});
+      for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
+        tasks.push_back({s, row, h});
+        work += int64_t{sequences[s].cached_lengths[h] + row + 1} * group * head_dim * 2;
+      }
     }
   }
-  threads.ParallelFor(static_cast<int64_t>(tasks.size()), [&](int64_t begin, int64_t end) {
+  const auto run = [&](int64_t begin, int64_t end) {
     std::vector<float> logits;  // [group, entries]
     std::vector<double> accumulator(static_cast<size_t>(head_dim));
     for (int64_t t = begin; t < end; ++t) {
@@ -89,7 +97,12 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
         }
       }
     }
-  });
+  };
+  if (work < kMinParallelWork) {
+    run(0, static_cast<int64_t>(tasks.size()));
+  } else {
+    threads.ParallelFor(static_cast<int64_t>(tasks.size()), run);
+  }
 }
 
 }  // namespace kvd::kernels::cpu

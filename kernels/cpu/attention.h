@@ -3,9 +3,9 @@
 
 #include <span>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/kv_layout.h"
 #include "kernels/tensor.h"
-#include "kernels/cpu/thread_pool.h"
 
 namespace kvd::kernels::cpu {
 

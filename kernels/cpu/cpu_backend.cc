@@ -181,5 +181,4 @@ void CpuBackend::Attention(const Tensor& q, const KvPool& pool,
   PagedAttention(q, pool, sequences, shape, out, pool_);
 }
 
-
 }  // namespace kvd::kernels::cpu

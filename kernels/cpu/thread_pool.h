@@ -33,10 +33,10 @@ class ThreadPool {
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;  // guarded by mu_
-  int64_t count_ = 0;                                             // guarded by mu_
-  uint64_t generation_ = 0;                                       // guarded by mu_
-  int32_t pending_ = 0;                                           // guarded by mu_
-  bool stopping_ = false;                                         // guarded by mu_
+  int64_t count_ = 0;                                          // guarded by mu_
+  uint64_t generation_ = 0;                                    // guarded by mu_
+  int32_t pending_ = 0;                                        // guarded by mu_
+  bool stopping_ = false;                                      // guarded by mu_
 };
 
 }  // namespace kvd::kernels::cpu

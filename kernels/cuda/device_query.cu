@@ -22,8 +22,8 @@ absl::StatusOr<std::vector<AcceleratorInfo>> ListCudaDevices() {
       return absl::UnavailableError(std::string("cudaGetDeviceProperties: ") +
                                     cudaGetErrorString(prop_error));
     }
-    devices.push_back(AcceleratorInfo{i, props.name, props.totalGlobalMem,
-                                      props.major * 10 + props.minor});
+    devices.push_back(
+        AcceleratorInfo{i, props.name, props.totalGlobalMem, props.major * 10 + props.minor});
   }
   return devices;
 }

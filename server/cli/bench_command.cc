@@ -27,8 +27,8 @@ absl::Status RunBench(const BenchOptions& options) {
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
   std::printf("model %s, backend %s, prompt %d tokens, %d decode steps\n",
-              options.model_dir.c_str(), options.backend.c_str(),
-              options.throughput.prompt_tokens, options.throughput.decode_tokens);
+              options.model_dir.c_str(), options.backend.c_str(), options.throughput.prompt_tokens,
+              options.throughput.decode_tokens);
   std::printf("| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step |\n");
   std::printf("|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
@@ -52,8 +52,9 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--batch", options->throughput.batch_sizes, "Batch sizes to measure")
       ->delimiter(',')
       ->capture_default_str();
-  command->add_option("--prompt-tokens", options->throughput.prompt_tokens,
-                      "Prompt length per sequence")
+  command
+      ->add_option("--prompt-tokens", options->throughput.prompt_tokens,
+                   "Prompt length per sequence")
       ->capture_default_str();
   command->add_option("--decode-tokens", options->throughput.decode_tokens, "Decode steps")
       ->capture_default_str();

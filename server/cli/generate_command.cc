@@ -1,13 +1,13 @@
 #include "server/cli/generate_command.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
 #include <sstream>
-
-#include <unistd.h>
 
 #include "absl/strings/str_cat.h"
 #include "engine/generator.h"
@@ -78,8 +78,8 @@ absl::Status RunGenerate(GenerateOptions options) {
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
-  auto tokenizer = engine::Tokenizer::FromFile(
-      std::filesystem::path(options.model_dir) / "tokenizer.json");
+  auto tokenizer =
+      engine::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
 
   engine::GenerationRequest request;
@@ -94,8 +94,9 @@ absl::Status RunGenerate(GenerateOptions options) {
   const engine::ModelConfig& config = (*model)->config();
   constexpr int32_t kBlockSize = 16;
   // Room for the whole generation; requests beyond the context fail in the generator.
-  const int64_t entries = std::min<int64_t>(
-      static_cast<int64_t>(request.prompt.size()) + options.max_tokens, config.max_position_embeddings);
+  const int64_t entries =
+      std::min<int64_t>(static_cast<int64_t>(request.prompt.size()) + options.max_tokens,
+                        config.max_position_embeddings);
   const int64_t blocks_per_head = (entries + kBlockSize - 1) / kBlockSize;
   auto pool = engine::KvBlockPool::Create(
       **backend, {.num_blocks = static_cast<int32_t>(std::max<int64_t>(
@@ -134,11 +135,13 @@ void AddGenerateCommand(CLI::App& app) {
   auto options = std::make_shared<GenerateOptions>();
   CLI::App* command = app.add_subcommand(
       "generate", "Generate a completion of one prompt; the text goes to stdout, logs to stderr");
-  command->add_option("--model", options->model_dir,
-                      "Hugging Face model directory (config.json, *.safetensors, tokenizer.json)")
+  command
+      ->add_option("--model", options->model_dir,
+                   "Hugging Face model directory (config.json, *.safetensors, tokenizer.json)")
       ->capture_default_str();
   command->add_option("--prompt", options->prompt, "Prompt text ('-' reads stdin)");
-  command->add_option("--prompt-file", options->prompt_file, "Read the prompt from FILE ('-': stdin)");
+  command->add_option("--prompt-file", options->prompt_file,
+                      "Read the prompt from FILE ('-': stdin)");
   command->add_flag("--no-special-tokens", options->no_special_tokens,
                     "Do not add the tokenizer's special tokens (BOS) to the prompt");
   command->add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
@@ -147,11 +150,13 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_option("--max-tokens", options->max_tokens, "Tokens to generate at most")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--min-tokens", options->min_tokens,
-                      "Tokens to generate before end-of-sequence may end the output")
+  command
+      ->add_option("--min-tokens", options->min_tokens,
+                   "Tokens to generate before end-of-sequence may end the output")
       ->capture_default_str();
   command->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
-  command->add_option("--stop-token-id", options->stop_token_ids, "Also stop on this id (repeatable)");
+  command->add_option("--stop-token-id", options->stop_token_ids,
+                      "Also stop on this id (repeatable)");
   command->add_option("--temperature", options->sampling.temperature, "0 means greedy")
       ->capture_default_str();
   command->add_option("--top-k", options->sampling.top_k, "0: off")->capture_default_str();

@@ -41,7 +41,8 @@ absl::Status RunInfo(const std::string& model_dir) {
 
 void AddInfoCommand(CLI::App& app) {
   auto model_dir = std::make_shared<std::string>();
-  CLI::App* command = app.add_subcommand("info", "Show the build, the CUDA devices and a model's shape");
+  CLI::App* command =
+      app.add_subcommand("info", "Show the build, the CUDA devices and a model's shape");
   command->add_option("--model", *model_dir, "A model directory to describe");
   command->callback([model_dir] { ExitWith(RunInfo(*model_dir)); });
 }

@@ -1,5 +1,6 @@
 // `kvd` subcommands end to end on the bundled model: output on stdout only, errors as
 // messages and exit codes.
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace {
 
@@ -32,8 +31,9 @@ Result RunKvd(const std::string& args, const std::string& stdin_text = "") {
       std::filesystem::temp_directory_path() / ("kvd_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "stdin") << stdin_text;
-  const std::string command = std::string(KVD_BINARY) + " " + args + " <" + (dir / "stdin").string() +
-                              " >" + (dir / "out").string() + " 2>" + (dir / "err").string();
+  const std::string command = std::string(KVD_BINARY) + " " + args + " <" +
+                              (dir / "stdin").string() + " >" + (dir / "out").string() + " 2>" +
+                              (dir / "err").string();
   const int status = std::system(command.c_str());
   Result result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(dir / "out"),
                 ReadAll(dir / "err")};
@@ -55,9 +55,9 @@ TEST(CliTest, GenerateAnswersAQuestionAboutADocument) {
 TEST(CliTest, PromptFromStdinEqualsPromptFromFile) {
   const Result from_file = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
                                   " --temperature 0 --max-tokens 16");
-  const Result from_stdin = RunKvd("generate -q --model " + kModel +
-                                       " --prompt-file - --temperature 0 --max-tokens 16",
-                                   ReadAll(kExample));
+  const Result from_stdin =
+      RunKvd("generate -q --model " + kModel + " --prompt-file - --temperature 0 --max-tokens 16",
+             ReadAll(kExample));
   EXPECT_EQ(from_stdin.exit_code, 0) << from_stdin.err;
   EXPECT_EQ(from_stdin.out, from_file.out);
 }
@@ -102,8 +102,9 @@ TEST(CliTest, ErrorsAreMessagesWithExitCodes) {
 TEST(CliTest, HelpDescribesSubcommands) {
   const Result result = RunKvd("generate --help");
   EXPECT_EQ(result.exit_code, 0);
-  for (const char* option : {"--model", "--prompt", "--prompt-file", "--max-tokens", "--temperature",
-                             "--top-k", "--top-p", "--min-p", "--seed", "--logit-bias"}) {
+  for (const char* option :
+       {"--model", "--prompt", "--prompt-file", "--max-tokens", "--temperature", "--top-k",
+        "--top-p", "--min-p", "--seed", "--logit-bias"}) {
     EXPECT_NE(result.out.find(option), std::string::npos) << option;
   }
 }

@@ -1,10 +1,9 @@
 // Corrupt or incomplete checkpoints give clear errors naming the file and the tensor.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "engine/model.h"
 #include "kernels/backend.h"
@@ -45,9 +44,11 @@ TEST_F(CheckpointErrorsTest, ValidModelLoads) {
 TEST_F(CheckpointErrorsTest, MissingTensorIsNamed) {
   WriteText(dir_.path() / "config.json", testing::TinyConfig({}).dump());
   auto tensors = TinyTensors({}, 1);
-  std::erase_if(tensors, [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
+  std::erase_if(tensors,
+                [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
   ASSERT_TRUE(WriteSafetensors(dir_.path() / "model.safetensors", tensors).ok());
-  ExpectError(absl::StatusCode::kNotFound, {"model.layers.1.mlp.up_proj.weight", dir_.path().string()});
+  ExpectError(absl::StatusCode::kNotFound,
+              {"model.layers.1.mlp.up_proj.weight", dir_.path().string()});
 }
 
 TEST_F(CheckpointErrorsTest, WrongShapeIsNamed) {
@@ -123,7 +124,8 @@ TEST_F(CheckpointErrorsTest, ShardedCheckpointLoadsAndMissingShardIsNamed) {
   std::vector<TensorToWrite> second(tensors.begin() + 5, tensors.end());
   ASSERT_TRUE(WriteSafetensors(dir_.path() / "model-00001-of-00002.safetensors", first).ok());
   ASSERT_TRUE(WriteSafetensors(dir_.path() / "model-00002-of-00002.safetensors", second).ok());
-  nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
+  nlohmann::json index = {{"metadata", {{"total_size", 0}}},
+                          {"weight_map", nlohmann::json::object()}};
   for (const auto& t : first) index["weight_map"][t.name] = "model-00001-of-00002.safetensors";
   for (const auto& t : second) index["weight_map"][t.name] = "model-00002-of-00002.safetensors";
   WriteText(dir_.path() / "model.safetensors.index.json", index.dump());

@@ -35,7 +35,8 @@ class GeneratorTest : public ::testing::Test {
     outcome.status = generator.Run(requests, [&](const GenerationEvent& event) {
       outcome.tokens[event.sequence].push_back(event.sampled.token);
       if (event.finished) outcome.reasons[event.sequence] = event.finish_reason;
-      return stop_after < 0 || static_cast<int32_t>(outcome.tokens[event.sequence].size()) < stop_after;
+      return stop_after < 0 ||
+             static_cast<int32_t>(outcome.tokens[event.sequence].size()) < stop_after;
     });
     EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks()) << "blocks leaked";
     return outcome;
@@ -98,7 +99,8 @@ TEST_F(GeneratorTest, CallbackCanStopASequence) {
 }
 
 TEST_F(GeneratorTest, BadRequestsAreErrorsAndLeakNothing) {
-  EXPECT_EQ(Run({GenerationRequest{.prompt = {}}}).status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Run({GenerationRequest{.prompt = {}}}).status.code(),
+            absl::StatusCode::kInvalidArgument);
   auto too_long = Greedy(200);  // the tiny model's context is 128
   EXPECT_EQ(Run({too_long}).status.code(), absl::StatusCode::kInvalidArgument);
   auto bad_sampling = Greedy(2);

@@ -1,8 +1,8 @@
 #include "engine/kv_cache.h"
 
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace kvd::engine {
 namespace {
@@ -27,7 +27,8 @@ TEST_F(KvCacheTest, ReserveTakesBlocksPerLayerAndHead) {
   EXPECT_EQ((*pool)->num_free_blocks(), 8);
   std::set<int32_t> distinct;
   for (int l = 0; l < 2; ++l) {
-    for (int h = 0; h < 2; ++h) distinct.insert(sequence.blocks(l, h).begin(), sequence.blocks(l, h).end());
+    for (int h = 0; h < 2; ++h)
+      distinct.insert(sequence.blocks(l, h).begin(), sequence.blocks(l, h).end());
   }
   EXPECT_EQ(distinct.size(), 12u);
   sequence.Release(**pool);

@@ -30,7 +30,8 @@ TEST(ModelConfigTest, ParsesLlamaConfig) {
 TEST(ModelConfigTest, Qwen2HasAttentionBias) {
   auto config = ParseModelConfig(R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
       "intermediate_size": 128, "num_hidden_layers": 1, "num_attention_heads": 4,
-      "num_key_value_heads": 1, "vocab_size": 50, "eos_token_id": 7})", "config.json");
+      "num_key_value_heads": 1, "vocab_size": 50, "eos_token_id": 7})",
+                                 "config.json");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->attention_bias);
   EXPECT_EQ(config->eos_token_ids, (std::vector<int32_t>{7}));
@@ -88,7 +89,7 @@ TEST(RopeTest, Llama3ScalingKeepsHighAndDividesLowFrequencies) {
   unscaled.has_llama3_rope_scaling = false;
   const auto scaled = RopeInverseFrequencies(*config);
   const auto plain = RopeInverseFrequencies(unscaled);
-  EXPECT_FLOAT_EQ(scaled[0], plain[0]);  // wavelength 2π, far below 8192/4
+  EXPECT_FLOAT_EQ(scaled[0], plain[0]);                  // wavelength 2π, far below 8192/4
   EXPECT_FLOAT_EQ(scaled.back(), plain.back() / 32.0f);  // longest wavelengths: divided by factor
   for (size_t i = 0; i < scaled.size(); ++i) {
     EXPECT_LE(scaled[i], plain[i] * 1.000001f);

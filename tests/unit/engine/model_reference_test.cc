@@ -1,9 +1,9 @@
 // The engine on the bundled model against logits from its PyTorch implementation: prefill,
 // chunked prefill, step-by-step decode, batching, greedy generation, and a bf16 copy.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
-
-#include <gtest/gtest.h>
 
 #include "engine/generator.h"
 #include "engine/model.h"
@@ -48,14 +48,16 @@ class ModelReferenceTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(model_, nullptr);
     const ModelConfig& config = model_->config();
-    auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 64 * config.num_layers * config.num_kv_heads,
-                                                .block_size = 16,
-                                                .head_dim = config.head_dim});
+    auto pool =
+        KvBlockPool::Create(*backend_, {.num_blocks = 64 * config.num_layers * config.num_kv_heads,
+                                        .block_size = 16,
+                                        .head_dim = config.head_dim});
     ASSERT_TRUE(pool.ok());
     pool_ = *std::move(pool);
   }
   std::unique_ptr<SequenceKv> NewSequence(int32_t tokens) {
-    auto kv = std::make_unique<SequenceKv>(model_->config().num_layers, model_->config().num_kv_heads);
+    auto kv =
+        std::make_unique<SequenceKv>(model_->config().num_layers, model_->config().num_kv_heads);
     EXPECT_TRUE(kv->Reserve(*pool_, tokens).ok());
     return kv;
   }
@@ -200,11 +202,14 @@ TEST_F(ModelReferenceTest, Bf16CopyLoadsAndGenerates) {
   EXPECT_LT(RelativeError(logits.row(0), c.logits[c.input_ids.size() - 1]), 0.1);
   kv->Release(*pool_);
 
-  GenerationRequest request{.prompt = c.input_ids, .sampling = {.temperature = 0.0f},
-                            .max_tokens = 8, .ignore_eos = true};
+  GenerationRequest request{.prompt = c.input_ids,
+                            .sampling = {.temperature = 0.0f},
+                            .max_tokens = 8,
+                            .ignore_eos = true};
   int32_t count = 0;
   Generator generator(**bf16_model, *pool_);
-  ASSERT_TRUE(generator.Run({&request, 1}, [&](const GenerationEvent&) { return ++count > 0; }).ok());
+  ASSERT_TRUE(
+      generator.Run({&request, 1}, [&](const GenerationEvent&) { return ++count > 0; }).ok());
   EXPECT_EQ(count, 8);
 }
 

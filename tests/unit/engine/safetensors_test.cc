@@ -10,10 +10,9 @@ namespace {
 
 TEST(SafetensorsTest, WrittenTensorsReadBackWithShapeDtypeAndBytes) {
   testing::TempDir dir;
-  const std::vector<TensorToWrite> tensors = {
-      {"b", "F32", {2, 3}, std::vector<uint8_t>(24, 7)},
-      {"a", "BF16", {5}, std::vector<uint8_t>(10, 9)},
-      {"empty", "F16", {0, 4}, {}}};
+  const std::vector<TensorToWrite> tensors = {{"b", "F32", {2, 3}, std::vector<uint8_t>(24, 7)},
+                                              {"a", "BF16", {5}, std::vector<uint8_t>(10, 9)},
+                                              {"empty", "F16", {0, 4}, {}}};
   ASSERT_TRUE(WriteSafetensors(dir.path() / "x.safetensors", tensors).ok());
   auto file = SafetensorsFile::Open(dir.path() / "x.safetensors");
   ASSERT_TRUE(file.ok()) << file.status();

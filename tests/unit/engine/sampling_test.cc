@@ -1,9 +1,9 @@
 #include "engine/sampling.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
-
-#include <gtest/gtest.h>
 
 namespace kvd::engine {
 namespace {

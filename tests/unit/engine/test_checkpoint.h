@@ -1,13 +1,13 @@
 // Writes small random LLaMA checkpoints into temporary directories for engine tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "engine/safetensors_writer.h"
 #include "kernels/dtype.h"
@@ -25,12 +25,18 @@ struct TinyShape {
 };
 
 inline nlohmann::json TinyConfig(const TinyShape& shape) {
-  return {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", shape.hidden},
-          {"intermediate_size", shape.intermediate}, {"num_hidden_layers", shape.layers},
-          {"num_attention_heads", shape.heads},      {"num_key_value_heads", shape.kv_heads},
-          {"vocab_size", shape.vocab},                {"rms_norm_eps", 1e-5},
-          {"max_position_embeddings", 128},           {"tie_word_embeddings", false},
-          {"bos_token_id", 0},                        {"eos_token_id", 1}};
+  return {{"architectures", {"LlamaForCausalLM"}},
+          {"hidden_size", shape.hidden},
+          {"intermediate_size", shape.intermediate},
+          {"num_hidden_layers", shape.layers},
+          {"num_attention_heads", shape.heads},
+          {"num_key_value_heads", shape.kv_heads},
+          {"vocab_size", shape.vocab},
+          {"rms_norm_eps", 1e-5},
+          {"max_position_embeddings", 128},
+          {"tie_word_embeddings", false},
+          {"bos_token_id", 0},
+          {"eos_token_id", 1}};
 }
 
 inline TensorToWrite RandomF32(const std::string& name, std::vector<int64_t> shape,

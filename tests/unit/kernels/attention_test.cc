@@ -1,11 +1,12 @@
 // Paged GQA attention with log-votes against a dense reference, and the vote identity.
+#include "kernels/cpu/attention.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::kernels::cpu {
@@ -171,8 +172,8 @@ TEST(PagedAttentionTest, MatchesDenseReferenceWithPerHeadLengthsAndBatches) {
   const AttentionShape shape{kHeads, kKvHeads, kHeadDim, 1.0f / std::sqrt(float{kHeadDim})};
   ThreadPool threads(2);
   AppendKvEntries(k, v, pool.pool(), refs);
-  PagedAttention(q, pool.pool(), refs, shape, Tensor{out.data(), DType::kF32, total_rows, kHeads * kHeadDim},
-                 threads);
+  PagedAttention(q, pool.pool(), refs, shape,
+                 Tensor{out.data(), DType::kF32, total_rows, kHeads * kHeadDim}, threads);
 
   for (size_t s = 0; s < sequences.size(); ++s) {
     for (int32_t i = 0; i < sequences[s].new_rows; ++i) {
@@ -191,8 +192,8 @@ TEST(PagedAttentionTest, MatchesDenseReferenceWithPerHeadLengthsAndBatches) {
           values.push_back(v_data.data() + (new_row * kKvHeads + h) * kHeadDim);
           votes.push_back(0.0f);
         }
-        const auto expected = DenseAttention(q_data.data() + (row * kHeads + head) * kHeadDim,
-                                             keys, values, votes, kHeadDim, shape.scale);
+        const auto expected = DenseAttention(q_data.data() + (row * kHeads + head) * kHeadDim, keys,
+                                             values, votes, kHeadDim, shape.scale);
         for (int32_t d = 0; d < kHeadDim; ++d) {
           EXPECT_NEAR(out[(row * kHeads + head) * kHeadDim + d], expected[d], 1e-5)
               << "sequence " << s << " row " << i << " head " << head;

@@ -1,11 +1,11 @@
 // Each CPU backend op against a direct formula on random inputs.
 #include "kernels/cpu/cpu_backend.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace kvd::kernels::cpu {
 namespace {

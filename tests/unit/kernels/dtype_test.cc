@@ -1,9 +1,9 @@
 #include "kernels/dtype.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 namespace kvd::kernels {
 namespace {
@@ -18,7 +18,8 @@ TEST(DTypeTest, BF16RoundsToNearestEven) {
 }
 
 TEST(DTypeTest, F16RoundTripsRepresentableValues) {
-  for (float value : {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f}) {
+  for (float value :
+       {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.9604644775390625e-08f}) {
     EXPECT_EQ(F16ToFloat(FloatToF16(value)), value) << value;
   }
   EXPECT_TRUE(std::isinf(F16ToFloat(FloatToF16(1e6f))));
