@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       "paged, compressible KV cache.");
   app.set_version_flag("--version", kvd::server::kVersion);
   app.require_subcommand(1);
+  app.fallthrough();  // -q works before or after the subcommand
   app.add_flag_callback(
       "-q,--quiet", [] { spdlog::set_level(spdlog::level::warn); }, "Log warnings and errors only");
   kvd::server::AddGenerateCommand(app);
