@@ -51,7 +51,7 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
   }
   result.prefill_seconds = SecondsSince(prefill_start);
   result.prefill_tokens_per_second =
-      double{batch_size} * options.prompt_tokens / result.prefill_seconds;
+      static_cast<double>(batch_size) * options.prompt_tokens / result.prefill_seconds;
 
   std::vector<int32_t> next(batch_size);
   const auto decode_start = Clock::now();
@@ -67,7 +67,7 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
   }
   result.decode_seconds = SecondsSince(decode_start);
   result.decode_tokens_per_second =
-      double{batch_size} * options.decode_tokens / result.decode_seconds;
+      static_cast<double>(batch_size) * options.decode_tokens / result.decode_seconds;
   result.decode_step_ms = 1000.0 * result.decode_seconds / std::max(options.decode_tokens, 1);
   release();
   return result;

@@ -1,7 +1,8 @@
 # Warnings, sanitizers and the helper every kvd target uses.
 add_library(kvd_build_flags INTERFACE)
 target_compile_options(kvd_build_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wno-unused-parameter
+                              -Wno-missing-field-initializers>)
 if(KVD_WERROR)
   target_compile_options(kvd_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
