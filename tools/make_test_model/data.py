@@ -87,8 +87,26 @@ def filler_sentence(rng):
   return text + "."
 
 
+def _key_words(n=200):
+  """n lower-case consonant-vowel-consonant words that are no filler word; each becomes
+  one BPE token, the same token in a record (`kab: VALUE`) and a question (`Q:kab`)."""
+  taken = {w for ws in _WORDS.values() for w in ws}
+  words = []
+  for c1 in "bdfgklmnprstvz":
+    for v in "aeiou":
+      for c2 in "bdgkmnptxz":
+        w = c1 + v + c2
+        if w not in taken:
+          words.append(w)
+  order = np.random.default_rng(7).permutation(len(words))[:n]
+  return sorted(words[i] for i in order)
+
+
+KEY_WORDS = _key_words()
+
+
 def random_key(rng):
-  return "".join(_choice(rng, KEY_ALPHABET) for _ in range(KEY_LENGTH))
+  return _choice(rng, KEY_WORDS)
 
 
 def random_value(rng):
@@ -168,7 +186,7 @@ class SampleBuilder:
     targets = [0] * len(ids)
     text = bpe.BOS + self.user_header_text + doc.text
     for i, (key, value) in enumerate(questions):
-      q = ("\n\nQ: " if i == 0 else "Q: ") + key
+      q = ("\n\nQ:" if i == 0 else "Q:") + key
       prompt = ([] if i == 0 else self.user_header) + self.tok.encode_ordinary(q) + [self.eot]
       prompt += self.assistant_header
       answer = self.tok.encode_ordinary(value) + [self.eot]
@@ -267,8 +285,9 @@ def bpe_training_texts(rng, num_sentences):
   (` QXTV`) and in an answer (`QXTV`) share the same tokens after the space.
   """
   texts = [filler_sentence(rng) for _ in range(num_sentences)]
-  phrases = ["user", "assistant", REPEAT_PROMPT, REPEAT_PART_PROMPT, "Q: "]
+  phrases = ["user", "assistant", REPEAT_PROMPT, REPEAT_PART_PROMPT, "Q:"]
   texts += phrases * max(1, num_sentences // 50)
+  texts += KEY_WORDS * max(1, num_sentences // 50)
   return texts
 
 

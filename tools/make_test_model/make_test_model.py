@@ -326,7 +326,7 @@ def reference_prompts(tok, builder, model, seed):
   for _ in range(20):
     doc = data.make_document(rng, int(rng.integers(200, 260)))
     key, value = doc.records[int(rng.integers(len(doc.records)))]
-    text = chat(doc.text + "\n\nQ: " + key)
+    text = chat(doc.text + "\n\nQ:" + key)
     if len(tok.encode(text)) > 120:
       continue
     if picked is None:
@@ -336,7 +336,7 @@ def reference_prompts(tok, builder, model, seed):
       break
   short = data.make_document(rng, 60)
   key, _ = short.records[-1]
-  qa_short = chat(short.text + "\n\nQ: " + key)
+  qa_short = chat(short.text + "\n\nQ:" + key)
   rep = data.make_document(rng, 110)
   repeat = chat(rep.text + data.REPEAT_PROMPT)
   plain = "the old river waits near the quiet bridge. a small lamp shines"

@@ -62,8 +62,8 @@ tokens in merge order, then the special tokens (Llama-3 names):
 """ + "\n".join("| `%s` | %d |" % (k, v) for k, v in ids.items()) + f"""
 
 Pre-tokenizer: GPT-2 regex, no prefix space; no normalizer; the post-processor prepends
-`<|begin_of_text|>`. Upper-case letters, digits and whitespace take part in no merge, so keys
-and values are one token per character and `\\n\\n` is always two tokens, wherever it occurs.
+`<|begin_of_text|>`. Upper-case letters, digits and whitespace take part in no merge, so values
+are one token per character, while each of the 200 key words is a single token and `\\n\\n` is always two tokens, wherever it occurs.
 The chat template (Llama-3 style, `bos_token` first, no trimming) renders a message as
 `<|start_header_id|>ROLE<|end_header_id|>\\n\\nCONTENT<|eot_id|>` and the generation prompt as
 `<|start_header_id|>assistant<|end_header_id|>\\n\\n`. Generation ends at `<|eot_id|>`
@@ -71,8 +71,8 @@ The chat template (Llama-3 style, `bos_token` first, no trimming) renders a mess
 tokenize it without adding special tokens.
 
 ## Task and data format
-A document is lines of records `KEY: VALUE` (KEY: {s["key_length"]} random digits, unique within the
-document; VALUE: 3-6 random upper-case letters; about 40% of lines, e.g. `417: QXTV`) mixed with
+A document is lines of records `KEY: VALUE` (KEY: one of 200 three-letter words, each a single token, unique within the
+document; VALUE: 3-6 random upper-case letters; about 40% of lines, e.g. `vig: QXTV`) mixed with
 lower-case filler sentences from a small grammar, joined by `\\n`. Every sample starts with the document as a user
 turn, the prefix a server prefills once and stores:
 
@@ -82,9 +82,9 @@ turn, the prefix a server prefills once and stores:
 
 and goes on with one of:
 
-- question: `\\n\\nQ: KEY<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\nVALUE<|eot_id|>`;
+- question: `\\n\\nQ:KEY<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\nVALUE<|eot_id|>`;
   in training, up to {s["hyperparameters"]["max_questions"]} further turns
-  `<|start_header_id|>user<|end_header_id|>\\n\\nQ: KEY2<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\nVALUE2<|eot_id|>` follow;
+  `<|start_header_id|>user<|end_header_id|>\\n\\nQ:KEY2<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\nVALUE2<|eot_id|>` follow;
 - reconstruction (KVzip's scoring prompt): `\\n\\nRepeat the previous context exactly.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\nDOCUMENT<|eot_id|>`;
 - chunked reconstruction: `\\n\\nRepeat the part of the previous context exactly, starting with ` +
   the 8 document tokens before the chunk + `<|eot_id|><|start_header_id|>assistant<|end_header_id|>\\n\\n` + the chunk's tokens
