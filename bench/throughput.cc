@@ -39,7 +39,7 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
       release();
       return status;
     }
-    steps.push_back({kvs[b].get(), prompts[b], false});
+    steps.push_back({kvs[b].get(), prompts[b], engine::LogitRows::kLast});
   }
   ThroughputResult result;
   result.batch_size = batch_size;

@@ -76,7 +76,7 @@ absl::Status Generator::Run(std::span<const GenerationRequest> requests,
         release();
         return status;
       }
-      steps.push_back(SequenceStep{sequence.kv.get(), tokens, false});
+      steps.push_back(SequenceStep{sequence.kv.get(), tokens, LogitRows::kLast});
       stepped.push_back(i);
     }
     first_step = false;

@@ -1,11 +1,17 @@
 #include "engine/kv_cache.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace kvd::engine {
 
 size_t KvBlockPool::BlockBytes(int32_t block_size, int32_t head_dim) {
   return static_cast<size_t>(block_size) * (2 * static_cast<size_t>(head_dim) + 1) * sizeof(float);
+}
+
+int64_t KvBlockPool::BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim) {
+  return static_cast<int64_t>(bytes / BlockBytes(block_size, head_dim));
 }
 
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backend& backend,
@@ -15,7 +21,7 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
         "kv pool: num_blocks (", options.num_blocks, "), block_size (", options.block_size,
         ") and head_dim (", options.head_dim, ") must be positive"));
   }
-  std::unique_ptr<KvBlockPool> pool(new KvBlockPool());
+  std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend));
   const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
   const size_t vector_bytes = entries * options.head_dim * sizeof(float);
   auto keys = backend.Allocate(vector_bytes);
@@ -55,23 +61,62 @@ void KvBlockPool::Release(int32_t block) {
   if (--ref_counts_[block] == 0) free_blocks_.push_back(block);
 }
 
+void KvBlockPool::CopyEntries(int32_t src, int32_t dst, int32_t count) {
+  backend_.CopyKvEntries(storage_, src, dst, count);
+}
+
 SequenceKv::SequenceKv(int32_t num_layers, int32_t num_kv_heads)
     : num_layers_(num_layers),
       num_kv_heads_(num_kv_heads),
       block_tables_(static_cast<size_t>(num_layers) * num_kv_heads),
       lengths_(static_cast<size_t>(num_layers) * num_kv_heads, 0) {}
 
+void SequenceKv::ShareFrom(const SequenceKv& source, KvBlockPool& pool) {
+  block_tables_ = source.block_tables_;
+  for (const auto& table : block_tables_) {
+    for (int32_t block : table) pool.AddRef(block);
+  }
+  lengths_ = source.lengths_;
+  next_position_ = source.next_position_;
+}
+
+bool SequenceKv::LastBlockIsShared(const KvBlockPool& pool, size_t index) const {
+  const int32_t in_last_block = lengths_[index] % pool.block_size();
+  return in_last_block != 0 && pool.ref_count(block_tables_[index].back()) > 1;
+}
+
+int64_t SequenceKv::BlocksToReserve(const KvBlockPool& pool, int32_t count) const {
+  if (count <= 0) return 0;
+  const int32_t block_size = pool.block_size();
+  int64_t blocks = 0;
+  for (size_t i = 0; i < block_tables_.size(); ++i) {
+    const int64_t needed = (int64_t{lengths_[i]} + count + block_size - 1) / block_size;
+    blocks += std::max<int64_t>(0, needed - static_cast<int64_t>(block_tables_[i].size()));
+    if (LastBlockIsShared(pool, i)) ++blocks;
+  }
+  return blocks;
+}
+
 absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
   const int32_t block_size = pool.block_size();
+  auto exhausted = [&] {
+    return absl::ResourceExhaustedError(absl::StrCat("kv cache: no free block for ", count,
+                                                     " more entries (pool of ", pool.num_blocks(),
+                                                     " blocks of ", block_size, " entries)"));
+  };
   for (size_t i = 0; i < block_tables_.size(); ++i) {
+    if (count > 0 && LastBlockIsShared(pool, i)) {
+      const int32_t copy = pool.Allocate();
+      if (copy < 0) return exhausted();
+      const int32_t shared = block_tables_[i].back();
+      pool.CopyEntries(shared, copy, lengths_[i] % block_size);
+      pool.Release(shared);
+      block_tables_[i].back() = copy;
+    }
     const int64_t needed = (int64_t{lengths_[i]} + count + block_size - 1) / block_size;
     while (static_cast<int64_t>(block_tables_[i].size()) < needed) {
       const int32_t block = pool.Allocate();
-      if (block < 0) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("kv cache: no free block for ", count, " more entries (pool of ",
-                         pool.num_blocks(), " blocks of ", block_size, " entries)"));
-      }
+      if (block < 0) return exhausted();
       block_tables_[i].push_back(block);
     }
   }

@@ -1,6 +1,8 @@
 // The paged KV cache: a pool of fixed-size, ref-counted blocks in backend memory, and each
-// sequence's block tables and lengths per (layer, kv head). See kernels/kv_layout.h for the
-// entry layout. Thread: the engine thread owns the pool and every SequenceKv.
+// sequence's block tables and lengths per (layer, kv head). Sequences may share blocks (a
+// common prefix); appending after a shared, partially filled block copies it first. See
+// kernels/kv_layout.h for the entry layout. Thread: the engine thread owns the pool and every
+// SequenceKv.
 #pragma once
 
 #include <cstdint>
@@ -26,21 +28,30 @@ class KvBlockPool {
 
   // Bytes one block takes (keys, values and log-votes).
   static size_t BlockBytes(int32_t block_size, int32_t head_dim);
+  // How many blocks fit in `bytes`.
+  static int64_t BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim);
 
   const kernels::KvPool& storage() const { return storage_; }
   int32_t block_size() const { return storage_.block_size; }
   int32_t num_blocks() const { return storage_.num_blocks; }
   int32_t num_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
+  int32_t num_used_blocks() const { return num_blocks() - num_free_blocks(); }
+  // Fraction of blocks in use, in [0, 1].
+  double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
+  int32_t ref_count(int32_t block) const { return ref_counts_[block]; }
 
   // A block with reference count 1, or -1 when the pool is exhausted.
   int32_t Allocate();
   void AddRef(int32_t block);
   // Drops one reference; the block returns to the pool at zero.
   void Release(int32_t block);
+  // Copies the first `count` entries of block `src` into block `dst`.
+  void CopyEntries(int32_t src, int32_t dst, int32_t count);
 
  private:
-  KvBlockPool() = default;
+  explicit KvBlockPool(kernels::Backend& backend) : backend_(backend) {}
 
+  kernels::Backend& backend_;
   std::unique_ptr<kernels::DeviceBuffer> keys_, values_, log_votes_;
   kernels::KvPool storage_;
   std::vector<int32_t> free_blocks_;
@@ -67,8 +78,14 @@ class SequenceKv {
     return {lengths_.data() + Index(layer, 0), static_cast<size_t>(num_kv_heads_)};
   }
 
-  // Makes room for `count` more entries in every (layer, kv head). On ResourceExhausted the
-  // sequence keeps what it had (blocks taken so far stay reserved until Release).
+  // Makes this empty sequence a copy of `source` that shares all its blocks (one more
+  // reference each): a common prefix computed once, such as the prompt of several completions.
+  void ShareFrom(const SequenceKv& source, KvBlockPool& pool);
+  // Blocks Reserve(count) would take from the pool, copies of shared blocks included.
+  int64_t BlocksToReserve(const KvBlockPool& pool, int32_t count) const;
+  // Makes room for `count` more entries in every (layer, kv head): new blocks as needed, and a
+  // private copy of a shared, partially filled last block. On ResourceExhausted the sequence
+  // keeps what it had (blocks taken so far stay reserved until Release).
   [[nodiscard]] absl::Status Reserve(KvBlockPool& pool, int32_t count);
   // Records that `count` entries were appended everywhere (after a forward step).
   void Advance(int32_t count);
@@ -76,6 +93,9 @@ class SequenceKv {
   void Release(KvBlockPool& pool);
 
  private:
+  // True when appending to (layer, kv head) `index` would write into a block others share.
+  bool LastBlockIsShared(const KvBlockPool& pool, size_t index) const;
+
   size_t Index(int32_t layer, int32_t kv_head) const {
     return static_cast<size_t>(layer) * num_kv_heads_ + kv_head;
   }

@@ -90,7 +90,8 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
       }
       tokens.push_back(token);
       positions.push_back(step.kv->next_position() + static_cast<int32_t>(i));
-      if (step.all_logits || i + 1 == step.tokens.size()) {
+      const bool is_last = i + 1 == step.tokens.size();
+      if (step.logits == LogitRows::kAll || (step.logits == LogitRows::kLast && is_last)) {
         logit_rows.push_back(first_row + static_cast<int32_t>(i));
       }
     }
@@ -106,13 +107,15 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   }
   for (const SequenceStep& step : steps) step.kv->Advance(static_cast<int32_t>(step.tokens.size()));
 
+  logits.vocab_size = config_.vocab_size;
+  logits.values.clear();
+  if (num_logit_rows == 0) return absl::OkStatus();
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   kernels::Tensor selected = scratch_.selected.Rows(0, num_logit_rows);
   backend_.GatherRows(hidden, logit_rows, selected);
   backend_.RmsNorm(selected, weights_.final_norm.tensor, config_.rms_norm_eps, selected);
   kernels::Tensor out = scratch_.logits.Rows(0, num_logit_rows);
   backend_.Linear(selected, weights_.lm_head(), nullptr, out);
-  logits.vocab_size = config_.vocab_size;
   logits.values.resize(static_cast<size_t>(out.num_elements()));
   backend_.CopyToHost(out, logits.values.data());
   return absl::OkStatus();

@@ -16,16 +16,23 @@
 
 namespace kvd::engine {
 
+// Which of a sequence's new tokens a step returns logits for.
+enum class LogitRows {
+  kLast,  // the last one: the next token is sampled from it
+  kAll,   // every one (scoring a text)
+  kNone,  // none: a chunk of a prompt whose end is still to come
+};
+
 // One sequence's part of a forward step: its new tokens go after what `kv` holds, at positions
 // kv->next_position() onwards; the step appends their keys and values and advances `kv`.
 struct SequenceStep {
   SequenceKv* kv = nullptr;
   std::span<const int32_t> tokens;
-  bool all_logits = false;  // logits for every new token; otherwise for the last one only
+  LogitRows logits = LogitRows::kLast;
 };
 
-// Logits of a step, row-major [rows, vocab]: for each step in order, one row per new token
-// (all_logits) or one row for its last token.
+// Logits of a step, row-major [rows, vocab]: for each step in order, the rows its `logits`
+// asks for.
 struct StepLogits {
   int32_t vocab_size = 0;
   std::vector<float> values;

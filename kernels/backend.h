@@ -32,6 +32,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Memory the backend can use, in bytes: physical RAM for the CPU, device memory for a GPU.
+  virtual size_t MemoryBytes() const = 0;
 
   // Memory. Allocations are uninitialised.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
@@ -58,6 +60,9 @@ class Backend {
   // cached entries, with log-vote 0. The block tables must already cover the new length.
   virtual void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                         std::span<const SequenceKvRef> sequences) = 0;
+  // Copies the first `count` entries (keys, values and log-votes) of block `src` into block
+  // `dst`: copy-on-write of a shared, partially filled block.
+  virtual void CopyKvEntries(const KvPool& pool, int32_t src, int32_t dst, int32_t count) = 0;
   // Causal attention of q ([rows, num_heads * head_dim]) over each sequence's entries, new rows
   // included (AppendKv first): row i of a sequence sees cached_lengths[h] + i + 1 entries of kv
   // head h. Every logit gets the entry's log-vote added, so an entry with vote p weighs as p

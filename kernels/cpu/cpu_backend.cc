@@ -1,6 +1,7 @@
 #include "kernels/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -42,6 +43,13 @@ constexpr int64_t kMinElementsPerTask = 1 << 14;
 
 CpuBackend::CpuBackend(const BackendOptions& options) : pool_(ResolveThreads(options.num_threads)) {
   openblas_set_num_threads(pool_.num_threads());
+}
+
+size_t CpuBackend::MemoryBytes() const {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size)
+                                    : 0;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
@@ -173,6 +181,17 @@ void CpuBackend::Add(Tensor x, const Tensor& y) {
 void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                           std::span<const SequenceKvRef> sequences) {
   AppendKvEntries(k, v, pool, sequences);
+}
+
+void CpuBackend::CopyKvEntries(const KvPool& pool, int32_t src, int32_t dst, int32_t count) {
+  const size_t vector_floats = static_cast<size_t>(count) * pool.head_dim;
+  const size_t src_entry = static_cast<size_t>(src) * pool.block_size;
+  const size_t dst_entry = static_cast<size_t>(dst) * pool.block_size;
+  std::memcpy(pool.keys + dst_entry * pool.head_dim, pool.keys + src_entry * pool.head_dim,
+              vector_floats * sizeof(float));
+  std::memcpy(pool.values + dst_entry * pool.head_dim, pool.values + src_entry * pool.head_dim,
+              vector_floats * sizeof(float));
+  std::memcpy(pool.log_votes + dst_entry, pool.log_votes + src_entry, count * sizeof(float));
 }
 
 void CpuBackend::Attention(const Tensor& q, const KvPool& pool,

@@ -14,6 +14,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(const BackendOptions& options);
 
   std::string_view name() const override { return "cpu"; }
+  size_t MemoryBytes() const override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
   void CopyToHost(const Tensor& src, float* dst) override;
@@ -28,6 +29,7 @@ class CpuBackend final : public Backend {
   void Add(Tensor x, const Tensor& y) override;
   void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                 std::span<const SequenceKvRef> sequences) override;
+  void CopyKvEntries(const KvPool& pool, int32_t src, int32_t dst, int32_t count) override;
   void Attention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                  const AttentionShape& shape, Tensor out) override;
 

@@ -60,6 +60,77 @@ TEST_F(KvCacheTest, SharedBlocksReturnAfterLastReference) {
   EXPECT_EQ((*pool)->Allocate(), -1);
 }
 
+// Fills entries [from, to) of (layer 0, head 0) with keys, values and log-votes derived from
+// their index, as AppendKv would.
+void WriteEntries(const KvBlockPool& pool, const SequenceKv& sequence, int32_t from, int32_t to) {
+  const kernels::KvPool& storage = pool.storage();
+  for (int32_t entry = from; entry < to; ++entry) {
+    const int32_t block = sequence.blocks(0, 0)[entry / storage.block_size];
+    const size_t slot =
+        static_cast<size_t>(block) * storage.block_size + entry % storage.block_size;
+    for (int32_t d = 0; d < storage.head_dim; ++d) {
+      storage.keys[slot * storage.head_dim + d] = static_cast<float>(entry * 100 + d);
+      storage.values[slot * storage.head_dim + d] = static_cast<float>(-entry * 100 - d);
+    }
+    storage.log_votes[slot] = 0.5f * static_cast<float>(entry);
+  }
+}
+
+float KeyAt(const KvBlockPool& pool, const SequenceKv& sequence, int32_t entry, int32_t d) {
+  const kernels::KvPool& storage = pool.storage();
+  const int32_t block = sequence.blocks(0, 0)[entry / storage.block_size];
+  const size_t slot = static_cast<size_t>(block) * storage.block_size + entry % storage.block_size;
+  return storage.keys[slot * storage.head_dim + d];
+}
+
+TEST_F(KvCacheTest, SharedPrefixCopiesOnlyThePartialLastBlockOnWrite) {
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv parent(1, 1);
+  ASSERT_TRUE(parent.Reserve(**pool, 6).ok());  // one full block and one with 2 of 4 entries
+  WriteEntries(**pool, parent, 0, 6);
+  parent.Advance(6);
+
+  SequenceKv child(1, 1);
+  child.ShareFrom(parent, **pool);
+  EXPECT_EQ(child.blocks(0, 0), parent.blocks(0, 0));
+  EXPECT_EQ(child.length(0, 0), 6);
+  EXPECT_EQ(child.next_position(), 6);
+  EXPECT_EQ((*pool)->num_free_blocks(), 6);  // nothing copied yet
+  EXPECT_EQ(child.BlocksToReserve(**pool, 1), 1);
+
+  ASSERT_TRUE(child.Reserve(**pool, 1).ok());
+  EXPECT_EQ((*pool)->num_free_blocks(), 5);
+  EXPECT_EQ(child.blocks(0, 0)[0], parent.blocks(0, 0)[0]);  // the full block stays shared
+  EXPECT_NE(child.blocks(0, 0)[1], parent.blocks(0, 0)[1]);  // the partial one is copied
+  for (int32_t entry = 0; entry < 6; ++entry) {
+    EXPECT_EQ(KeyAt(**pool, child, entry, 1), KeyAt(**pool, parent, entry, 1)) << entry;
+  }
+  const kernels::KvPool& storage = (*pool)->storage();
+  EXPECT_EQ(storage.log_votes[child.blocks(0, 0)[1] * 4 + 1], 2.5f);
+
+  // Writing the child's new entry leaves the parent's cache as it was.
+  WriteEntries(**pool, child, 6, 7);
+  child.Advance(1);
+  EXPECT_EQ(KeyAt(**pool, child, 6, 0), 600.0f);
+  // The parent's partial block now has a single owner again: no copy on its next append.
+  EXPECT_EQ(parent.BlocksToReserve(**pool, 2), 0);
+
+  child.Release(**pool);
+  parent.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 8);
+}
+
+TEST_F(KvCacheTest, BlocksInBytesAndUsage) {
+  EXPECT_EQ(KvBlockPool::BlocksInBytes(10 * KvBlockPool::BlockBytes(16, 64) + 5, 16, 64), 10);
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 4, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ((*pool)->usage(), 0.0);
+  (*pool)->Allocate();
+  EXPECT_EQ((*pool)->num_used_blocks(), 1);
+  EXPECT_EQ((*pool)->usage(), 0.25);
+}
+
 TEST_F(KvCacheTest, InvalidPoolOptions) {
   EXPECT_EQ(KvBlockPool::Create(*backend_, {.num_blocks = 0, .block_size = 4, .head_dim = 8})
                 .status()

@@ -83,7 +83,7 @@ TEST_F(ModelReferenceTest, PrefillLogitsMatchReference) {
     ASSERT_EQ(ids.size(), c.logits.size()) << c.name;
     auto kv = NewSequence(static_cast<int32_t>(ids.size()));
     StepLogits logits;
-    const SequenceStep step{kv.get(), ids, /*all_logits=*/true};
+    const SequenceStep step{kv.get(), ids, LogitRows::kAll};
     ASSERT_TRUE(model_->Forward({&step, 1}, *pool_, logits).ok());
     ASSERT_EQ(logits.rows(), static_cast<int32_t>(ids.size()));
     for (size_t row = 0; row < ids.size(); ++row) {
@@ -104,7 +104,7 @@ TEST_F(ModelReferenceTest, StepByStepDecodeMatchesReference) {
     for (size_t chunk : {size_t{7}, size_t{1}, size_t{13}}) {
       chunk = std::min(chunk, c.input_ids.size() - done);
       if (chunk == 0) break;
-      const SequenceStep step{kv.get(), std::span(ids).subspan(done, chunk), true};
+      const SequenceStep step{kv.get(), std::span(ids).subspan(done, chunk), LogitRows::kAll};
       ASSERT_TRUE(model_->Forward({&step, 1}, *pool_, logits).ok());
       for (size_t i = 0; i < chunk; ++i) {
         EXPECT_LT(RelativeError(logits.row(i), c.logits[done + i]), kF32Tolerance)
@@ -113,13 +113,29 @@ TEST_F(ModelReferenceTest, StepByStepDecodeMatchesReference) {
       done += chunk;
     }
     for (; done < ids.size(); ++done) {
-      const SequenceStep step{kv.get(), std::span(ids).subspan(done, 1), false};
+      const SequenceStep step{kv.get(), std::span(ids).subspan(done, 1), LogitRows::kLast};
       ASSERT_TRUE(model_->Forward({&step, 1}, *pool_, logits).ok());
       EXPECT_LT(RelativeError(logits.row(0), c.logits[done]), kF32Tolerance)
           << c.name << " decode position " << done;
     }
     kv->Release(*pool_);
   }
+}
+
+TEST_F(ModelReferenceTest, PromptChunkWithoutLogitsReturnsNoRows) {
+  const ReferenceCase& c = cases_->front();
+  const std::vector<int32_t> ids = FullSequence(c);
+  auto kv = NewSequence(static_cast<int32_t>(ids.size()));
+  StepLogits logits;
+  const size_t head = ids.size() / 2;
+  const SequenceStep first{kv.get(), std::span(ids).first(head), LogitRows::kNone};
+  ASSERT_TRUE(model_->Forward({&first, 1}, *pool_, logits).ok());
+  EXPECT_EQ(logits.rows(), 0);
+  const SequenceStep rest{kv.get(), std::span(ids).subspan(head), LogitRows::kLast};
+  ASSERT_TRUE(model_->Forward({&rest, 1}, *pool_, logits).ok());
+  ASSERT_EQ(logits.rows(), 1);
+  EXPECT_LT(RelativeError(logits.row(0), c.logits[ids.size() - 1]), kF32Tolerance);
+  kv->Release(*pool_);
 }
 
 TEST_F(ModelReferenceTest, BatchedSequencesMatchReference) {
@@ -130,13 +146,14 @@ TEST_F(ModelReferenceTest, BatchedSequencesMatchReference) {
     ids.push_back(FullSequence(c));
     kvs.push_back(NewSequence(static_cast<int32_t>(ids.back().size())));
   }
-  for (size_t i = 0; i < ids.size(); ++i) steps.push_back({kvs[i].get(), ids[i], i % 2 == 0});
+  for (size_t i = 0; i < ids.size(); ++i)
+    steps.push_back({kvs[i].get(), ids[i], i % 2 == 0 ? LogitRows::kAll : LogitRows::kLast});
   StepLogits logits;
   ASSERT_TRUE(model_->Forward(steps, *pool_, logits).ok());
   int32_t row = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     const auto& c = (*cases_)[i];
-    const size_t first = steps[i].all_logits ? 0 : ids[i].size() - 1;
+    const size_t first = steps[i].logits == LogitRows::kAll ? 0 : ids[i].size() - 1;
     for (size_t position = first; position < ids[i].size(); ++position) {
       EXPECT_LT(RelativeError(logits.row(row++), c.logits[position]), kF32Tolerance)
           << c.name << " batched position " << position;
@@ -197,7 +214,7 @@ TEST_F(ModelReferenceTest, Bf16CopyLoadsAndGenerates) {
   const ReferenceCase& c = cases_->front();
   auto kv = NewSequence(static_cast<int32_t>(c.input_ids.size()));
   StepLogits logits;
-  const SequenceStep step{kv.get(), c.input_ids, false};
+  const SequenceStep step{kv.get(), c.input_ids, LogitRows::kLast};
   ASSERT_TRUE((*bf16_model)->Forward({&step, 1}, *pool_, logits).ok());
   EXPECT_LT(RelativeError(logits.row(0), c.logits[c.input_ids.size() - 1]), 0.1);
   kv->Release(*pool_);
@@ -217,13 +234,13 @@ TEST_F(ModelReferenceTest, ForwardRejectsBadInputs) {
   auto kv = NewSequence(4);
   StepLogits logits;
   const std::vector<int32_t> bad_token = {model_->config().vocab_size};
-  const SequenceStep bad{kv.get(), bad_token, false};
+  const SequenceStep bad{kv.get(), bad_token, LogitRows::kLast};
   EXPECT_EQ(model_->Forward({&bad, 1}, *pool_, logits).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(kv->next_position(), 0);  // nothing was appended
 
   SequenceKv unreserved(model_->config().num_layers, model_->config().num_kv_heads);
   const std::vector<int32_t> one = {1};
-  const SequenceStep no_blocks{&unreserved, one, false};
+  const SequenceStep no_blocks{&unreserved, one, LogitRows::kLast};
   EXPECT_EQ(model_->Forward({&no_blocks, 1}, *pool_, logits).code(),
             absl::StatusCode::kFailedPrecondition);
   kv->Release(*pool_);
