@@ -1,0 +1,36 @@
+// The scheduler's settings: batch limits, the KV cache's size, queue caps.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace kvd::scheduler {
+
+struct SchedulerConfig {
+  // Sequences in one step, at most. Not reloadable. Default 256.
+  int32_t max_num_seqs = 256;
+  // Tokens in one step, at most: every running decode plus prompt chunks; long prompts are
+  // split into chunks (chunked prefill). At least max_num_seqs. Not reloadable. Default 2048.
+  int32_t max_num_batched_tokens = 2048;
+  // Entries per KV block. Not reloadable. Default 16.
+  int32_t block_size = 16;
+  // KV cache size in bytes, used when kv_cache_memory_fraction is 0. Default 1 GiB.
+  size_t kv_cache_bytes = size_t{1} << 30;
+  // KV cache size as a fraction of the backend's memory (CPU: physical RAM), in (0, 1];
+  // 0 uses kv_cache_bytes. Default 0.
+  double kv_cache_memory_fraction = 0.0;
+  // Fraction of KV blocks kept free when admitting new requests, so that running sequences can
+  // grow without being preempted at once, in [0, 0.5]. Default 0.01.
+  double admission_watermark = 0.01;
+  // Requests waiting for admission over all tenants; more are refused (Unavailable).
+  // Default 4096.
+  int32_t max_queued_requests = 4096;
+  // Completions per request (`n`), at most. Default 16.
+  int32_t max_n = 16;
+
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+}  // namespace kvd::scheduler

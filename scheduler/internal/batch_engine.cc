@@ -1,0 +1,334 @@
+#include "scheduler/internal/batch_engine.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvd::scheduler::internal {
+namespace {
+
+// End-of-sequence ids (unless ignored) and the request's stop ids.
+std::vector<int32_t> StopTokens(const Request& request, const engine::ModelConfig& config) {
+  std::vector<int32_t> stops = request.stop_token_ids;
+  if (!request.ignore_eos) {
+    stops.insert(stops.end(), config.eos_token_ids.begin(), config.eos_token_ids.end());
+  }
+  return stops;
+}
+
+double Seconds(absl::Duration duration) { return absl::ToDoubleSeconds(duration); }
+
+}  // namespace
+
+BatchEngine::BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
+                         const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+                         const Clock& clock, SchedulerMetrics& metrics,
+                         std::function<void(const RequestState&)> on_dequeued)
+    : model_(model),
+      pool_(std::move(pool)),
+      tokenizer_(tokenizer),
+      config_(config),
+      clock_(clock),
+      metrics_(metrics),
+      on_dequeued_(std::move(on_dequeued)),
+      watermark_blocks_(
+          static_cast<int32_t>(std::ceil(config.admission_watermark * pool_->num_blocks()))),
+      seeds_(std::random_device{}()) {}
+
+std::unique_ptr<engine::SequenceKv> BatchEngine::NewKv() const {
+  const engine::ModelConfig& config = model_.config();
+  return std::make_unique<engine::SequenceKv>(config.num_layers, config.num_kv_heads);
+}
+
+std::unique_ptr<engine::Sampler> BatchEngine::NewSampler(const Request& request, int32_t choice) {
+  engine::SamplingParams params = request.sampling;
+  // Completions of one seeded request differ from each other and are reproducible.
+  if (params.seed) params.seed = *params.seed + static_cast<uint64_t>(choice);
+  return std::make_unique<engine::Sampler>(std::move(params), seeds_());
+}
+
+std::unique_ptr<SequenceOutput> BatchEngine::NewOutput(const Request& request,
+                                                       int32_t choice) const {
+  return std::make_unique<SequenceOutput>(request, choice, StopTokens(request, model_.config()),
+                                          tokenizer_);
+}
+
+void BatchEngine::Add(std::shared_ptr<RequestState> request) {
+  auto sequence = std::make_unique<Sequence>();
+  const Request& r = request->request;
+  request->open_choices = r.n;
+  sequence->request = request;
+  sequence->pending_forks = r.n - 1;
+  sequence->kv = NewKv();
+  sequence->sampler = NewSampler(r, 0);
+  sequence->output = NewOutput(r, 0);
+  sequence->tokens = r.prompt;
+  waiting_.Push(std::move(sequence));
+}
+
+absl::StatusOr<StepReport> BatchEngine::Step() {
+  const absl::Time start = clock_.Now();
+  StepReport report;
+  DropCancelled();
+  int32_t budget = config_.max_num_batched_tokens;
+  std::vector<Scheduled> scheduled;
+  ScheduleRunning(budget, scheduled, report);
+  // Admitting while evicting would only preempt again.
+  if (report.num_preempted == 0) AdmitWaiting(budget, scheduled, report);
+  absl::Status status = RunForward(scheduled, report);
+  if (status.ok()) ProcessOutputs(scheduled, clock_.Now());
+
+  report.num_running = static_cast<int32_t>(running_.size());
+  report.num_waiting = static_cast<int32_t>(waiting_.size());
+  report.step_time = clock_.Now() - start;
+  PublishGauges();
+  metrics_.RecordStep(report.num_prefill_tokens + report.num_decode_tokens, report.num_preempted,
+                      Seconds(report.step_time), Seconds(report.forward_time));
+  if (!status.ok()) return status;
+  return report;
+}
+
+void BatchEngine::DropCancelled() {
+  std::vector<Sequence*> cancelled;
+  for (const auto& sequence : running_) {
+    if (sequence->request->channel->cancelled()) cancelled.push_back(sequence.get());
+  }
+  for (Sequence* sequence : cancelled) {
+    Close(TakeRunning(sequence), FinishReason::kAbort, /*event_sent=*/false);
+  }
+  for (auto& sequence :
+       waiting_.RemoveIf([](const Sequence& s) { return s.request->channel->cancelled(); })) {
+    Close(std::move(sequence), FinishReason::kAbort, /*event_sent=*/false);
+  }
+}
+
+void BatchEngine::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled,
+                                  StepReport& report) {
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* sequence = running_[i].get();
+    const int32_t count = std::min(sequence->uncomputed(), budget);
+    bool reserved = false;
+    while (!(reserved = sequence->kv->Reserve(*pool_, count).ok())) {
+      if (running_.size() == 1) {
+        // Alone and still out of blocks: the sequence has filled the whole cache.
+        Close(TakeRunning(sequence), FinishReason::kLength, /*event_sent=*/false);
+        return;
+      }
+      // Recompute preemption of the lowest-priority, latest sequence, possibly this one.
+      const bool preempting_self = running_.back().get() == sequence;
+      Preempt(TakeRunning(running_.back().get()));
+      ++report.num_preempted;
+      if (preempting_self) return;
+    }
+    scheduled.push_back({sequence, count});
+    budget -= count;
+    waiting_.Charge(sequence->tenant().id, count);
+  }
+}
+
+void BatchEngine::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
+                               StepReport& report) {
+  while (budget > 0) {
+    Sequence* candidate = waiting_.Next();
+    if (candidate == nullptr) return;
+    const size_t slots = 1 + static_cast<size_t>(candidate->pending_forks);
+    if (running_.size() + slots > static_cast<size_t>(config_.max_num_seqs)) return;
+    const int32_t count = std::min(candidate->uncomputed(), budget);
+    // Keep a margin of free blocks for the running sequences' growth, unless none run.
+    const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
+    if (pool_->num_free_blocks() - candidate->kv->BlocksToReserve(*pool_, count) < margin) return;
+    if (!candidate->kv->Reserve(*pool_, count).ok()) {
+      candidate->kv->Release(*pool_);
+      return;
+    }
+    std::unique_ptr<Sequence> sequence = waiting_.PopForRunning(candidate);
+    RequestState& request = *sequence->request;
+    if (!request.admitted) {
+      request.admitted = true;
+      report.admitted.push_back(request.channel->id());
+      metrics_.RecordAdmission(sequence->tenant().id,
+                               static_cast<int32_t>(request.request.prompt.size()),
+                               Seconds(clock_.Now() - request.arrival));
+      on_dequeued_(request);
+    }
+    scheduled.push_back({sequence.get(), count});
+    budget -= count;
+    waiting_.Charge(sequence->tenant().id, count);
+    InsertRunning(std::move(sequence));
+  }
+}
+
+absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled, StepReport& report) {
+  if (scheduled.empty()) return absl::OkStatus();
+  std::vector<engine::SequenceStep> steps;
+  steps.reserve(scheduled.size());
+  for (const Scheduled& item : scheduled) {
+    Sequence& sequence = *item.sequence;
+    const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
+    steps.push_back(
+        {sequence.kv.get(),
+         std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count),
+         completes ? engine::LogitRows::kLast : engine::LogitRows::kNone});
+    const bool decoding = sequence.generated > 0 && item.count == 1 && completes;
+    (decoding ? report.num_decode_tokens : report.num_prefill_tokens) += item.count;
+  }
+  report.num_sequences = static_cast<int32_t>(scheduled.size());
+  const absl::Time start = clock_.Now();
+  absl::Status status = model_.Forward(steps, *pool_, logits_);
+  report.forward_time = clock_.Now() - start;
+  if (!status.ok()) {
+    std::vector<std::shared_ptr<RequestState>> failed;
+    for (const Scheduled& item : scheduled) failed.push_back(item.sequence->request);
+    FailRequests(failed, status);
+  }
+  return status;
+}
+
+void BatchEngine::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now) {
+  int32_t row = 0;
+  for (const Scheduled& item : scheduled) {
+    Sequence& sequence = *item.sequence;
+    sequence.num_computed += item.count;
+    if (sequence.uncomputed() > 0) continue;  // a prompt chunk; the prompt goes on next step
+    const std::span<const float> logits = logits_.row(row++);
+    if (sequence.pending_forks > 0) Fork(sequence, logits, now);
+    SampleNext(sequence, logits, now);  // may retire `sequence`
+  }
+}
+
+void BatchEngine::Fork(Sequence& parent, std::span<const float> logits, absl::Time now) {
+  const int32_t forks = parent.pending_forks;
+  parent.pending_forks = 0;
+  for (int32_t k = 1; k <= forks; ++k) {
+    auto child = std::make_unique<Sequence>();
+    child->request = parent.request;
+    child->choice = parent.choice + k;
+    child->kv = NewKv();
+    child->kv->ShareFrom(*parent.kv, *pool_);
+    child->sampler = NewSampler(parent.request->request, child->choice);
+    child->output = NewOutput(parent.request->request, child->choice);
+    child->tokens = parent.tokens;
+    child->num_computed = parent.num_computed;
+    Sequence& forked = *child;
+    waiting_.AddRunning(child->tenant());
+    InsertRunning(std::move(child));
+    SampleNext(forked, logits, now);
+  }
+}
+
+void BatchEngine::SampleNext(Sequence& sequence, std::span<const float> logits, absl::Time now) {
+  RequestState& request = *sequence.request;
+  const engine::SampledToken sampled =
+      sequence.sampler->Sample(logits, sequence.tokens, static_cast<size_t>(sequence.generated),
+                               sequence.output->Banned(sequence.generated));
+  sequence.tokens.push_back(sampled.token);
+  ++sequence.generated;
+  ++request.completion_tokens;
+
+  std::optional<double> first_token, inter_token;
+  if (!request.produced_token) {
+    first_token = Seconds(now - request.arrival);
+  } else if (sequence.generated > 1) {
+    inter_token = Seconds(now - sequence.last_token_time);
+  }
+  request.produced_token = true;
+  sequence.last_token_time = now;
+  metrics_.RecordToken(sequence.tenant().id, first_token, inter_token);
+
+  Event event = sequence.output->Accept(sampled, sequence.generated);
+  const std::optional<FinishReason> finish = event.finish_reason;
+  request.channel->Push(std::move(event));
+  if (finish) Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);
+}
+
+void BatchEngine::InsertRunning(std::unique_ptr<Sequence> sequence) {
+  const auto position =
+      std::upper_bound(running_.begin(), running_.end(), sequence,
+                       [](const std::unique_ptr<Sequence>& a, const std::unique_ptr<Sequence>& b) {
+                         return a->order() < b->order();
+                       });
+  running_.insert(position, std::move(sequence));
+}
+
+std::unique_ptr<Sequence> BatchEngine::TakeRunning(Sequence* sequence) {
+  const auto it = std::find_if(running_.begin(), running_.end(),
+                               [&](const auto& s) { return s.get() == sequence; });
+  std::unique_ptr<Sequence> taken = std::move(*it);
+  running_.erase(it);
+  waiting_.RemoveRunning(taken->tenant().id);
+  return taken;
+}
+
+void BatchEngine::Preempt(std::unique_ptr<Sequence> sequence) {
+  // Recompute: the blocks go back to the pool; the prompt and the tokens generated so far are
+  // computed again on resumption, and generation continues where it stopped.
+  sequence->kv->Release(*pool_);
+  sequence->num_computed = 0;
+  waiting_.Push(std::move(sequence));
+}
+
+void BatchEngine::Close(std::unique_ptr<Sequence> sequence, FinishReason reason, bool event_sent) {
+  RequestState& request = *sequence->request;
+  if (!event_sent) request.channel->Push(sequence->output->Finish(reason));
+  for (int32_t k = 1; k <= sequence->pending_forks; ++k) {
+    Event event;
+    event.index = sequence->choice + k;
+    event.finish_reason = reason;
+    request.channel->Push(std::move(event));
+  }
+  const int32_t closed = 1 + sequence->pending_forks;
+  for (int32_t k = 0; k < closed; ++k) metrics_.RecordFinish(reason);
+  sequence->kv->Release(*pool_);
+  request.open_choices -= closed;
+  if (request.open_choices == 0) FinishRequest(request, absl::OkStatus());
+}
+
+void BatchEngine::FinishRequest(RequestState& request, const absl::Status& status) {
+  if (request.done) return;
+  request.done = true;
+  if (!request.admitted) {
+    request.admitted = true;
+    on_dequeued_(request);
+  }
+  Event event;
+  event.final = true;
+  event.status = status;
+  event.usage.prompt_tokens = static_cast<int32_t>(request.request.prompt.size());
+  event.usage.completion_tokens = request.completion_tokens;
+  metrics_.RecordRequestDone(Seconds(clock_.Now() - request.arrival));
+  request.channel->Push(std::move(event));
+}
+
+void BatchEngine::FailRequests(const std::vector<std::shared_ptr<RequestState>>& failed,
+                               const absl::Status& status) {
+  auto is_failed = [&](const Sequence& sequence) {
+    return std::any_of(failed.begin(), failed.end(),
+                       [&](const auto& request) { return request == sequence.request; });
+  };
+  std::vector<Sequence*> doomed;
+  for (const auto& sequence : running_) {
+    if (is_failed(*sequence)) doomed.push_back(sequence.get());
+  }
+  for (Sequence* sequence : doomed) TakeRunning(sequence)->kv->Release(*pool_);
+  for (auto& sequence : waiting_.RemoveIf(is_failed)) sequence->kv->Release(*pool_);
+  for (const auto& request : failed) FinishRequest(*request, status);
+}
+
+void BatchEngine::FailAll(const absl::Status& status) {
+  std::vector<std::shared_ptr<RequestState>> all;
+  for (const auto& sequence : running_) all.push_back(sequence->request);
+  for (auto& sequence : waiting_.RemoveIf([](const Sequence&) { return true; })) {
+    all.push_back(sequence->request);
+  }
+  FailRequests(all, status);
+  PublishGauges();
+}
+
+void BatchEngine::PublishGauges() {
+  metrics_.RecordGauges({.num_running = static_cast<int32_t>(running_.size()),
+                         .num_waiting = static_cast<int32_t>(waiting_.size()),
+                         .kv_blocks_total = pool_->num_blocks(),
+                         .kv_blocks_free = pool_->num_free_blocks(),
+                         .tenants = waiting_.Gauges()});
+}
+
+}  // namespace kvd::scheduler::internal

@@ -1,0 +1,91 @@
+// The continuous-batching step: which sequences run (decodes first, then prompt chunks under
+// the token budget), preemption by recompute when KV blocks run out, one batched forward pass,
+// sampling, events, and retirement. Thread: scheduler (everything here).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "scheduler/clock.h"
+#include "scheduler/config.h"
+#include "scheduler/internal/fair_queue.h"
+#include "scheduler/internal/sequence.h"
+#include "scheduler/metrics.h"
+#include "scheduler/step_report.h"
+
+namespace kvd::scheduler::internal {
+
+class BatchEngine {
+ public:
+  // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
+  // first time, or ended while still waiting.
+  BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
+              const engine::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
+              SchedulerMetrics& metrics, std::function<void(const RequestState&)> on_dequeued);
+
+  // Queues a validated request.
+  void Add(std::shared_ptr<RequestState> request);
+  // One step. An error (a failed forward pass) has already ended the requests it touched.
+  [[nodiscard]] absl::StatusOr<StepReport> Step();
+  bool HasWork() const { return !running_.empty() || waiting_.size() > 0; }
+  // Ends every request with `status`.
+  void FailAll(const absl::Status& status);
+
+  const engine::KvBlockPool& pool() const { return *pool_; }
+
+ private:
+  struct Scheduled {
+    Sequence* sequence;
+    int32_t count;  // tokens computed this step
+  };
+
+  void DropCancelled();
+  void ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
+  void AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
+  [[nodiscard]] absl::Status RunForward(std::span<const Scheduled> scheduled, StepReport& report);
+  void ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now);
+  // Branches the pending completions off `parent`, sharing its KV blocks, and samples their
+  // first tokens from `logits`.
+  void Fork(Sequence& parent, std::span<const float> logits, absl::Time now);
+  // Samples the next token, emits it, and retires the sequence if it finished.
+  void SampleNext(Sequence& sequence, std::span<const float> logits, absl::Time now);
+
+  void PublishGauges();
+  void InsertRunning(std::unique_ptr<Sequence> sequence);
+  std::unique_ptr<Sequence> TakeRunning(Sequence* sequence);
+  void Preempt(std::unique_ptr<Sequence> sequence);
+  // Ends a sequence that left running_ / waiting_: its finish event (unless `event_sent`), the
+  // pending completions' events, its blocks, and the request's final event after its last.
+  void Close(std::unique_ptr<Sequence> sequence, FinishReason reason, bool event_sent);
+  void FinishRequest(RequestState& request, const absl::Status& status);
+  // Ends the requests in `failed` with `status`, wherever their sequences are.
+  void FailRequests(const std::vector<std::shared_ptr<RequestState>>& failed,
+                    const absl::Status& status);
+
+  std::unique_ptr<engine::SequenceKv> NewKv() const;
+  std::unique_ptr<engine::Sampler> NewSampler(const Request& request, int32_t choice);
+  std::unique_ptr<SequenceOutput> NewOutput(const Request& request, int32_t choice) const;
+
+  engine::Model& model_;
+  std::unique_ptr<engine::KvBlockPool> pool_;
+  const engine::Tokenizer* tokenizer_;
+  const SchedulerConfig config_;
+  const Clock& clock_;
+  SchedulerMetrics& metrics_;
+  const std::function<void(const RequestState&)> on_dequeued_;
+  const int32_t watermark_blocks_;
+  std::mt19937_64 seeds_;  // seeds for requests that set none
+
+  std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
+  FairQueue waiting_;
+  engine::StepLogits logits_;
+};
+
+}  // namespace kvd::scheduler::internal

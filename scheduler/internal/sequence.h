@@ -1,0 +1,55 @@
+// The engine thread's state of a submitted request and of each of its sequences (one per
+// completion). Thread: scheduler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "engine/kv_cache.h"
+#include "engine/sampling.h"
+#include "scheduler/internal/request_channel.h"
+#include "scheduler/internal/sequence_output.h"
+#include "scheduler/request.h"
+
+namespace kvd::scheduler::internal {
+
+struct RequestState {
+  Request request;
+  std::shared_ptr<RequestChannel> channel;
+  absl::Time arrival;
+  int64_t arrival_order = 0;  // submission order, for FIFO and preemption order
+  int32_t open_choices = 0;   // choices not finished yet
+  int32_t completion_tokens = 0;
+  bool admitted = false;  // has left the queue once (no longer counts as queued)
+  bool produced_token = false;
+  bool done = false;  // final event sent
+};
+
+struct Sequence {
+  std::shared_ptr<RequestState> request;
+  int32_t choice = 0;
+  // Choices still to branch off this one when its prompt is computed: the prompt's blocks are
+  // then shared by all n completions.
+  int32_t pending_forks = 0;
+  std::unique_ptr<engine::SequenceKv> kv;
+  std::unique_ptr<engine::Sampler> sampler;
+  std::unique_ptr<SequenceOutput> output;
+  std::vector<int32_t> tokens;  // prompt, then output
+  int32_t generated = 0;        // output tokens
+  int32_t num_computed = 0;     // leading tokens whose keys and values are cached
+  absl::Time last_token_time;
+
+  const TenantPolicy& tenant() const { return request->request.tenant; }
+  // Service order: better priority first, then earlier submission, then choice.
+  std::tuple<int32_t, int64_t, int32_t> order() const {
+    return {request->request.priority, request->arrival_order, choice};
+  }
+  // Tokens the next step would compute for this sequence if the budget allowed.
+  int32_t uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+};
+
+}  // namespace kvd::scheduler::internal

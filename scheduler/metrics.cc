@@ -1,0 +1,122 @@
+#include "scheduler/metrics.h"
+
+#include <algorithm>
+
+namespace kvd::scheduler {
+namespace {
+
+// Bucket bounds of vLLM's histograms of the same meaning.
+std::vector<double> LatencyBuckets() {
+  return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+          30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+}
+std::vector<double> FirstTokenBuckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+}
+std::vector<double> InterTokenBuckets() {
+  return {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+          0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+}
+std::vector<double> TokensPerStepBuckets() {
+  return {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+}
+std::vector<double> StepBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0};
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) {
+  data_.counts.assign(bounds.size() + 1, 0);
+  data_.bounds = std::move(bounds);
+}
+
+void Histogram::Observe(double value) {
+  const auto bucket = std::lower_bound(data_.bounds.begin(), data_.bounds.end(), value);
+  ++data_.counts[static_cast<size_t>(bucket - data_.bounds.begin())];
+  data_.sum += value;
+  ++data_.count;
+}
+
+SchedulerMetrics::SchedulerMetrics()
+    : tokens_per_step_(TokensPerStepBuckets()),
+      step_seconds_(StepBuckets()),
+      queue_seconds_(LatencyBuckets()),
+      ttft_seconds_(FirstTokenBuckets()),
+      itl_seconds_(InterTokenBuckets()),
+      e2e_seconds_(LatencyBuckets()) {}
+
+void SchedulerMetrics::RecordGauges(const Gauges& gauges) {
+  std::lock_guard lock(mu_);
+  totals_.num_running = gauges.num_running;
+  totals_.num_waiting = gauges.num_waiting;
+  totals_.kv_blocks_total = gauges.kv_blocks_total;
+  totals_.kv_blocks_free = gauges.kv_blocks_free;
+  totals_.kv_usage =
+      gauges.kv_blocks_total == 0
+          ? 0.0
+          : 1.0 - static_cast<double>(gauges.kv_blocks_free) / gauges.kv_blocks_total;
+  for (auto& [tenant, stats] : totals_.tenants) stats.running = stats.waiting = 0;
+  for (const auto& [tenant, current] : gauges.tenants) {
+    TenantStats& stats = totals_.tenants[tenant];
+    stats.running = current.running;
+    stats.waiting = current.waiting;
+  }
+}
+
+void SchedulerMetrics::RecordStep(int32_t tokens, int32_t preemptions, double step_seconds,
+                                  double forward_seconds) {
+  std::lock_guard lock(mu_);
+  ++totals_.steps;
+  totals_.preemptions += static_cast<uint64_t>(preemptions);
+  totals_.computed_tokens += static_cast<uint64_t>(tokens);
+  totals_.step_seconds_total += step_seconds;
+  totals_.forward_seconds_total += forward_seconds;
+  if (tokens > 0) {
+    tokens_per_step_.Observe(tokens);
+    step_seconds_.Observe(step_seconds);
+  }
+}
+
+void SchedulerMetrics::RecordAdmission(const std::string& tenant, int32_t prompt_tokens,
+                                       double queue_seconds) {
+  std::lock_guard lock(mu_);
+  totals_.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
+  totals_.tenants[tenant].prompt_tokens += static_cast<uint64_t>(prompt_tokens);
+  queue_seconds_.Observe(queue_seconds);
+}
+
+void SchedulerMetrics::RecordToken(const std::string& tenant,
+                                   std::optional<double> time_to_first_token,
+                                   std::optional<double> inter_token) {
+  std::lock_guard lock(mu_);
+  ++totals_.generation_tokens;
+  ++totals_.tenants[tenant].generation_tokens;
+  if (time_to_first_token) ttft_seconds_.Observe(*time_to_first_token);
+  if (inter_token) itl_seconds_.Observe(*inter_token);
+}
+
+void SchedulerMetrics::RecordFinish(FinishReason reason) {
+  std::lock_guard lock(mu_);
+  ++totals_.finished_sequences[reason];
+}
+
+void SchedulerMetrics::RecordRequestDone(double e2e_seconds) {
+  std::lock_guard lock(mu_);
+  e2e_seconds_.Observe(e2e_seconds);
+}
+
+MetricsSnapshot SchedulerMetrics::Snapshot() const {
+  std::lock_guard lock(mu_);
+  MetricsSnapshot snapshot = totals_;
+  snapshot.tokens_per_step = tokens_per_step_.snapshot();
+  snapshot.step_seconds = step_seconds_.snapshot();
+  snapshot.queue_seconds = queue_seconds_.snapshot();
+  snapshot.time_to_first_token_seconds = ttft_seconds_.snapshot();
+  snapshot.inter_token_seconds = itl_seconds_.snapshot();
+  snapshot.e2e_request_seconds = e2e_seconds_.snapshot();
+  return snapshot;
+}
+
+}  // namespace kvd::scheduler

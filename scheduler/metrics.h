@@ -1,0 +1,99 @@
+// What the scheduler measures, for the server to export: gauges, counters and latency
+// histograms (bucket bounds as vLLM's Prometheus metrics use them). The engine thread records;
+// any thread may take a snapshot.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "scheduler/request.h"
+
+namespace kvd::scheduler {
+
+struct HistogramSnapshot {
+  std::vector<double> bounds;    // upper bounds of the finite buckets, increasing
+  std::vector<uint64_t> counts;  // per bucket, not cumulative; one more than bounds (+Inf)
+  double sum = 0.0;
+  uint64_t count = 0;
+};
+
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void Observe(double value);
+  const HistogramSnapshot& snapshot() const { return data_; }
+
+ private:
+  HistogramSnapshot data_;
+};
+
+struct TenantStats {
+  int32_t running = 0;             // sequences in the batch
+  int32_t waiting = 0;             // sequences waiting for admission (new or preempted)
+  uint64_t prompt_tokens = 0;      // prompt tokens of its finished and running requests
+  uint64_t generation_tokens = 0;  // tokens generated for it
+};
+
+struct MetricsSnapshot {
+  // Gauges, as of the last step.
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_free = 0;
+  double kv_usage = 0.0;  // fraction of KV blocks in use
+  std::map<std::string, TenantStats> tenants;
+  // Counters.
+  uint64_t steps = 0;
+  uint64_t preemptions = 0;
+  uint64_t prompt_tokens = 0;      // prompt tokens of admitted requests (once per request)
+  uint64_t generation_tokens = 0;  // sampled tokens
+  uint64_t computed_tokens = 0;    // tokens through the model, recomputation included
+  std::map<FinishReason, uint64_t> finished_sequences;
+  double step_seconds_total = 0.0;
+  double forward_seconds_total = 0.0;  // the part of step time spent in the forward pass
+  // Histograms.
+  HistogramSnapshot tokens_per_step;
+  HistogramSnapshot step_seconds;
+  HistogramSnapshot queue_seconds;                // submit to first admission
+  HistogramSnapshot time_to_first_token_seconds;  // submit to first token
+  HistogramSnapshot inter_token_seconds;          // between tokens of a sequence
+  HistogramSnapshot e2e_request_seconds;          // submit to final event
+};
+
+// Thread-safe accumulator behind MetricsSnapshot.
+class SchedulerMetrics {
+ public:
+  SchedulerMetrics();
+
+  // The state after a step (or after requests ended outside one).
+  struct Gauges {
+    int32_t num_running = 0;
+    int32_t num_waiting = 0;
+    int32_t kv_blocks_total = 0;
+    int32_t kv_blocks_free = 0;
+    std::map<std::string, TenantStats> tenants;  // running and waiting only
+  };
+  void RecordGauges(const Gauges& gauges);
+  void RecordStep(int32_t tokens, int32_t preemptions, double step_seconds, double forward_seconds);
+  void RecordAdmission(const std::string& tenant, int32_t prompt_tokens, double queue_seconds);
+  // A sampled token; `time_to_first_token` is set on a request's first token, otherwise
+  // `inter_token` on a sequence's later ones.
+  void RecordToken(const std::string& tenant, std::optional<double> time_to_first_token,
+                   std::optional<double> inter_token);
+  void RecordFinish(FinishReason reason);
+  void RecordRequestDone(double e2e_seconds);
+
+  MetricsSnapshot Snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  MetricsSnapshot totals_;  // guarded by mu_; histograms kept below
+  Histogram tokens_per_step_, step_seconds_, queue_seconds_, ttft_seconds_, itl_seconds_,
+      e2e_seconds_;  // guarded by mu_
+};
+
+}  // namespace kvd::scheduler

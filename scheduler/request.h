@@ -1,0 +1,72 @@
+// What a caller asks the scheduler for (a Request, with its tenant's policy) and what comes back
+// on the request's stream (Events).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/sampling.h"
+
+namespace kvd::scheduler {
+
+// How a tenant shares the engine with others. Copied into each of its requests.
+struct TenantPolicy {
+  std::string id = "default";  // the tenant's name
+  double weight = 1.0;         // share of processed tokens under contention, > 0
+  // Sequences of this tenant running at once; more wait in the queue. 0: no limit of its own.
+  int32_t max_running_sequences = 0;
+  // Requests of this tenant waiting at once; more are refused (ResourceExhausted). 0: no limit.
+  int32_t max_queued_requests = 0;
+};
+
+struct Request {
+  TenantPolicy tenant;
+  // Lower values are served first (as vLLM's `priority`); equal priorities share fairly.
+  int32_t priority = 0;
+  std::vector<int32_t> prompt;  // token ids, BOS included where the model wants one
+  engine::SamplingParams sampling;
+  int32_t n = 1;  // completions of the same prompt; they share the prompt's KV blocks
+  int32_t max_tokens = 16;
+  int32_t min_tokens = 0;  // stop tokens and strings are ignored before this many tokens
+  bool ignore_eos = false;
+  std::vector<int32_t> stop_token_ids;  // finish on these as on end-of-sequence
+  std::vector<std::string> stop;        // finish before these strings; never emitted
+  bool skip_special_tokens = true;      // leave special tokens out of the text
+};
+
+enum class FinishReason {
+  kStop,    // end-of-sequence, a stop token or a stop string
+  kLength,  // max_tokens, the model's context, or a KV cache the sequence fills alone
+  kAbort,   // cancelled
+};
+
+// OpenAI's name for a finish reason: "stop", "length" or "abort".
+std::string_view FinishReasonName(FinishReason reason);
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // over all n completions
+  int32_t total_tokens() const { return prompt_tokens + completion_tokens; }
+};
+
+// One item of a request's stream. Token events carry a choice's new tokens and text; the
+// choice's last one has finish_reason. The stream ends with one final event (`final`), which
+// has the usage, or an error status.
+struct Event {
+  int32_t index = 0;               // which of the n completions
+  std::vector<int32_t> token_ids;  // sampled since the previous event of this choice
+  std::string text;                // text released since then (held back near a stop string)
+  std::vector<engine::SampledToken> logprobs;  // one per token id, when asked for
+  std::optional<FinishReason> finish_reason;
+  std::string stop_string;            // the stop string that finished the choice
+  std::optional<int32_t> stop_token;  // the stop or end-of-sequence id that finished it
+  bool final = false;
+  Usage usage;          // set on the final event
+  absl::Status status;  // non-OK on a final event that ends in an error
+};
+
+}  // namespace kvd::scheduler

@@ -1,0 +1,222 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/internal/batch_engine.h"
+#include "scheduler/internal/request_channel.h"
+#include "scheduler/internal/sequence.h"
+#include "scheduler/internal/wakeup.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::scheduler {
+namespace {
+
+constexpr size_t kMaxStopStrings = 64;
+
+absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& model,
+                                                                const SchedulerConfig& config) {
+  const engine::ModelConfig& model_config = model.config();
+  const size_t bytes = config.kv_cache_memory_fraction > 0.0
+                           ? static_cast<size_t>(config.kv_cache_memory_fraction *
+                                                 static_cast<double>(model.backend().MemoryBytes()))
+                           : config.kv_cache_bytes;
+  const int64_t blocks = std::min<int64_t>(
+      engine::KvBlockPool::BlocksInBytes(bytes, config.block_size, model_config.head_dim),
+      std::numeric_limits<int32_t>::max());
+  const int64_t per_token = int64_t{model_config.num_layers} * model_config.num_kv_heads;
+  if (blocks < per_token) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv cache of ", bytes, " bytes holds ", blocks, " blocks of ", config.block_size,
+        " entries; the model needs at least ", per_token, " (one per layer and kv head)"));
+  }
+  return engine::KvBlockPool::Create(model.backend(), {.num_blocks = static_cast<int32_t>(blocks),
+                                                       .block_size = config.block_size,
+                                                       .head_dim = model_config.head_dim});
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& model,
+                                                             const engine::Tokenizer* tokenizer,
+                                                             const SchedulerConfig& config,
+                                                             const Clock& clock) {
+  if (auto status = config.Validate(); !status.ok()) return status;
+  auto pool = CreatePool(model, config);
+  if (!pool.ok()) return pool.status();
+  const engine::ModelConfig& model_config = model.config();
+  const int64_t blocks_per_head =
+      (*pool)->num_blocks() / (int64_t{model_config.num_layers} * model_config.num_kv_heads);
+  const int32_t max_sequence_tokens = static_cast<int32_t>(
+      std::min<int64_t>(blocks_per_head * config.block_size, std::numeric_limits<int32_t>::max()));
+  std::unique_ptr<Scheduler> scheduler(
+      new Scheduler(model, tokenizer, config, clock, max_sequence_tokens));
+  scheduler->engine_ = std::make_unique<internal::BatchEngine>(
+      model, *std::move(pool), tokenizer, config, clock, scheduler->metrics_,
+      [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
+  spdlog::info("kv cache: {} blocks of {} entries, {} tokens per sequence at most",
+               scheduler->engine_->pool().num_blocks(), config.block_size, max_sequence_tokens);
+  return scheduler;
+}
+
+Scheduler::Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer,
+                     const SchedulerConfig& config, const Clock& clock, int32_t max_sequence_tokens)
+    : model_(model),
+      tokenizer_(tokenizer),
+      config_(config),
+      clock_(clock),
+      max_sequence_tokens_(max_sequence_tokens),
+      wakeup_(std::make_shared<internal::Wakeup>()) {}
+
+Scheduler::~Scheduler() { Stop(); }
+
+absl::Status Scheduler::Validate(const Request& request) const {
+  const engine::ModelConfig& config = model_.config();
+  auto invalid = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
+  if (request.prompt.empty()) return invalid("the prompt is empty");
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= config.vocab_size) {
+      return invalid("prompt token id ", id, " is outside the vocabulary of ", config.vocab_size);
+    }
+  }
+  if (request.n < 1 || request.n > std::min(config_.max_n, config_.max_num_seqs)) {
+    return invalid("n must be in [1, ", std::min(config_.max_n, config_.max_num_seqs), "], got ",
+                   request.n);
+  }
+  if (request.max_tokens < 1)
+    return invalid("max_tokens must be at least 1, got ", request.max_tokens);
+  if (request.min_tokens < 0 || request.min_tokens > request.max_tokens) {
+    return invalid("min_tokens must be in [0, max_tokens = ", request.max_tokens, "], got ",
+                   request.min_tokens);
+  }
+  const int64_t prompt = static_cast<int64_t>(request.prompt.size());
+  if (prompt + request.max_tokens > config.max_position_embeddings) {
+    return invalid("this model's maximum context length is ", config.max_position_embeddings,
+                   " tokens; the prompt has ", prompt, " tokens and max_tokens is ",
+                   request.max_tokens);
+  }
+  if (prompt + 1 > max_sequence_tokens_) {
+    return invalid("the prompt has ", prompt, " tokens; the KV cache holds at most ",
+                   max_sequence_tokens_, " tokens per sequence");
+  }
+  if (auto status = request.sampling.Validate(config.vocab_size); !status.ok()) return status;
+  for (int32_t id : request.stop_token_ids) {
+    if (id < 0 || id >= config.vocab_size) {
+      return invalid("stop token id ", id, " is outside the vocabulary of ", config.vocab_size);
+    }
+  }
+  if (request.stop.size() > kMaxStopStrings) {
+    return invalid("at most ", kMaxStopStrings, " stop strings, got ", request.stop.size());
+  }
+  for (const std::string& stop : request.stop) {
+    if (stop.empty()) return invalid("stop strings must not be empty");
+  }
+  if (!request.stop.empty() && tokenizer_ == nullptr) {
+    return invalid("stop strings need a tokenizer, and this model has none");
+  }
+  const TenantPolicy& tenant = request.tenant;
+  if (tenant.id.empty()) return invalid("the tenant id is empty");
+  if (!(tenant.weight > 0.0 && std::isfinite(tenant.weight))) {
+    return invalid("tenant '", tenant.id, "': weight must be positive, got ", tenant.weight);
+  }
+  if (tenant.max_running_sequences < 0 || tenant.max_queued_requests < 0) {
+    return invalid("tenant '", tenant.id, "': limits must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RequestHandle> Scheduler::Submit(Request request) {
+  if (auto status = Validate(request); !status.ok()) return status;
+  auto state = std::make_shared<internal::RequestState>();
+  const std::string tenant = request.tenant.id;
+  const int32_t tenant_limit = request.tenant.max_queued_requests;
+  state->request = std::move(request);
+  state->arrival = clock_.Now();
+  std::shared_ptr<internal::RequestChannel> channel;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return absl::UnavailableError("the scheduler is stopping");
+    if (queued_ >= config_.max_queued_requests) {
+      return absl::UnavailableError(absl::StrCat("the server is overloaded: ", queued_,
+                                                 " requests are waiting; try again later"));
+    }
+    int32_t& tenant_queued = queued_by_tenant_[tenant];
+    if (tenant_limit > 0 && tenant_queued >= tenant_limit) {
+      if (tenant_queued == 0) queued_by_tenant_.erase(tenant);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("tenant '", tenant, "' already has ", tenant_queued,
+                       " requests waiting, its limit; try again later"));
+    }
+    ++tenant_queued;
+    ++queued_;
+    const uint64_t id = next_id_++;
+    state->arrival_order = static_cast<int64_t>(id);
+    channel = std::make_shared<internal::RequestChannel>(id, wakeup_);
+    state->channel = channel;
+    inbox_.push_back(std::move(state));
+  }
+  wakeup_->Notify();
+  return RequestHandle(std::move(channel));
+}
+
+void Scheduler::OnDequeued(const internal::RequestState& request) {
+  std::lock_guard lock(mu_);
+  --queued_;
+  const auto it = queued_by_tenant_.find(request.request.tenant.id);
+  if (it != queued_by_tenant_.end() && --it->second == 0) queued_by_tenant_.erase(it);
+}
+
+void Scheduler::DrainInbox() {
+  std::vector<std::shared_ptr<internal::RequestState>> arrived;
+  {
+    std::lock_guard lock(mu_);
+    arrived.swap(inbox_);
+  }
+  for (auto& request : arrived) engine_->Add(std::move(request));
+}
+
+absl::StatusOr<StepReport> Scheduler::Step() {
+  DrainInbox();
+  return engine_->Step();
+}
+
+bool Scheduler::HasWork() {
+  DrainInbox();
+  return engine_->HasWork();
+}
+
+void Scheduler::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Scheduler::Run() {
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+    }
+    if (!HasWork()) {
+      wakeup_->Wait();
+      continue;
+    }
+    if (auto report = engine_->Step(); !report.ok()) {
+      spdlog::error("scheduler step failed: {}", report.status().ToString());
+    }
+  }
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  wakeup_->Notify();
+  if (thread_.joinable()) thread_.join();
+  DrainInbox();
+  engine_->FailAll(absl::UnavailableError("the scheduler stopped"));
+}
+
+}  // namespace kvd::scheduler

@@ -1,0 +1,88 @@
+// The serving scheduler: many requests from many tenants, one engine thread that runs them in
+// continuous batches over the paged KV cache. I/O threads Submit and read their RequestHandle;
+// only the engine thread touches the model, the KV pool and the batch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "scheduler/clock.h"
+#include "scheduler/config.h"
+#include "scheduler/metrics.h"
+#include "scheduler/request.h"
+#include "scheduler/request_handle.h"
+#include "scheduler/step_report.h"
+
+namespace kvd::scheduler {
+namespace internal {
+class BatchEngine;
+class Wakeup;
+struct RequestState;
+}  // namespace internal
+
+class Scheduler {
+ public:
+  // Creates the KV pool on the model's backend. `model`, `tokenizer` (null: no text, no stop
+  // strings) and `clock` are borrowed and must outlive the scheduler.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
+      engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+      const Clock& clock = Clock::System());
+  ~Scheduler();  // Stop()
+
+  // Thread-safe. Checks the request and queues it. Errors: InvalidArgument (a bad request,
+  // a prompt beyond the context or beyond what the KV cache can ever hold), ResourceExhausted
+  // (the tenant's queue is full), Unavailable (the global queue is full, or stopping).
+  [[nodiscard]] absl::StatusOr<RequestHandle> Submit(Request request);
+
+  // Starts the engine thread, which steps whenever there is work.
+  void Start();
+  // Stops taking requests, ends the unfinished ones with Unavailable, joins the thread.
+  void Stop();
+
+  // Runs one step on the calling thread, for a caller that drives the scheduler itself
+  // (tests, benchmarks, `kvd generate`) and never calls Start.
+  [[nodiscard]] absl::StatusOr<StepReport> Step();
+  // Whether Step has anything to do. Same thread as Step.
+  bool HasWork();
+
+  MetricsSnapshot Metrics() const { return metrics_.Snapshot(); }
+  const SchedulerConfig& config() const { return config_; }
+  // The longest sequence the KV cache can hold, in tokens.
+  int32_t max_sequence_tokens() const { return max_sequence_tokens_; }
+
+ private:
+  Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+            const Clock& clock, int32_t max_sequence_tokens);
+  absl::Status Validate(const Request& request) const;
+  // Thread: scheduler. Moves submitted requests into the engine.
+  void DrainInbox();
+  void Run();
+  void OnDequeued(const internal::RequestState& request);
+
+  engine::Model& model_;
+  const engine::Tokenizer* tokenizer_;
+  const SchedulerConfig config_;
+  const Clock& clock_;
+  const int32_t max_sequence_tokens_;
+  SchedulerMetrics metrics_;
+  std::shared_ptr<internal::Wakeup> wakeup_;
+  std::unique_ptr<internal::BatchEngine> engine_;  // Thread: scheduler
+  std::thread thread_;
+
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<internal::RequestState>> inbox_;  // guarded by mu_
+  std::map<std::string, int32_t> queued_by_tenant_;             // guarded by mu_
+  int32_t queued_ = 0;                                          // guarded by mu_
+  uint64_t next_id_ = 1;                                        // guarded by mu_
+  bool stopping_ = false;                                       // guarded by mu_
+};
+
+}  // namespace kvd::scheduler
