@@ -1,11 +1,14 @@
 #include "server/cli/bench_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "bench/scheduler_throughput.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
+#include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
 
@@ -17,13 +20,44 @@ struct BenchOptions {
   std::string backend = "cpu";
   int32_t threads = 0;
   bench::ThroughputOptions throughput;
+  bool scheduler = false;
+  std::vector<int32_t> concurrency = {1, 8, 32, 64};
 };
+
+absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model) {
+  const auto tokenizer_path = std::filesystem::path(options.model_dir) / "tokenizer.json";
+  std::unique_ptr<engine::Tokenizer> tokenizer;
+  if (std::filesystem::exists(tokenizer_path)) {
+    auto loaded = engine::Tokenizer::FromFile(tokenizer_path);
+    if (!loaded.ok()) return loaded.status();
+    tokenizer = *std::move(loaded);
+  }
+  const bench::SchedulerBenchOptions bench_options{
+      .concurrency = options.concurrency,
+      .prompt_tokens = options.throughput.prompt_tokens,
+      .decode_tokens = options.throughput.decode_tokens,
+      .seed = options.throughput.seed};
+  auto results = bench::MeasureSchedulerThroughput(model, tokenizer.get(), bench_options);
+  if (!results.ok()) return results.status();
+  std::printf("model %s, backend %s, scheduler, prompt %d tokens, %d generated per request\n",
+              options.model_dir.c_str(), options.backend.c_str(), bench_options.prompt_tokens,
+              bench_options.decode_tokens);
+  std::printf("| concurrent | decode tok/s | decode ms/step | outside forward | total s |\n");
+  std::printf("|---:|---:|---:|---:|---:|\n");
+  for (const auto& result : *results) {
+    std::printf("| %d | %.1f | %.2f | %.1f%% | %.2f |\n", result.concurrency,
+                result.decode_tokens_per_second, result.decode_step_ms,
+                100.0 * result.overhead_fraction, result.total_seconds);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RunBench(const BenchOptions& options) {
   auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
+  if (options.scheduler) return RunSchedulerBench(options, **model);
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
   std::printf("model %s, backend %s, prompt %d tokens, %d decode steps\n",
@@ -59,6 +93,13 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--decode-tokens", options->throughput.decode_tokens, "Decode steps")
       ->capture_default_str();
   command->add_option("--seed", options->throughput.seed, "Seed of the random prompts")
+      ->capture_default_str();
+  command->add_flag("--scheduler", options->scheduler,
+                    "Measure the serving scheduler (concurrent requests) instead of raw steps");
+  command
+      ->add_option("--concurrency", options->concurrency,
+                   "Concurrent requests to measure, with --scheduler")
+      ->delimiter(',')
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
 }

@@ -1,0 +1,34 @@
+// Aggregate decode throughput of the serving scheduler at several concurrencies, and how much
+// of a step is spent outside the forward pass (planning, sampling, detokenizing, events).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+
+namespace kvd::bench {
+
+struct SchedulerBenchOptions {
+  std::vector<int32_t> concurrency = {1, 8, 32, 64};
+  int32_t prompt_tokens = 128;  // per request, seeded random ids
+  int32_t decode_tokens = 64;   // generated per request (end-of-sequence ignored)
+  uint64_t seed = 1;
+};
+
+struct SchedulerBenchResult {
+  int32_t concurrency = 0;
+  double decode_tokens_per_second = 0.0;  // over steps that only decode, all sequences together
+  double decode_step_ms = 0.0;            // mean length of such a step
+  double overhead_fraction = 0.0;         // of their time, outside the forward pass
+  double total_seconds = 0.0;             // submit to the last token, prefill included
+};
+
+// Runs `concurrency` requests at once through a Scheduler stepped on the calling thread.
+// `tokenizer` may be null (no text produced).
+[[nodiscard]] absl::StatusOr<std::vector<SchedulerBenchResult>> MeasureSchedulerThroughput(
+    engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerBenchOptions& options);
+
+}  // namespace kvd::bench
