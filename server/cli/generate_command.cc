@@ -10,11 +10,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "engine/generator.h"
-#include "engine/incremental_decoder.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
+#include "scheduler/scheduler.h"
 #include "server/cli/exit_status.h"
 #include "spdlog/spdlog.h"
 
@@ -32,6 +31,7 @@ struct GenerateOptions {
   int32_t min_tokens = 0;
   bool ignore_eos = false;
   std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> stop;
   std::vector<std::string> logit_bias;  // TOKEN=BIAS
   engine::SamplingParams sampling;
 };
@@ -82,51 +82,44 @@ absl::Status RunGenerate(GenerateOptions options) {
       engine::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
 
-  engine::GenerationRequest request;
+  scheduler::Request request;
   request.prompt = (*tokenizer)->Encode(*prompt, !options.no_special_tokens);
   request.sampling = options.sampling;
   request.max_tokens = options.max_tokens;
   request.min_tokens = options.min_tokens;
   request.ignore_eos = options.ignore_eos;
   request.stop_token_ids = options.stop_token_ids;
+  request.stop = options.stop;
   spdlog::info("prompt: {} tokens", request.prompt.size());
 
+  // A KV cache with room for this one generation; the scheduler refuses what cannot fit.
   const engine::ModelConfig& config = (*model)->config();
-  constexpr int32_t kBlockSize = 16;
-  // Room for the whole generation; requests beyond the context fail in the generator.
-  const int64_t entries =
-      std::min<int64_t>(static_cast<int64_t>(request.prompt.size()) + options.max_tokens,
-                        config.max_position_embeddings);
-  const int64_t blocks_per_head = (entries + kBlockSize - 1) / kBlockSize;
-  auto pool = engine::KvBlockPool::Create(
-      **backend, {.num_blocks = static_cast<int32_t>(std::max<int64_t>(
-                      1, blocks_per_head * config.num_layers * config.num_kv_heads)),
-                  .block_size = kBlockSize,
-                  .head_dim = config.head_dim});
-  if (!pool.ok()) return pool.status();
+  scheduler::SchedulerConfig scheduler_config;
+  const int64_t tokens = std::min<int64_t>(
+      static_cast<int64_t>(request.prompt.size()) + options.max_tokens,
+      config.max_position_embeddings);
+  const int64_t blocks = (tokens + scheduler_config.block_size - 1) /
+                         scheduler_config.block_size * config.num_layers * config.num_kv_heads;
+  scheduler_config.kv_cache_bytes =
+      static_cast<size_t>(blocks) *
+      engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim);
+  auto scheduler = scheduler::Scheduler::Create(**model, tokenizer->get(), scheduler_config);
+  if (!scheduler.ok()) return scheduler.status();
+  auto handle = (*scheduler)->Submit(std::move(request));
+  if (!handle.ok()) return handle.status();
 
-  engine::IncrementalDecoder decoder(**tokenizer, /*skip_special_tokens=*/true);
-  absl::Status stream_status;
-  engine::Generator generator(**model, **pool);
-  auto status = generator.Run({&request, 1}, [&](const engine::GenerationEvent& event) {
-    const bool is_stop = event.finished && event.finish_reason == engine::FinishReason::kStop;
-    if (!is_stop) {
-      auto text = decoder.Push(event.sampled.token);
-      if (!text.ok()) {
-        stream_status = text.status();
-        return false;
-      }
-      std::fwrite(text->data(), 1, text->size(), stdout);
-      std::fflush(stdout);
+  absl::Status status;
+  while ((*scheduler)->HasWork()) {
+    if (auto report = (*scheduler)->Step(); !report.ok()) return report.status();
+    while (auto event = handle->Next(absl::ZeroDuration())) {
+      if (event->final) status = event->status;
+      std::fwrite(event->text.data(), 1, event->text.size(), stdout);
     }
-    return true;
-  });
-  const std::string rest = decoder.Flush();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
+    std::fflush(stdout);
+  }
   if (isatty(fileno(stdout))) std::fputc('\n', stdout);  // a shell prompt on its own line
   std::fflush(stdout);
-  if (!status.ok()) return status;
-  return stream_status;
+  return status;
 }
 
 }  // namespace
@@ -149,7 +142,7 @@ void AddGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens, "Tokens to generate at most")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::PositiveNumber);
   command
       ->add_option("--min-tokens", options->min_tokens,
                    "Tokens to generate before end-of-sequence may end the output")
@@ -157,6 +150,8 @@ void AddGenerateCommand(CLI::App& app) {
   command->add_flag("--ignore-eos", options->ignore_eos, "Keep generating past end-of-sequence");
   command->add_option("--stop-token-id", options->stop_token_ids,
                       "Also stop on this id (repeatable)");
+  command->add_option("--stop", options->stop,
+                      "Stop before this string; it is not printed (repeatable)");
   command->add_option("--temperature", options->sampling.temperature, "0 means greedy")
       ->capture_default_str();
   command->add_option("--top-k", options->sampling.top_k, "0: off")->capture_default_str();

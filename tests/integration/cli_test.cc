@@ -52,6 +52,13 @@ TEST(CliTest, GenerateAnswersAQuestionAboutADocument) {
   EXPECT_NE(result.err.find("prompt:"), std::string::npos);  // logs go to stderr
 }
 
+TEST(CliTest, GenerationStopsBeforeAStopString) {
+  const Result result = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
+                               " --temperature 0 --max-tokens 16 --stop OH --stop never");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "KS");
+}
+
 TEST(CliTest, PromptFromStdinEqualsPromptFromFile) {
   const Result from_file = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
                                   " --temperature 0 --max-tokens 16");

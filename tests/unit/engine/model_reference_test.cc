@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/generator.h"
 #include "engine/model.h"
 #include "engine/safetensors.h"
 #include "engine/safetensors_writer.h"
@@ -163,29 +162,6 @@ TEST_F(ModelReferenceTest, BatchedSequencesMatchReference) {
   for (auto& kv : kvs) kv->Release(*pool_);
 }
 
-TEST_F(ModelReferenceTest, GreedyGenerationMatchesTokenForToken) {
-  std::vector<GenerationRequest> requests;
-  for (const ReferenceCase& c : *cases_) {
-    requests.push_back({.prompt = c.input_ids,
-                        .sampling = {.temperature = 0.0f},
-                        .max_tokens = static_cast<int32_t>(c.greedy_ids.size()),
-                        .ignore_eos = true});
-  }
-  std::vector<std::vector<int32_t>> generated(requests.size());
-  Generator generator(*model_, *pool_);
-  ASSERT_TRUE(generator
-                  .Run(requests,
-                       [&](const GenerationEvent& event) {
-                         generated[event.sequence].push_back(event.sampled.token);
-                         return true;
-                       })
-                  .ok());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(generated[i], (*cases_)[i].greedy_ids) << (*cases_)[i].name;
-  }
-  EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks());
-}
-
 // A bf16 copy of the checkpoint loads, stays close to the f32 reference and generates.
 TEST_F(ModelReferenceTest, Bf16CopyLoadsAndGenerates) {
   testing::TempDir dir;
@@ -219,15 +195,19 @@ TEST_F(ModelReferenceTest, Bf16CopyLoadsAndGenerates) {
   EXPECT_LT(RelativeError(logits.row(0), c.logits[c.input_ids.size() - 1]), 0.1);
   kv->Release(*pool_);
 
-  GenerationRequest request{.prompt = c.input_ids,
-                            .sampling = {.temperature = 0.0f},
-                            .max_tokens = 8,
-                            .ignore_eos = true};
-  int32_t count = 0;
-  Generator generator(**bf16_model, *pool_);
-  ASSERT_TRUE(
-      generator.Run({&request, 1}, [&](const GenerationEvent&) { return ++count > 0; }).ok());
-  EXPECT_EQ(count, 8);
+  // Greedy decoding on the bf16 copy starts as the f32 reference does.
+  auto decode_kv = NewSequence(static_cast<int32_t>(c.input_ids.size()) + 8);
+  std::vector<int32_t> next = c.input_ids;
+  std::vector<int32_t> generated;
+  for (int i = 0; i < 8; ++i) {
+    const SequenceStep decode{decode_kv.get(), next, LogitRows::kLast};
+    ASSERT_TRUE((*bf16_model)->Forward({&decode, 1}, *pool_, logits).ok());
+    const auto row = logits.row(0);
+    next = {static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin())};
+    generated.push_back(next[0]);
+  }
+  EXPECT_EQ(generated.front(), c.greedy_ids.front());
+  decode_kv->Release(*pool_);
 }
 
 TEST_F(ModelReferenceTest, ForwardRejectsBadInputs) {

@@ -124,7 +124,9 @@ TEST_F(FairnessTest, TenantRunningLimitLeavesSlotsToOthers) {
     ASSERT_TRUE(scheduler->Step().ok());
     const MetricsSnapshot metrics = scheduler->Metrics();
     const auto it = metrics.tenants.find("capped");
-    if (it != metrics.tenants.end()) EXPECT_LE(it->second.running, 2);
+    if (it != metrics.tenants.end()) {
+      EXPECT_LE(it->second.running, 2);
+    }
   }
   for (RequestHandle& handle : handles) {
     Outcome outcome;

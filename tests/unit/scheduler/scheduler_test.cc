@@ -89,6 +89,20 @@ TEST_F(SchedulerTest, BatchedGreedyOutputsEqualOneAtATime) {
   EXPECT_EQ(metrics.preemptions, 0u);
 }
 
+TEST_F(SchedulerTest, GreedyOutputsMatchThePyTorchReference) {
+  const std::vector<engine::testing::ReferenceCase> cases = engine::testing::LoadReferenceCases();
+  ASSERT_FALSE(cases.empty());
+  std::vector<Request> requests;
+  for (const auto& c : cases) {
+    requests.push_back(Greedy(c.input_ids, static_cast<int32_t>(c.greedy_ids.size())));
+  }
+  auto scheduler = NewScheduler(SmallConfig());
+  const std::vector<Outcome> outcomes = RunTogether(*scheduler, requests);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    EXPECT_EQ(outcomes[i].tokens.at(0), cases[i].greedy_ids) << cases[i].name;
+  }
+}
+
 TEST_F(SchedulerTest, PreemptionByRecomputeLeavesOutputsUnchanged) {
   std::vector<Request> requests = MixedGreedyRequests(24, 11);
   // Seeded sampling must also survive preemption: its random stream stays with the sequence.
