@@ -32,7 +32,9 @@ BatchEngine::BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPo
       on_dequeued_(std::move(on_dequeued)),
       watermark_blocks_(
           static_cast<int32_t>(std::ceil(config.admission_watermark * pool_->num_blocks()))),
-      seeds_(std::random_device{}()) {}
+      seeds_(std::random_device{}()) {
+  PublishGauges();
+}
 
 std::unique_ptr<engine::SequenceKv> BatchEngine::NewKv() const {
   const engine::ModelConfig& config = model_.config();
