@@ -75,7 +75,7 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   std::vector<Scheduled> scheduled;
   ScheduleRunning(budget, scheduled, report);
   // Admitting while evicting would only preempt again.
-  if (report.num_preempted == 0) AdmitWaiting(budget, scheduled, report);
+  if (report.preempted.empty()) AdmitWaiting(budget, scheduled, report);
   absl::Status status = RunForward(scheduled, report);
   if (status.ok()) ProcessOutputs(scheduled, clock_.Now());
 
@@ -83,8 +83,9 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   report.num_waiting = static_cast<int32_t>(waiting_.size());
   report.step_time = clock_.Now() - start;
   PublishGauges();
-  metrics_.RecordStep(report.num_prefill_tokens + report.num_decode_tokens, report.num_preempted,
-                      Seconds(report.step_time), Seconds(report.forward_time));
+  metrics_.RecordStep(report.num_prefill_tokens + report.num_decode_tokens,
+                      static_cast<int32_t>(report.preempted.size()), Seconds(report.step_time),
+                      Seconds(report.forward_time));
   if (!status.ok()) return status;
   return report;
 }
@@ -117,8 +118,8 @@ void BatchEngine::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& sched
       }
       // Recompute preemption of the lowest-priority, latest sequence, possibly this one.
       const bool preempting_self = running_.back().get() == sequence;
+      report.preempted.push_back(running_.back()->request->channel->id());
       Preempt(TakeRunning(running_.back().get()));
-      ++report.num_preempted;
       if (preempting_self) return;
     }
     scheduled.push_back({sequence, count});

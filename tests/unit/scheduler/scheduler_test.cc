@@ -124,6 +124,58 @@ TEST_F(SchedulerTest, PreemptionByRecomputeLeavesOutputsUnchanged) {
   EXPECT_EQ(metrics.kv_blocks_free, metrics.kv_blocks_total);
 }
 
+TEST_F(SchedulerTest, PreemptionTakesTheLatestOfTheWorstPriority) {
+  std::vector<Request> requests = MixedGreedyRequests(8, 17);
+  for (Request& request : requests) request.max_tokens = 40;
+  requests[6].priority = -1;  // submitted late, served first
+  SchedulerConfig tight = SmallConfig();
+  tight.kv_cache_bytes = KvBytesForTokens(600);
+  auto scheduler = NewScheduler(tight);
+  std::vector<RequestHandle> handles;
+  for (const Request& request : requests) handles.push_back(*scheduler->Submit(request));
+  std::vector<uint64_t> preempted;
+  while (scheduler->HasWork()) {
+    auto report = scheduler->Step();
+    ASSERT_TRUE(report.ok());
+    preempted.insert(preempted.end(), report->preempted.begin(), report->preempted.end());
+  }
+  ASSERT_FALSE(preempted.empty());
+  for (uint64_t id : preempted) {
+    EXPECT_NE(id, handles[6].id()) << "the best priority is never preempted";
+    EXPECT_NE(id, handles[0].id()) << "nor the earliest of the others";
+  }
+  for (RequestHandle& handle : handles) {
+    Outcome outcome;
+    Drain(handle, outcome);
+    EXPECT_EQ(outcome.tokens.at(0).size(), 40u);
+  }
+}
+
+TEST_F(SchedulerTest, LongPromptIsChunkedWithoutStallingDecodes) {
+  auto scheduler = NewScheduler(SmallConfig());  // 256 tokens per step
+  std::mt19937 random(12);
+  auto decoding = scheduler->Submit(Greedy(RandomPrompt(random, 10), 30));
+  ASSERT_TRUE(decoding.ok());
+  ASSERT_TRUE(scheduler->Step().ok());
+  Outcome first;
+  Drain(*decoding, first);
+  auto long_prompt = scheduler->Submit(Greedy(RandomPrompt(random, 1500), 4));
+  ASSERT_TRUE(long_prompt.ok());
+  int32_t prefill_steps = 0;
+  for (int step = 0; step < 8; ++step) {
+    auto report = scheduler->Step();
+    ASSERT_TRUE(report.ok());
+    if (report->num_prefill_tokens > 0) ++prefill_steps;
+    EXPECT_LE(report->num_prefill_tokens + report->num_decode_tokens, 256);
+    Outcome outcome;
+    Drain(*decoding, outcome);
+    ASSERT_EQ(outcome.tokens.size(), 1u) << "step " << step;
+    EXPECT_EQ(outcome.tokens[0].size(), 1u) << "the decode got its token in step " << step;
+  }
+  EXPECT_EQ(prefill_steps, 6);  // 1500 tokens in chunks of 255
+  RunUntilIdle(*scheduler);
+}
+
 TEST_F(SchedulerTest, CancellationUnderLoadReturnsEveryBlock) {
   std::vector<Request> requests = MixedGreedyRequests(40, 3);
   for (Request& request : requests) request.max_tokens = 40;
