@@ -1,11 +1,13 @@
 # kvd: the two commands a fresh Debian 12 machine needs.
-#   make run    install what is missing, build, and generate from the bundled model
+#   make run    install what is missing, build, and serve the bundled model on 127.0.0.1:8000
 #   make test   the same build, then every CPU test
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
-PROMPT_FILE ?= docs/examples/document_question.txt
+HOST ?= 127.0.0.1
+PORT ?= 8000
+CONFIG ?=
 
 .PHONY: all bootstrap configure build run test clean
 
@@ -21,8 +23,8 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	./$(BUILD_DIR)/kvd generate --model models/kvd-tiny --prompt-file $(PROMPT_FILE) \
-		--temperature 0 --max-tokens 64
+	./$(BUILD_DIR)/kvd serve --model models/kvd-tiny --host $(HOST) --port $(PORT) \
+		$(if $(CONFIG),--config $(CONFIG))
 
 test: build
 	cd $(BUILD_DIR) && ctest -LE gpu --output-on-failure -j $(JOBS)

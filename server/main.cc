@@ -5,7 +5,9 @@
 #include "CLI/CLI.hpp"
 #include "server/cli/bench_command.h"
 #include "server/cli/generate_command.h"
+#include "server/cli/hash_key_command.h"
 #include "server/cli/info_command.h"
+#include "server/cli/serve_command.h"
 #include "server/version.h"
 
 int main(int argc, char** argv) {
@@ -21,6 +23,8 @@ int main(int argc, char** argv) {
   kvd::server::AddGenerateCommand(app);
   kvd::server::AddBenchCommand(app);
   kvd::server::AddInfoCommand(app);
+  kvd::server::AddServeCommand(app);
+  kvd::server::AddHashKeyCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -1,0 +1,50 @@
+// The body of POST /v1/completions and /v1/chat/completions, checked field by field against
+// what the OpenAI API allows, and turned into scheduler requests. Every error names the
+// parameter (OpenAI's `param`); parameters we do not support are refused, never ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/chat_template.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/request.h"
+
+namespace kvd::server {
+
+enum class ApiKind { kCompletion, kChat };
+
+struct CompletionParams {
+  ApiKind kind = ApiKind::kCompletion;
+  std::string model;
+  // One tokenized prompt per completions `prompt` entry; one for chat.
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> prompt_texts;  // their text, for `echo`
+  scheduler::Request request;             // everything but the prompt
+  bool stream = false;
+  bool include_usage = false;             // stream_options.include_usage
+  bool echo = false;                      // completions: the prompt leads the text
+  int32_t logprobs = -1;                  // completions: top alternatives per token; -1: none
+  bool chat_logprobs = false;             // chat: logprobs
+  std::string user;
+};
+
+// What parsing needs to know about the served model.
+struct ModelInfo {
+  const engine::ModelConfig* config = nullptr;
+  const engine::Tokenizer* tokenizer = nullptr;
+  const engine::ChatTemplate* chat_template = nullptr;  // null: chat is refused
+  std::string name;
+};
+
+// Parses `body` (already JSON). InvalidArgument with a param payload for every problem;
+// NotFound when `model` names another model.
+[[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(const nlohmann::json& body,
+                                                                     ApiKind kind,
+                                                                     const ModelInfo& model);
+
+}  // namespace kvd::server

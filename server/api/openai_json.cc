@@ -1,0 +1,75 @@
+#include "server/api/openai_json.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+std::string TokenText(const engine::Tokenizer& tokenizer, int32_t id) {
+  auto bytes = tokenizer.TokenBytes(id);
+  return bytes.ok() ? *std::move(bytes) : std::string();
+}
+
+json BytesJson(const std::string& text) {
+  json bytes = json::array();
+  for (unsigned char c : text) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+}  // namespace
+
+json UsageJson(const scheduler::Usage& usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.total_tokens()}};
+}
+
+json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
+                            const std::vector<engine::SampledToken>& tokens, size_t text_offset) {
+  json result = {{"tokens", json::array()},
+                 {"token_logprobs", json::array()},
+                 {"top_logprobs", json::array()},
+                 {"text_offset", json::array()}};
+  size_t offset = text_offset;
+  for (const engine::SampledToken& token : tokens) {
+    const std::string text = TokenText(tokenizer, token.token);
+    result["tokens"].push_back(text);
+    result["token_logprobs"].push_back(token.logprob);
+    json top = json::object();
+    for (const engine::TokenLogprob& alternative : token.top_logprobs) {
+      top[TokenText(tokenizer, alternative.token)] = alternative.logprob;
+    }
+    result["top_logprobs"].push_back(std::move(top));
+    result["text_offset"].push_back(offset);
+    offset += text.size();
+  }
+  return result;
+}
+
+json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
+                      const std::vector<engine::SampledToken>& tokens) {
+  json content = json::array();
+  for (const engine::SampledToken& token : tokens) {
+    const std::string text = TokenText(tokenizer, token.token);
+    json top = json::array();
+    for (const engine::TokenLogprob& alternative : token.top_logprobs) {
+      const std::string alternative_text = TokenText(tokenizer, alternative.token);
+      top.push_back({{"token", alternative_text},
+                     {"logprob", alternative.logprob},
+                     {"bytes", BytesJson(alternative_text)}});
+    }
+    content.push_back({{"token", text},
+                       {"logprob", token.logprob},
+                       {"bytes", BytesJson(text)},
+                       {"top_logprobs", std::move(top)}});
+  }
+  return {{"content", std::move(content)}};
+}
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string SseData(const json& value) { return "data: " + Dump(value) + "\n\n"; }
+
+}  // namespace kvd::server

@@ -1,0 +1,30 @@
+// JSON pieces of OpenAI responses: usage, and the logprobs formats of the completions API
+// (parallel arrays) and of the chat API (a list of token objects).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/sampling.h"
+#include "engine/tokenizer.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/request.h"
+
+namespace kvd::server {
+
+nlohmann::json UsageJson(const scheduler::Usage& usage);
+
+// Completions `logprobs` for `tokens` whose text starts at `text_offset` in the choice's text.
+nlohmann::json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
+                                      const std::vector<engine::SampledToken>& tokens,
+                                      size_t text_offset);
+// Chat `logprobs`: {"content": [{token, logprob, bytes, top_logprobs}]}.
+nlohmann::json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
+                                const std::vector<engine::SampledToken>& tokens);
+
+// Serializes with invalid UTF-8 (a token holding part of a character) replaced, never thrown.
+std::string Dump(const nlohmann::json& value);
+// One server-sent event: "data: <json>\n\n".
+std::string SseData(const nlohmann::json& value);
+
+}  // namespace kvd::server

@@ -1,0 +1,268 @@
+#include "server/api/openai_routes.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+#include "server/api/completion_reply.h"
+#include "server/api/openai_json.h"
+#include "server/http/error_response.h"
+#include "server/metrics/metrics_exporter.h"
+#include "server/version.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+HttpResponse JsonResponse(const json& body, int status = 200) {
+  return HttpResponse{.status = status, .body = Dump(body)};
+}
+
+absl::StatusOr<json> ParseBody(const HttpRequest& request) {
+  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    return absl::InvalidArgumentError(
+        "the request body is not valid JSON; send a JSON object with Content-Type: "
+        "application/json");
+  }
+  if (!body.is_object()) return absl::InvalidArgumentError("the request body must be a JSON object");
+  return body;
+}
+
+class Api {
+ public:
+  explicit Api(ServingContext& context) : context_(context) {}
+
+  absl::StatusOr<std::shared_ptr<Tenant>> Authenticate(const HttpRequest& request) const {
+    if (context_.draining.load()) {
+      return WithRetryAfter(absl::UnavailableError("the server is shutting down"), 1);
+    }
+    return context_.tenants->current()->Authenticate(request.header("authorization"));
+  }
+
+  HandlerResult Completions(HttpRequest& request, ApiKind kind) {
+    const absl::Time start = absl::Now();
+    auto tenant = Authenticate(request);
+    if (!tenant.ok()) {
+      return Refuse(request, "-", tenant.status(), start, RejectionFor(tenant.status()));
+    }
+    auto body = ParseBody(request);
+    if (!body.ok()) return Refuse(request, (*tenant)->id(), body.status(), start);
+    auto params = ParseCompletionParams(*body, kind, context_.model);
+    if (!params.ok()) return Refuse(request, (*tenant)->id(), params.status(), start);
+
+    int64_t tokens = 0;
+    for (const auto& prompt : params->prompts) {
+      tokens += static_cast<int64_t>(prompt.size()) +
+                int64_t{params->request.max_tokens} * params->request.n;
+    }
+    Refusal refusal;
+    auto permit = (*tenant)->Admit(tokens, refusal);
+    if (!permit.ok()) {
+      const RejectionReason reason = refusal == Refusal::kConcurrency ? RejectionReason::kConcurrency
+                                     : refusal == Refusal::kTokenRate ? RejectionReason::kTokenLimit
+                                                                      : RejectionReason::kRateLimit;
+      return Refuse(request, (*tenant)->id(), permit.status(), start, reason);
+    }
+
+    params->request.tenant = (*tenant)->policy();
+    params->request.priority += (*tenant)->priority();
+    std::vector<scheduler::RequestHandle> handles;
+    for (const auto& prompt : params->prompts) {
+      scheduler::Request submitted = params->request;
+      submitted.prompt = prompt;
+      auto handle = context_.scheduler->Submit(std::move(submitted));
+      if (!handle.ok()) {
+        (*permit)->Settle(0);
+        absl::Status status = handle.status();
+        if (status.code() == absl::StatusCode::kResourceExhausted ||
+            status.code() == absl::StatusCode::kUnavailable) {
+          status = WithRetryAfter(std::move(status), 1);
+        }
+        return Refuse(request, (*tenant)->id(), status, start, RejectionFor(status));
+      }
+      handles.push_back(*std::move(handle));
+    }
+    const std::string path = request.path;
+    const std::string tenant_id = (*tenant)->id();
+    const bool log = context_.log_requests;
+    MetricsExporter* metrics = context_.metrics;
+    return std::make_unique<CompletionReply>(
+        *std::move(params), std::move(handles), *context_.model.tokenizer, context_.model.name,
+        *std::move(permit),
+        [path, tenant_id, start, log, metrics](const ReplyOutcome& outcome) {
+          if (metrics != nullptr) metrics->RecordRequest(tenant_id, outcome.http_status);
+          if (!log) return;
+          spdlog::info("POST {} tenant={} status={} prompt_tokens={} completion_tokens={} {:.3f}s{}",
+                       path, tenant_id, outcome.http_status, outcome.usage.prompt_tokens,
+                       outcome.usage.completion_tokens,
+                       absl::ToDoubleSeconds(absl::Now() - start),
+                       outcome.status.ok() ? "" : " " + std::string(outcome.status.message()));
+        });
+  }
+
+  HandlerResult Models(HttpRequest& request) {
+    auto tenant = Authenticate(request);
+    if (!tenant.ok()) return ErrorResponse(tenant.status());
+    return JsonResponse({{"object", "list"}, {"data", json::array({ModelJson()})}});
+  }
+
+  HandlerResult Model(HttpRequest& request) {
+    auto tenant = Authenticate(request);
+    if (!tenant.ok()) return ErrorResponse(tenant.status());
+    if (request.path_params["id"] != context_.model.name) {
+      return ErrorResponse(WithErrorCode(
+          absl::NotFoundError(absl::StrCat("the model '", request.path_params["id"],
+                                           "' does not exist")),
+          "model_not_found"));
+    }
+    return JsonResponse(ModelJson());
+  }
+
+  HandlerResult Tokenize(HttpRequest& request) {
+    auto tenant = Authenticate(request);
+    if (!tenant.ok()) return ErrorResponse(tenant.status());
+    auto body = ParseBody(request);
+    if (!body.ok()) return ErrorResponse(body.status());
+    std::vector<int32_t> tokens;
+    if (body->contains("messages")) {
+      json chat = {{"model", context_.model.name}, {"messages", (*body)["messages"]}};
+      if (body->contains("add_generation_prompt")) {
+        chat["add_generation_prompt"] = (*body)["add_generation_prompt"];
+      }
+      auto params = ParseCompletionParams(chat, ApiKind::kChat, context_.model);
+      if (!params.ok()) return ErrorResponse(params.status());
+      tokens = params->prompts.front();
+    } else {
+      const auto prompt = body->find("prompt");
+      if (prompt == body->end() || !prompt->is_string()) {
+        return ErrorResponse(
+            WithParam(absl::InvalidArgumentError("'prompt' must be a string"), "prompt"));
+      }
+      const json add_special = body->value("add_special_tokens", json(true));
+      if (!add_special.is_boolean()) {
+        return ErrorResponse(WithParam(
+            absl::InvalidArgumentError("'add_special_tokens' must be a boolean"),
+            "add_special_tokens"));
+      }
+      tokens = context_.model.tokenizer->Encode(prompt->get<std::string>(), add_special.get<bool>());
+    }
+    return JsonResponse({{"tokens", tokens},
+                         {"count", tokens.size()},
+                         {"max_model_len", context_.model.config->max_position_embeddings}});
+  }
+
+  HandlerResult Detokenize(HttpRequest& request) {
+    auto tenant = Authenticate(request);
+    if (!tenant.ok()) return ErrorResponse(tenant.status());
+    auto body = ParseBody(request);
+    if (!body.ok()) return ErrorResponse(body.status());
+    const auto tokens = body->find("tokens");
+    if (tokens == body->end() || !tokens->is_array()) {
+      return ErrorResponse(
+          WithParam(absl::InvalidArgumentError("'tokens' must be an array of token ids"),
+                    "tokens"));
+    }
+    std::vector<int32_t> ids;
+    for (const json& id : *tokens) {
+      if (!id.is_number_integer()) {
+        return ErrorResponse(
+            WithParam(absl::InvalidArgumentError("'tokens' must hold integers"), "tokens"));
+      }
+      const int64_t value = id.get<int64_t>();
+      if (value < 0 || value >= context_.model.tokenizer->vocab_size()) {
+        return ErrorResponse(WithParam(
+            absl::InvalidArgumentError(absl::StrCat("token id ", value,
+                                                    " is outside the vocabulary")),
+            "tokens"));
+      }
+      ids.push_back(static_cast<int32_t>(value));
+    }
+    auto text = context_.model.tokenizer->Decode(ids);
+    if (!text.ok()) return ErrorResponse(WithParam(text.status(), "tokens"));
+    return JsonResponse({{"prompt", *text}});
+  }
+
+  HandlerResult Ready() {
+    if (context_.draining.load()) {
+      return ErrorResponse(absl::UnavailableError("draining"));
+    }
+    if (!context_.ready.load()) return ErrorResponse(absl::UnavailableError("loading"));
+    return JsonResponse({{"status", "ready"}});
+  }
+
+ private:
+  json ModelJson() const {
+    return {{"id", context_.model.name},
+            {"object", "model"},
+            {"created", 0},
+            {"owned_by", "kvd"},
+            {"max_model_len", context_.model.config->max_position_embeddings}};
+  }
+
+  // The rejection a refusal counts as, if it is one (over a limit, unauthenticated, overloaded).
+  static std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
+    switch (status.code()) {
+      case absl::StatusCode::kUnauthenticated:
+        return RejectionReason::kUnauthenticated;
+      case absl::StatusCode::kResourceExhausted:
+        return RejectionReason::kQueueFull;
+      case absl::StatusCode::kUnavailable:
+        return RejectionReason::kOverloaded;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  HttpResponse Refuse(const HttpRequest& request, const std::string& tenant,
+                      const absl::Status& status, absl::Time start,
+                      std::optional<RejectionReason> rejection = std::nullopt) const {
+    HttpResponse response = ErrorResponse(status);
+    if (context_.metrics != nullptr) {
+      context_.metrics->RecordRequest(tenant, response.status);
+      if (rejection) context_.metrics->RecordRejection(tenant, *rejection);
+    }
+    if (context_.log_requests) {
+      spdlog::info("{} {} tenant={} status={} {:.3f}s {}", request.method, request.path, tenant,
+                   response.status, absl::ToDoubleSeconds(absl::Now() - start),
+                   std::string(status.message()));
+    }
+    return response;
+  }
+
+  ServingContext& context_;
+};
+
+}  // namespace
+
+void AddApiRoutes(Router& router, ServingContext& context) {
+  auto api = std::make_shared<Api>(context);
+  router.Add("POST", "/v1/completions",
+             [api](HttpRequest& r) { return api->Completions(r, ApiKind::kCompletion); });
+  router.Add("POST", "/v1/chat/completions",
+             [api](HttpRequest& r) { return api->Completions(r, ApiKind::kChat); });
+  router.Add("GET", "/v1/models", [api](HttpRequest& r) { return api->Models(r); });
+  router.Add("GET", "/v1/models/{id}", [api](HttpRequest& r) { return api->Model(r); });
+  router.Add("POST", "/tokenize", [api](HttpRequest& r) { return api->Tokenize(r); });
+  router.Add("POST", "/detokenize", [api](HttpRequest& r) { return api->Detokenize(r); });
+  router.Add("GET", "/health", [](HttpRequest&) -> HandlerResult {
+    return HttpResponse{.status = 200, .body = "{}"};
+  });
+  router.Add("GET", "/ready", [api](HttpRequest&) { return api->Ready(); });
+  router.Add("GET", "/version", [](HttpRequest&) -> HandlerResult {
+    return JsonResponse({{"version", kVersion}});
+  });
+  if (context.metrics != nullptr) {
+    MetricsExporter* metrics = context.metrics;
+    router.Add("GET", "/metrics", [metrics](HttpRequest&) -> HandlerResult {
+      return HttpResponse{.status = 200,
+                          .content_type = std::string(MetricsExporter::kContentType),
+                          .body = metrics->Render()};
+    });
+  }
+}
+
+}  // namespace kvd::server

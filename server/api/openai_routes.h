@@ -1,0 +1,13 @@
+// The HTTP API: OpenAI's /v1/completions, /v1/chat/completions and /v1/models, vLLM's
+// /tokenize and /detokenize, and the operational /health, /ready, /version and /metrics.
+#pragma once
+
+#include "server/api/serving_context.h"
+#include "server/http/router.h"
+
+namespace kvd::server {
+
+// `context` is borrowed and must outlive the router.
+void AddApiRoutes(Router& router, ServingContext& context);
+
+}  // namespace kvd::server

@@ -1,0 +1,26 @@
+// What the API handlers share: the served model, the scheduler, the tenants, the metrics and
+// the server's lifecycle flags. Built by `kvd serve`; handlers borrow it.
+#pragma once
+
+#include <atomic>
+#include <memory>
+
+#include "scheduler/scheduler.h"
+#include "server/api/completion_params.h"
+#include "server/auth/tenants.h"
+
+namespace kvd::server {
+
+class MetricsExporter;
+
+struct ServingContext {
+  ModelInfo model;
+  scheduler::Scheduler* scheduler = nullptr;
+  const TenantDirectory* tenants = nullptr;
+  MetricsExporter* metrics = nullptr;  // null when metrics are off
+  bool log_requests = true;
+  std::atomic<bool> ready = false;     // the model is loaded and the scheduler runs
+  std::atomic<bool> draining = false;  // shutting down: no new requests
+};
+
+}  // namespace kvd::server

@@ -1,0 +1,156 @@
+#include "server/auth/tenants.h"
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "server/config/api_key.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+absl::Status Refuse(const std::string& tenant, std::string_view what, absl::Duration wait) {
+  const int seconds = std::max(1, static_cast<int>(std::ceil(absl::ToDoubleSeconds(wait))));
+  return WithRetryAfter(
+      WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
+                        "tenant '", tenant, "' is over its ", std::string(what),
+                        " limit; retry after ", seconds, " s")),
+                    "rate_limit_exceeded"),
+      seconds);
+}
+
+}  // namespace
+
+TenantPermit::TenantPermit(std::shared_ptr<Tenant> tenant, int64_t charged_tokens)
+    : tenant_(std::move(tenant)), charged_tokens_(charged_tokens) {}
+
+TenantPermit::~TenantPermit() { tenant_->Release(); }
+
+void TenantPermit::Settle(int64_t used_tokens) {
+  if (settled_) return;
+  settled_ = true;
+  const int64_t unused = charged_tokens_ - used_tokens;
+  if (unused > 0) {
+    std::lock_guard lock(tenant_->mu_);
+    tenant_->tokens_bucket_.Refund(static_cast<double>(unused), tenant_->clock_.Now());
+  }
+}
+
+Tenant::Tenant(const TenantConfig& config, const scheduler::Clock& clock)
+    : clock_(clock),
+      id_(config.id),
+      policy_(config.Policy()),
+      priority_(config.priority),
+      max_concurrent_(config.max_concurrent_requests),
+      requests_bucket_(config.requests_per_minute, clock.Now()),
+      tokens_bucket_(config.tokens_per_minute, clock.Now()) {}
+
+void Tenant::Reconfigure(const TenantConfig& config) {
+  std::lock_guard lock(mu_);
+  const absl::Time now = clock_.Now();
+  policy_ = config.Policy();
+  priority_ = config.priority;
+  max_concurrent_ = config.max_concurrent_requests;
+  requests_bucket_.Resize(config.requests_per_minute, now);
+  tokens_bucket_.Resize(static_cast<double>(config.tokens_per_minute), now);
+}
+
+scheduler::TenantPolicy Tenant::policy() {
+  std::lock_guard lock(mu_);
+  return policy_;
+}
+
+int32_t Tenant::priority() {
+  std::lock_guard lock(mu_);
+  return priority_;
+}
+
+absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refusal& refusal) {
+  std::lock_guard lock(mu_);
+  const absl::Time now = clock_.Now();
+  refusal = Refusal::kNone;
+  if (max_concurrent_ > 0 && concurrent_ >= max_concurrent_) {
+    refusal = Refusal::kConcurrency;
+    return WithRetryAfter(
+        WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
+                          "tenant '", id_, "' already has ", concurrent_,
+                          " requests in flight, its limit")),
+                      "rate_limit_exceeded"),
+        1);
+  }
+  // Tokens first: a refusal there must not consume a request.
+  TokenBucket tokens_probe = tokens_bucket_;
+  if (auto wait = tokens_probe.TryTake(static_cast<double>(tokens), now)) {
+    refusal = Refusal::kTokenRate;
+    return Refuse(id_, "tokens-per-minute", *wait);
+  }
+  if (auto wait = requests_bucket_.TryTake(1.0, now)) {
+    refusal = Refusal::kRequestRate;
+    return Refuse(id_, "requests-per-minute", *wait);
+  }
+  tokens_bucket_ = tokens_probe;
+  ++concurrent_;
+  return std::make_unique<TenantPermit>(shared_from_this(), tokens);
+}
+
+void Tenant::Release() {
+  std::lock_guard lock(mu_);
+  --concurrent_;
+}
+
+TenantRegistry::TenantRegistry(const std::vector<TenantConfig>& tenants,
+                               const scheduler::Clock& clock, const TenantRegistry* previous) {
+  for (const TenantConfig& config : tenants) {
+    std::shared_ptr<Tenant> tenant;
+    if (previous != nullptr) {
+      for (const auto& existing : previous->tenants_) {
+        if (existing->id() == config.id) tenant = existing;
+      }
+    }
+    if (tenant) {
+      tenant->Reconfigure(config);
+    } else {
+      tenant = std::make_shared<Tenant>(config, clock);
+    }
+    tenants_.push_back(tenant);
+    for (const std::string& digest : config.KeyDigests()) keys_.push_back({digest, tenant});
+  }
+  if (tenants_.empty()) {
+    TenantConfig everyone;
+    everyone.id = "default";
+    default_tenant_ = std::make_shared<Tenant>(everyone, clock);
+  }
+}
+
+absl::StatusOr<std::shared_ptr<Tenant>> TenantRegistry::Authenticate(
+    std::string_view authorization) const {
+  if (default_tenant_) return default_tenant_;
+  absl::string_view value(authorization.data(), authorization.size());
+  if (!absl::ConsumePrefix(&value, "Bearer ") && !absl::ConsumePrefix(&value, "bearer ")) {
+    return WithErrorCode(
+        absl::UnauthenticatedError(
+            "missing API key: send it as the header 'Authorization: Bearer <key>'"),
+        "invalid_api_key");
+  }
+  const std::string digest = Sha256Hex(std::string_view(value.data(), value.size()));
+  // Compare with every key, so the time taken does not tell which (if any) matched.
+  std::shared_ptr<Tenant> found;
+  for (const Key& key : keys_) {
+    if (ConstantTimeEquals(key.digest, digest) && !found) found = key.tenant;
+  }
+  if (!found) {
+    return WithErrorCode(absl::UnauthenticatedError("incorrect API key"), "invalid_api_key");
+  }
+  return found;
+}
+
+std::vector<std::string> TenantRegistry::tenant_ids() const {
+  std::vector<std::string> ids;
+  for (const auto& tenant : tenants_) ids.push_back(tenant->id());
+  if (default_tenant_) ids.push_back(default_tenant_->id());
+  return ids;
+}
+
+}  // namespace kvd::server

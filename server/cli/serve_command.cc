@@ -1,0 +1,187 @@
+#include "server/cli/serve_command.h"
+
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "engine/chat_template.h"
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+#include "kernels/backend.h"
+#include "scheduler/scheduler.h"
+#include "server/api/openai_routes.h"
+#include "server/api/serving_context.h"
+#include "server/auth/tenants.h"
+#include "server/cli/exit_status.h"
+#include "server/config/config_loader.h"
+#include "server/http/http_server.h"
+#include "server/metrics/metrics_exporter.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::server {
+namespace {
+
+struct ServeFlags {
+  std::string config_file;
+  std::optional<std::string> model_dir;
+  std::optional<std::string> host;
+  std::optional<int32_t> port;
+  std::optional<int32_t> grpc_port;
+  std::optional<std::string> data_dir;
+  std::optional<std::string> backend;
+  std::optional<int32_t> threads;
+};
+
+absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
+  ServerConfig config;
+  if (!flags.config_file.empty()) {
+    auto loaded = LoadServerConfig(flags.config_file);
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  // Flags override the file's single values.
+  if (flags.model_dir) config.model.path = *flags.model_dir;
+  if (flags.host) config.server.host = *flags.host;
+  if (flags.port) config.server.port = *flags.port;
+  if (flags.grpc_port) config.server.grpc_port = *flags.grpc_port;
+  if (flags.data_dir) config.store.data_dir = *flags.data_dir;
+  if (flags.backend) config.model.backend = *flags.backend;
+  if (flags.threads) config.model.threads = *flags.threads;
+  if (auto status = config.Validate(); !status.ok()) return status;
+  return config;
+}
+
+HttpServerOptions HttpOptions(const ListenConfig& listen) {
+  HttpServerOptions options;
+  options.host = listen.host;
+  options.port = static_cast<uint16_t>(listen.port);
+  options.io_threads = listen.io_threads;
+  options.max_body_bytes = listen.max_body_bytes;
+  options.max_header_bytes = listen.max_header_bytes;
+  options.read_timeout = absl::Seconds(listen.read_timeout_seconds);
+  options.idle_timeout = absl::Seconds(listen.idle_timeout_seconds);
+  options.keepalive_interval = absl::Seconds(listen.keepalive_interval_seconds);
+  return options;
+}
+
+// Blocks the signals the main thread waits for, before any other thread exists, so that they
+// are delivered to sigwait and not to an arbitrary thread.
+sigset_t BlockServeSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+// SIGHUP: the tenants of the configuration file replace the running ones; connections, requests
+// in flight and the tenants' rate buckets are kept. Anything else that changed in the file
+// waits for a restart.
+void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
+  if (flags.config_file.empty()) {
+    spdlog::warn("SIGHUP: no --config file to reload");
+    return;
+  }
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) {
+    spdlog::error("SIGHUP: keeping the running tenants: {}", std::string(config.status().message()));
+    return;
+  }
+  const auto previous = tenants.current();
+  tenants.Replace(std::make_shared<TenantRegistry>(config->tenants, scheduler::Clock::System(),
+                                                   previous.get()));
+  spdlog::info("SIGHUP: {} tenants loaded", config->tenants.size());
+}
+
+absl::Status RunServe(const ServeFlags& flags) {
+  const sigset_t signals = BlockServeSignals();
+  auto config = ResolveConfig(flags);
+  if (!config.ok()) return config.status();
+
+  auto backend = kernels::CreateBackend(config->model.backend,
+                                        {.num_threads = config->model.threads});
+  if (!backend.ok()) return backend.status();
+  auto model = engine::Model::Load(config->model.path, **backend);
+  if (!model.ok()) return model.status();
+  auto tokenizer =
+      engine::Tokenizer::FromFile(std::filesystem::path(config->model.path) / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+  std::unique_ptr<engine::ChatTemplate> chat_template;
+  if (auto loaded = engine::ChatTemplate::FromTokenizerConfig(config->model.path); loaded.ok()) {
+    chat_template = *std::move(loaded);
+  } else if (loaded.status().code() == absl::StatusCode::kNotFound) {
+    spdlog::warn("{}; /v1/chat/completions is off", std::string(loaded.status().message()));
+  } else {
+    return loaded.status();
+  }
+  auto scheduler = scheduler::Scheduler::Create(**model, tokenizer->get(), config->scheduler);
+  if (!scheduler.ok()) return scheduler.status();
+
+  TenantDirectory tenants(
+      std::make_shared<TenantRegistry>(config->tenants, scheduler::Clock::System()));
+  if (!tenants.current()->authentication_enabled()) {
+    spdlog::warn(
+        "NO TENANTS CONFIGURED: authentication is OFF and every caller shares one default "
+        "tenant. Configure `tenants` with API key digests before exposing this server.");
+  }
+  ServingContext context;
+  context.model = {&(*model)->config(), tokenizer->get(), chat_template.get(),
+                   config->model.ServedName()};
+  context.scheduler = scheduler->get();
+  context.tenants = &tenants;
+  context.log_requests = config->logging.requests;
+  std::unique_ptr<MetricsExporter> metrics;
+  if (config->metrics.enabled) {
+    std::vector<std::string> tenant_ids;
+    for (const TenantConfig& tenant : config->tenants) tenant_ids.push_back(tenant.id);
+    if (tenant_ids.empty()) tenant_ids.push_back("default");
+    scheduler::Scheduler* engine = scheduler->get();
+    metrics = std::make_unique<MetricsExporter>(context.model.name, std::move(tenant_ids),
+                                                [engine] { return engine->Metrics(); });
+    context.metrics = metrics.get();
+  }
+  Router router;
+  AddApiRoutes(router, context);
+
+  auto http = HttpServer::Create(HttpOptions(config->server), router);
+  if (!http.ok()) return http.status();
+  (*scheduler)->Start();
+  (*http)->Start();
+  context.ready = true;
+  spdlog::info("serving {} on http://{}:{}", context.model.name, config->server.host,
+               (*http)->port());
+
+  int signal = 0;
+  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
+    ReloadTenants(flags, tenants);
+  }
+  spdlog::info("signal {}: shutting down", signal);
+  context.draining = true;
+  (*http)->Stop();
+  (*scheduler)->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* command = app.add_subcommand(
+      "serve", "Serve the OpenAI-compatible HTTP API (SIGINT or SIGTERM stops it)");
+  command->add_option("--config", flags->config_file, "YAML configuration file");
+  command->add_option("--model", flags->model_dir, "Model directory (model.path)");
+  command->add_option("--host", flags->host, "Address to listen on (server.host)");
+  command->add_option("--port", flags->port, "HTTP port, 0 for any free one (server.port)");
+  command->add_option("--grpc-port", flags->grpc_port, "gRPC port, 0 for none (server.grpc_port)");
+  command->add_option("--data-dir", flags->data_dir, "Data directory (store.data_dir)");
+  command->add_option("--backend", flags->backend, "cpu or cuda (model.backend)");
+  command->add_option("--threads", flags->threads, "CPU threads, 0 for all (model.threads)");
+  command->callback([flags] { ExitWith(RunServe(*flags)); });
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,95 @@
+#include "server/metrics/metrics_exporter.h"
+
+#include <utility>
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+#include "server/metrics/scheduler_collector.h"
+
+namespace kvd::server {
+namespace {
+
+constexpr RejectionReason kRejectionReasons[] = {
+    RejectionReason::kRateLimit, RejectionReason::kTokenLimit, RejectionReason::kConcurrency,
+    RejectionReason::kQueueFull, RejectionReason::kOverloaded, RejectionReason::kUnauthenticated,
+};
+
+// "2xx" for 200..299 and so on; anything outside 100..599 is a server fault, "5xx".
+std::string StatusClass(int http_status) {
+  if (http_status < 100 || http_status > 599) return "5xx";
+  return std::to_string(http_status / 100) + "xx";
+}
+
+}  // namespace
+
+std::string_view RejectionReasonName(RejectionReason reason) {
+  switch (reason) {
+    case RejectionReason::kRateLimit:
+      return "rate_limit";
+    case RejectionReason::kTokenLimit:
+      return "token_limit";
+    case RejectionReason::kConcurrency:
+      return "concurrency";
+    case RejectionReason::kQueueFull:
+      return "queue_full";
+    case RejectionReason::kOverloaded:
+      return "overloaded";
+    case RejectionReason::kUnauthenticated:
+      return "unauthenticated";
+  }
+  return "unknown";
+}
+
+MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string> tenants,
+                                 std::function<scheduler::MetricsSnapshot()> snapshot)
+    : tenants_(tenants),
+      scheduler_(std::make_unique<SchedulerCollector>(model_name, TenantLabels(tenants),
+                                                      std::move(snapshot))),
+      registry_(std::make_unique<prometheus::Registry>()),
+      requests_(&prometheus::BuildCounter()
+                     .Name("kvd_tenant_requests_total")
+                     .Help("HTTP requests answered, by tenant and status class (requests).")
+                     .Labels({{"model_name", model_name}})
+                     .Register(*registry_)),
+      rejections_(&prometheus::BuildCounter()
+                       .Name("kvd_tenant_rejections_total")
+                       .Help("Requests refused before scheduling, by tenant and reason "
+                             "(requests).")
+                       .Labels({{"model_name", model_name}})
+                       .Register(*registry_)) {
+  // Series exist at 0 before their first event, so rate() and absent() see them.
+  for (const std::string& tenant : tenants_.values()) {
+    for (const char* status : {"2xx", "4xx", "5xx"}) {
+      requests_->Add({{"tenant", tenant}, {"status", status}});
+    }
+    for (RejectionReason reason : kRejectionReasons) {
+      rejections_->Add({{"tenant", tenant}, {"reason", std::string(RejectionReasonName(reason))}});
+    }
+  }
+}
+
+MetricsExporter::~MetricsExporter() = default;
+
+void MetricsExporter::RecordRequest(const std::string& tenant, int http_status) {
+  // Family::Add is thread-safe and returns the existing series for known labels.
+  requests_->Add({{"tenant", tenants_.Of(tenant)}, {"status", StatusClass(http_status)}})
+      .Increment();
+}
+
+void MetricsExporter::RecordRejection(const std::string& tenant, RejectionReason reason) {
+  rejections_
+      ->Add({{"tenant", tenants_.Of(tenant)}, {"reason", std::string(RejectionReasonName(reason))}})
+      .Increment();
+}
+
+std::string MetricsExporter::Render() const {
+  std::vector<prometheus::MetricFamily> families = scheduler_->Collect();
+  for (prometheus::MetricFamily& family : registry_->Collect()) {
+    families.push_back(std::move(family));
+  }
+  return prometheus::TextSerializer().Serialize(families);
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,73 @@
+// The Prometheus text behind `GET /metrics`: the scheduler's metrics under vLLM's names (see
+// scheduler_collector.h) and the counters the server itself keeps, per tenant.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "scheduler/metrics.h"
+#include "server/metrics/tenant_labels.h"
+
+namespace prometheus {
+class Counter;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace kvd::server {
+
+class SchedulerCollector;
+
+// Why the server refused a request before it reached the scheduler (or the scheduler's queue).
+enum class RejectionReason {
+  kRateLimit,        // the tenant's request rate limit
+  kTokenLimit,       // the tenant's token rate or budget
+  kConcurrency,      // the tenant's limit on requests in flight
+  kQueueFull,        // the tenant's or the scheduler's waiting queue is full
+  kOverloaded,       // the server as a whole sheds load
+  kUnauthenticated,  // no or unknown credentials
+};
+
+// The `reason` label value: "rate_limit", "token_limit", "concurrency", "queue_full",
+// "overloaded" or "unauthenticated".
+std::string_view RejectionReasonName(RejectionReason reason);
+
+// Server-kept families (labelled model_name, plus):
+//   kvd_tenant_requests_total    counter {tenant, status="2xx|4xx|5xx"} HTTP requests answered, by
+//                                        status class (1xx and 3xx appear only once used)
+//   kvd_tenant_rejections_total  counter {tenant, reason} requests refused, by RejectionReason
+// Every tenant × status class and tenant × reason series is present from construction, at 0.
+class MetricsExporter {
+ public:
+  // `snapshot` is called at each scrape (from an I/O thread, so it must be thread-safe);
+  // `tenants` bounds the tenant label: any other id is reported as "other".
+  MetricsExporter(std::string model_name, std::vector<std::string> tenants,
+                  std::function<scheduler::MetricsSnapshot()> snapshot);
+  ~MetricsExporter();
+  MetricsExporter(const MetricsExporter&) = delete;
+  MetricsExporter& operator=(const MetricsExporter&) = delete;
+
+  // A request answered with `http_status`. Thread-safe.
+  void RecordRequest(const std::string& tenant, int http_status);
+  // A request refused for `reason`. Thread-safe.
+  void RecordRejection(const std::string& tenant, RejectionReason reason);
+
+  // Every family in the text exposition format 0.0.4. Thread-safe.
+  std::string Render() const;
+
+  // The Content-Type header of Render's output.
+  static constexpr std::string_view kContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+ private:
+  TenantLabels tenants_;
+  std::unique_ptr<SchedulerCollector> scheduler_;
+  std::unique_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;    // owned by registry_
+  prometheus::Family<prometheus::Counter>* rejections_;  // owned by registry_
+};
+
+}  // namespace kvd::server

@@ -1,0 +1,194 @@
+#include "server/metrics/scheduler_collector.h"
+
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "prometheus/client_metric.h"
+#include "prometheus/metric_type.h"
+
+namespace kvd::server {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+Labels With(Labels labels, std::string name, std::string value) {
+  labels.push_back({std::move(name), std::move(value)});
+  return labels;
+}
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  return family;
+}
+
+void AddValue(MetricFamily& family, Labels labels, double value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  if (family.type == MetricType::Counter) {
+    metric.counter.value = value;
+  } else {
+    metric.gauge.value = value;
+  }
+  family.metric.push_back(std::move(metric));
+}
+
+// A family of one series.
+MetricFamily Single(std::string name, std::string help, MetricType type, const Labels& labels,
+                    double value) {
+  MetricFamily family = Family(std::move(name), std::move(help), type);
+  AddValue(family, labels, value);
+  return family;
+}
+
+// Prometheus buckets are cumulative; the snapshot's are per bucket. +Inf holds the count.
+MetricFamily Histogram(std::string name, std::string help, const Labels& labels,
+                       const scheduler::HistogramSnapshot& data) {
+  MetricFamily family = Family(std::move(name), std::move(help), MetricType::Histogram);
+  ClientMetric metric;
+  metric.label = labels;
+  metric.histogram.sample_count = data.count;
+  metric.histogram.sample_sum = data.sum;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < data.bounds.size(); ++i) {
+    if (i < data.counts.size()) cumulative += data.counts[i];
+    metric.histogram.bucket.push_back({cumulative, data.bounds[i]});
+  }
+  metric.histogram.bucket.push_back({data.count, std::numeric_limits<double>::infinity()});
+  family.metric.push_back(std::move(metric));
+  return family;
+}
+
+}  // namespace
+
+SchedulerCollector::SchedulerCollector(std::string model_name, TenantLabels tenants,
+                                       std::function<scheduler::MetricsSnapshot()> snapshot)
+    : vllm_labels_{{"model_name", model_name}, {"engine", "0"}},
+      kvd_labels_{{"model_name", model_name}},
+      tenants_(std::move(tenants)),
+      snapshot_(std::move(snapshot)) {}
+
+std::vector<MetricFamily> SchedulerCollector::Collect() const {
+  const scheduler::MetricsSnapshot s = snapshot_();
+  std::vector<MetricFamily> out;
+  const auto gauge = MetricType::Gauge;
+  const auto counter = MetricType::Counter;
+
+  // vLLM's families.
+  out.push_back(Single("vllm:num_requests_running",
+                       "Number of sequences in the running batch (sequences).", gauge, vllm_labels_,
+                       s.num_running));
+  out.push_back(Single("vllm:num_requests_waiting",
+                       "Number of sequences waiting for admission, new or preempted (sequences).",
+                       gauge, vllm_labels_, s.num_waiting));
+  out.push_back(Single("vllm:kv_cache_usage_perc",
+                       "Fraction of KV cache blocks in use (ratio, 1 means 100 percent).", gauge,
+                       vllm_labels_, s.kv_usage));
+  out.push_back(Single("vllm:gpu_cache_usage_perc",
+                       "Fraction of KV cache blocks in use (ratio, 1 means 100 percent); older "
+                       "name of vllm:kv_cache_usage_perc.",
+                       gauge, vllm_labels_, s.kv_usage));
+  out.push_back(Single("vllm:num_preemptions_total",
+                       "Cumulative number of sequence preemptions (sequences).", counter,
+                       vllm_labels_, static_cast<double>(s.preemptions)));
+  out.push_back(Single("vllm:prompt_tokens_total",
+                       "Prompt tokens of admitted requests, counted once per request (tokens).",
+                       counter, vllm_labels_, static_cast<double>(s.prompt_tokens)));
+  out.push_back(Single("vllm:generation_tokens_total", "Sampled tokens (tokens).", counter,
+                       vllm_labels_, static_cast<double>(s.generation_tokens)));
+  MetricFamily success = Family(
+      "vllm:request_success_total",
+      "Finished sequences (each of a request's n completions), by finish reason (sequences).",
+      counter);
+  for (auto reason : {scheduler::FinishReason::kStop, scheduler::FinishReason::kLength,
+                      scheduler::FinishReason::kAbort}) {
+    const auto it = s.finished_sequences.find(reason);
+    AddValue(
+        success,
+        With(vllm_labels_, "finished_reason", std::string(scheduler::FinishReasonName(reason))),
+        it == s.finished_sequences.end() ? 0.0 : static_cast<double>(it->second));
+  }
+  out.push_back(std::move(success));
+  out.push_back(Histogram("vllm:iteration_tokens_total",
+                          "Tokens through the model per non-empty scheduler step (tokens).",
+                          vllm_labels_, s.tokens_per_step));
+  out.push_back(Histogram("vllm:time_to_first_token_seconds",
+                          "Time from request submission to its first token (seconds).",
+                          vllm_labels_, s.time_to_first_token_seconds));
+  out.push_back(Histogram("vllm:inter_token_latency_seconds",
+                          "Time between consecutive tokens of a sequence (seconds).", vllm_labels_,
+                          s.inter_token_seconds));
+  out.push_back(Histogram("vllm:time_per_output_token_seconds",
+                          "Time between consecutive tokens of a sequence (seconds); older name of "
+                          "vllm:inter_token_latency_seconds.",
+                          vllm_labels_, s.inter_token_seconds));
+  out.push_back(Histogram("vllm:e2e_request_latency_seconds",
+                          "Time from request submission to its final event (seconds).",
+                          vllm_labels_, s.e2e_request_seconds));
+  out.push_back(Histogram("vllm:request_queue_time_seconds",
+                          "Time from request submission to its first admission (seconds).",
+                          vllm_labels_, s.queue_seconds));
+
+  // Per tenant, ids outside the configured ones summed under "other".
+  std::map<std::string, scheduler::TenantStats> tenants;
+  for (const std::string& tenant : tenants_.values()) tenants[tenant];
+  for (const auto& [id, stats] : s.tenants) {
+    scheduler::TenantStats& total = tenants[tenants_.Of(id)];
+    total.running += stats.running;
+    total.waiting += stats.waiting;
+    total.prompt_tokens += stats.prompt_tokens;
+    total.generation_tokens += stats.generation_tokens;
+  }
+  MetricFamily running = Family("kvd_tenant_requests_running",
+                                "Sequences of the tenant in the running batch (sequences).", gauge);
+  MetricFamily waiting =
+      Family("kvd_tenant_requests_waiting",
+             "Sequences of the tenant waiting for admission, new or preempted (sequences).", gauge);
+  MetricFamily prompt =
+      Family("kvd_tenant_prompt_tokens_total",
+             "Prompt tokens of the tenant's admitted requests (tokens).", counter);
+  MetricFamily generation = Family("kvd_tenant_generation_tokens_total",
+                                   "Tokens sampled for the tenant (tokens).", counter);
+  for (const auto& [tenant, stats] : tenants) {
+    const Labels labels = With(kvd_labels_, "tenant", tenant);
+    AddValue(running, labels, stats.running);
+    AddValue(waiting, labels, stats.waiting);
+    AddValue(prompt, labels, static_cast<double>(stats.prompt_tokens));
+    AddValue(generation, labels, static_cast<double>(stats.generation_tokens));
+  }
+  out.push_back(std::move(running));
+  out.push_back(std::move(waiting));
+  out.push_back(std::move(prompt));
+  out.push_back(std::move(generation));
+
+  // kvd's scheduler and KV cache.
+  MetricFamily blocks = Family("kvd_kv_cache_blocks", "KV cache blocks by state (blocks).", gauge);
+  AddValue(blocks, With(kvd_labels_, "state", "free"), s.kv_blocks_free);
+  AddValue(blocks, With(kvd_labels_, "state", "used"), s.kv_blocks_total - s.kv_blocks_free);
+  out.push_back(std::move(blocks));
+  out.push_back(Single("kvd_scheduler_steps_total", "Scheduler steps, empty ones included (steps).",
+                       counter, kvd_labels_, static_cast<double>(s.steps)));
+  out.push_back(Histogram("kvd_scheduler_step_seconds",
+                          "Duration of scheduler steps that ran the model (seconds).", kvd_labels_,
+                          s.step_seconds));
+  out.push_back(Single("kvd_scheduler_step_seconds_total",
+                       "Time spent in scheduler steps, empty ones included (seconds).", counter,
+                       kvd_labels_, s.step_seconds_total));
+  out.push_back(Single("kvd_scheduler_forward_seconds_total",
+                       "Part of the scheduler step time spent in the model's forward pass "
+                       "(seconds).",
+                       counter, kvd_labels_, s.forward_seconds_total));
+  out.push_back(Single("kvd_scheduler_computed_tokens_total",
+                       "Tokens through the model, recomputation after preemption included "
+                       "(tokens).",
+                       counter, kvd_labels_, static_cast<double>(s.computed_tokens)));
+  return out;
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,230 @@
+// `kvd serve` over real HTTP (curl): the OpenAI endpoints on the bundled model, streaming, and
+// every error path with its status and OpenAI error type.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "nlohmann/json.hpp"
+#include "tests/integration/kvd_server_process.h"
+
+namespace kvd::testing {
+namespace {
+
+using json = nlohmann::json;
+
+const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+
+// The document and question of docs/examples/document_question.txt, without the chat markup.
+std::string DocumentQuestionText() {
+  std::string prompt = ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+  const std::string head = "<|start_header_id|>user<|end_header_id|>\n\n";
+  const std::string tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+  return prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new KvdServer({"--model", kModel});
+    ASSERT_GT(server_->port(), 0) << server_->logs();
+  }
+  static void TearDownTestSuite() {
+    EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    delete server_;
+  }
+
+  static HttpResult Post(const std::string& path, const json& body, const std::string& extra = "") {
+    return Curl("POST", server_->url(path), body.dump(), extra);
+  }
+  static void ExpectError(const HttpResult& result, int status, const std::string& type,
+                          const std::string& param = "") {
+    EXPECT_EQ(result.status, status) << result.body;
+    const json body = json::parse(result.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << result.body;
+    EXPECT_EQ(body["error"]["type"], type) << result.body;
+    EXPECT_TRUE(body["error"]["message"].is_string());
+    if (!param.empty()) {
+      EXPECT_EQ(body["error"]["param"], param) << result.body;
+    }
+  }
+
+  inline static KvdServer* server_ = nullptr;
+};
+
+TEST_F(ServeTest, HealthReadyVersionAndModels) {
+  EXPECT_EQ(Curl("GET", server_->url("/health")).status, 200);
+  EXPECT_EQ(Curl("GET", server_->url("/ready")).status, 200);
+  const HttpResult version = Curl("GET", server_->url("/version"));
+  EXPECT_EQ(version.status, 200);
+  EXPECT_TRUE(json::parse(version.body)["version"].is_string());
+  const HttpResult models = Curl("GET", server_->url("/v1/models"));
+  ASSERT_EQ(models.status, 200);
+  const json list = json::parse(models.body);
+  EXPECT_EQ(list["object"], "list");
+  EXPECT_EQ(list["data"][0]["id"], "kvd-tiny");
+  EXPECT_EQ(Curl("GET", server_->url("/v1/models/kvd-tiny")).status, 200);
+  ExpectError(Curl("GET", server_->url("/v1/models/gpt-5")), 404, "not_found_error");
+}
+
+TEST_F(ServeTest, CompletionAnswersTheDocumentQuestion) {
+  const std::string prompt = ReadFile(std::string(KVD_SOURCE_DIR) +
+                                      "/docs/examples/document_question.txt");
+  const HttpResult result = Post("/v1/completions", {{"model", "kvd-tiny"},
+                                                     {"prompt", prompt},
+                                                     {"max_tokens", 16},
+                                                     {"temperature", 0}});
+  ASSERT_EQ(result.status, 200) << result.body;
+  const json body = json::parse(result.body);
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["choices"][0]["text"], "KSOHB");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), 100);
+  EXPECT_EQ(body["usage"]["total_tokens"].get<int>(),
+            body["usage"]["prompt_tokens"].get<int>() +
+                body["usage"]["completion_tokens"].get<int>());
+}
+
+TEST_F(ServeTest, ChatCompletionUsesTheModelsTemplate) {
+  const HttpResult result =
+      Post("/v1/chat/completions",
+           {{"model", "kvd-tiny"},
+            {"messages", {{{"role", "user"}, {"content", DocumentQuestionText()}}}},
+            {"temperature", 0},
+            {"max_completion_tokens", 16}});
+  ASSERT_EQ(result.status, 200) << result.body;
+  const json body = json::parse(result.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "KSOHB");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+}
+
+TEST_F(ServeTest, StreamingChatSendsRoleDeltasUsageAndDone) {
+  const HttpResult result =
+      Post("/v1/chat/completions",
+           {{"model", "kvd-tiny"},
+            {"messages", {{{"role", "user"}, {"content", DocumentQuestionText()}}}},
+            {"temperature", 0},
+            {"stream", true},
+            {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(result.status, 200);
+  EXPECT_EQ(result.headers.at("content-type").rfind("text/event-stream", 0), 0u);
+  std::vector<json> chunks;
+  bool done = false;
+  std::istringstream lines(result.body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    ASSERT_EQ(line.rfind("data: ", 0), 0u) << line;
+    if (line == "data: [DONE]") {
+      done = true;
+      continue;
+    }
+    chunks.push_back(json::parse(line.substr(6)));
+  }
+  ASSERT_TRUE(done);
+  ASSERT_GE(chunks.size(), 3u);
+  EXPECT_EQ(chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  std::string finish;
+  for (size_t i = 0; i + 1 < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i]["object"], "chat.completion.chunk");
+    const json& choice = chunks[i]["choices"][0];
+    if (choice["delta"].contains("content")) text += choice["delta"]["content"].get<std::string>();
+    if (!choice["finish_reason"].is_null()) finish = choice["finish_reason"];
+  }
+  EXPECT_EQ(text, "KSOHB");
+  EXPECT_EQ(finish, "stop");
+  const json& usage_chunk = chunks.back();
+  EXPECT_TRUE(usage_chunk["choices"].empty());
+  EXPECT_GT(usage_chunk["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+TEST_F(ServeTest, SeveralPromptsAndCompletionsAreIndexedPromptMajor) {
+  const HttpResult result = Post("/v1/completions", {{"model", "kvd-tiny"},
+                                                     {"prompt", {"the old river", "a small"}},
+                                                     {"n", 2},
+                                                     {"max_tokens", 3},
+                                                     {"temperature", 0},
+                                                     {"ignore_eos", true}});
+  ASSERT_EQ(result.status, 200) << result.body;
+  const json body = json::parse(result.body);
+  ASSERT_EQ(body["choices"].size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(body["choices"][i]["index"], i);
+  EXPECT_EQ(body["choices"][0]["text"], body["choices"][1]["text"]);  // greedy: the same
+  EXPECT_EQ(body["usage"]["completion_tokens"], 12);
+}
+
+TEST_F(ServeTest, TokenizeAndDetokenizeRoundTrip) {
+  const HttpResult tokens = Post("/tokenize", {{"prompt", "the old river"}});
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  const json ids = json::parse(tokens.body)["tokens"];
+  EXPECT_EQ(json::parse(tokens.body)["count"], ids.size());
+  const HttpResult text = Post("/detokenize", {{"tokens", ids}});
+  ASSERT_EQ(text.status, 200);
+  EXPECT_EQ(json::parse(text.body)["prompt"], "<|begin_of_text|>the old river");
+}
+
+TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
+  ExpectError(Curl("POST", server_->url("/v1/completions"), "{not json"), 400,
+              "invalid_request_error");
+  ExpectError(Post("/v1/completions", json::array()), 400, "invalid_request_error");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"foo", 1}}), 400,
+              "invalid_request_error", "foo");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", "hot"}}),
+              400, "invalid_request_error", "temperature");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", 3}}),
+              400, "invalid_request_error", "temperature");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"n", 0}}), 400,
+              "invalid_request_error", "n");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}}), 400, "invalid_request_error",
+              "prompt");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", {1, 2, 99999}}}), 400,
+              "invalid_request_error", "prompt");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 5000}}),
+              400, "invalid_request_error", "prompt");
+  ExpectError(Post("/v1/completions", {{"model", "gpt-5"}, {"prompt", "x"}}), 404,
+              "not_found_error", "model");
+  ExpectError(Post("/v1/chat/completions", {{"model", "kvd-tiny"}, {"messages", json::array()}}),
+              400, "invalid_request_error", "messages");
+  ExpectError(Post("/v1/chat/completions",
+                   {{"model", "kvd-tiny"},
+                    {"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}),
+              400, "invalid_request_error", "messages[0].role");
+  ExpectError(Post("/v1/chat/completions",
+                   {{"model", "kvd-tiny"},
+                    {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                    {"tools", {{{"type", "function"}}}}}),
+              400, "invalid_request_error", "tools");
+  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}),
+              400, "invalid_request_error", "stream_options");
+  ExpectError(Curl("GET", server_->url("/v1/nothing-here")), 404, "not_found_error");
+  EXPECT_EQ(Curl("GET", server_->url("/v1/completions")).status, 405);
+  // Nothing leaked: the server still answers.
+  EXPECT_EQ(Curl("GET", server_->url("/ready")).status, 200);
+}
+
+TEST_F(ServeTest, OversizedBodyIs413) {
+  const std::string big(9 << 20, 'x');
+  const HttpResult result =
+      Curl("POST", server_->url("/v1/completions"),
+           json{{"model", "kvd-tiny"}, {"prompt", big}}.dump());
+  ExpectError(result, 413, "invalid_request_error");
+}
+
+TEST_F(ServeTest, ClientThatGoesAwayCancelsItsSequence) {
+  // A long generation, abandoned after a fraction of a second.
+  Curl("POST", server_->url("/v1/completions"),
+       json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2000}, {"ignore_eos", true},
+            {"stream", true}}
+           .dump(),
+       "--max-time 0.3");
+  // The server notices and logs the request as 499 when its stream ends.
+  for (int i = 0; i < 100 && server_->logs().find("status=499") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(server_->logs().find("status=499"), std::string::npos) << server_->logs();
+}
+
+}  // namespace
+}  // namespace kvd::testing
