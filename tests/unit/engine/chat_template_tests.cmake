@@ -1,0 +1,6 @@
+# Chat-template tests: the interpreter feature by feature with its errors and limits, and
+# model-family templates, the bundled model's template and tokenizer_config.json loading.
+kvd_test(engine_chat_template_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/chat_template_test.cc DEPS kvd::engine)
+kvd_test(engine_chat_template_families_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/chat_template_families_test.cc DEPS kvd::engine)
