@@ -18,11 +18,28 @@ constexpr int32_t kMaxStopStrings = 16;
 constexpr int32_t kMaxLogprobs = 20;
 
 const std::set<std::string>& CommonKeys() {
-  static const std::set<std::string> keys = {
-      "model", "max_tokens", "temperature", "top_p", "top_k", "min_p", "n", "seed", "stop",
-      "stop_token_ids", "presence_penalty", "frequency_penalty", "repetition_penalty",
-      "logit_bias", "logprobs", "ignore_eos", "min_tokens", "user", "stream", "stream_options",
-      "priority", "skip_special_tokens"};
+  static const std::set<std::string> keys = {"model",
+                                             "max_tokens",
+                                             "temperature",
+                                             "top_p",
+                                             "top_k",
+                                             "min_p",
+                                             "n",
+                                             "seed",
+                                             "stop",
+                                             "stop_token_ids",
+                                             "presence_penalty",
+                                             "frequency_penalty",
+                                             "repetition_penalty",
+                                             "logit_bias",
+                                             "logprobs",
+                                             "ignore_eos",
+                                             "min_tokens",
+                                             "user",
+                                             "stream",
+                                             "stream_options",
+                                             "priority",
+                                             "skip_special_tokens"};
   return keys;
 }
 const std::set<std::string>& CompletionKeys() {
@@ -30,9 +47,14 @@ const std::set<std::string>& CompletionKeys() {
   return keys;
 }
 const std::set<std::string>& ChatKeys() {
-  static const std::set<std::string> keys = {
-      "messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
-      "chat_template_kwargs", "tools", "tool_choice", "response_format"};
+  static const std::set<std::string> keys = {"messages",
+                                             "max_completion_tokens",
+                                             "top_logprobs",
+                                             "add_generation_prompt",
+                                             "chat_template_kwargs",
+                                             "tools",
+                                             "tool_choice",
+                                             "response_format"};
   return keys;
 }
 
@@ -60,8 +82,8 @@ class Fields {
     }
     const double number = value->get<double>();
     if (!(number >= min && number <= max)) {
-      return Invalid(key, absl::StrCat("'", key, "' must be in [", min, ", ", max, "], got ",
-                                       number));
+      return Invalid(key,
+                     absl::StrCat("'", key, "' must be in [", min, ", ", max, "], got ", number));
     }
     out = static_cast<float>(number);
     return absl::OkStatus();
@@ -78,8 +100,8 @@ class Fields {
             ? INT64_MAX
             : value->get<int64_t>();
     if (number < min || number > max) {
-      return Invalid(key, absl::StrCat("'", key, "' must be in [", min, ", ", max, "], got ",
-                                       number));
+      return Invalid(key,
+                     absl::StrCat("'", key, "' must be in [", min, ", ", max, "], got ", number));
     }
     out = number;
     return absl::OkStatus();
@@ -116,8 +138,8 @@ class Fields {
   const json& body_;
 };
 
-#define KVD_RETURN_IF_ERROR(expr)              \
-  do {                                         \
+#define KVD_RETURN_IF_ERROR(expr)                                     \
+  do {                                                                \
     if (absl::Status _status = (expr); !_status.ok()) return _status; \
   } while (false)
 
@@ -222,15 +244,16 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model, CompletionP
   if (it == body.end() || !it->is_array() || it->empty()) {
     return Invalid("messages", "'messages' must be a non-empty array");
   }
-  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant",
-                                               "tool"};
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   json messages = json::array();
   for (size_t i = 0; i < it->size(); ++i) {
     const json& message = (*it)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
-    if (!message.is_object()) return Invalid(param, absl::StrCat("'", param, "' must be an object"));
+    if (!message.is_object())
+      return Invalid(param, absl::StrCat("'", param, "' must be an object"));
     const auto role = message.find("role");
-    if (role == message.end() || !role->is_string() || kRoles.count(role->get<std::string>()) == 0) {
+    if (role == message.end() || !role->is_string() ||
+        kRoles.count(role->get<std::string>()) == 0) {
       return Invalid(param + ".role",
                      absl::StrCat("'", param,
                                   ".role' must be one of system, developer, user, assistant, "
@@ -312,13 +335,12 @@ absl::Status ParseSampling(const Fields& fields, scheduler::Request& request) {
   KVD_RETURN_IF_ERROR(fields.Number("temperature", 0.0, 2.0, sampling.temperature));
   KVD_RETURN_IF_ERROR(fields.Number("top_p", 0.0, 1.0, sampling.top_p));
   if (sampling.top_p <= 0.0f) return Invalid("top_p", "'top_p' must be in (0, 1]");
-  KVD_RETURN_IF_ERROR(fields.Integer32("top_k", -1, std::numeric_limits<int32_t>::max(),
-                                       sampling.top_k));
+  KVD_RETURN_IF_ERROR(
+      fields.Integer32("top_k", -1, std::numeric_limits<int32_t>::max(), sampling.top_k));
   KVD_RETURN_IF_ERROR(fields.Number("min_p", 0.0, 1.0, sampling.min_p));
   KVD_RETURN_IF_ERROR(fields.Number("presence_penalty", -2.0, 2.0, sampling.presence_penalty));
   KVD_RETURN_IF_ERROR(fields.Number("frequency_penalty", -2.0, 2.0, sampling.frequency_penalty));
-  KVD_RETURN_IF_ERROR(
-      fields.Number("repetition_penalty", 0.01, 10.0, sampling.repetition_penalty));
+  KVD_RETURN_IF_ERROR(fields.Number("repetition_penalty", 0.01, 10.0, sampling.repetition_penalty));
   int64_t seed = 0;
   if (fields.Get("seed") != nullptr) {
     KVD_RETURN_IF_ERROR(fields.Integer("seed", std::numeric_limits<int64_t>::min(),
@@ -372,8 +394,9 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind, int32_t n) {
   }
   if (const json* format = fields.Get("response_format");
       format != nullptr && !(format->is_object() && format->value("type", "") == "text")) {
-    return Invalid("response_format", "'response_format' other than {\"type\": \"text\"} is "
-                                      "not supported");
+    return Invalid("response_format",
+                   "'response_format' other than {\"type\": \"text\"} is "
+                   "not supported");
   }
   return absl::OkStatus();
 }
@@ -392,12 +415,11 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
   KVD_RETURN_IF_ERROR(fields.String("model", params.model));
   if (params.model.empty()) return Invalid("model", "'model' is required");
   if (params.model != model.name) {
-    return WithErrorCode(
-        WithParam(absl::NotFoundError(absl::StrCat("the model '", params.model,
-                                                   "' does not exist; this server serves '",
-                                                   model.name, "'")),
-                  "model"),
-        "model_not_found");
+    return WithErrorCode(WithParam(absl::NotFoundError(absl::StrCat(
+                                       "the model '", params.model,
+                                       "' does not exist; this server serves '", model.name, "'")),
+                                   "model"),
+                         "model_not_found");
   }
   scheduler::Request& request = params.request;
   KVD_RETURN_IF_ERROR(fields.Integer32("n", 1, 128, request.n));
@@ -407,7 +429,8 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
     if (!params.stream) {
       return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
     }
-    if (!options->is_object()) return Invalid("stream_options", "'stream_options' must be an object");
+    if (!options->is_object())
+      return Invalid("stream_options", "'stream_options' must be an object");
     for (const auto& [key, value] : options->items()) {
       if (key != "include_usage" && key != "continuous_usage_stats") {
         return Invalid("stream_options", absl::StrCat("unsupported stream option '", key, "'"));
@@ -437,23 +460,24 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
   // max_tokens: OpenAI's default is 16 for completions; chat may use the rest of the context.
   const int32_t context = model.config->max_position_embeddings;
   size_t longest_prompt = 0;
-  for (const auto& prompt : params.prompts) longest_prompt = std::max(longest_prompt, prompt.size());
+  for (const auto& prompt : params.prompts)
+    longest_prompt = std::max(longest_prompt, prompt.size());
   const std::string max_key = kind == ApiKind::kChat && fields.Get("max_completion_tokens")
                                   ? "max_completion_tokens"
                                   : "max_tokens";
   request.max_tokens = kind == ApiKind::kChat
                            ? std::max<int32_t>(1, context - static_cast<int32_t>(longest_prompt))
                            : 16;
-  KVD_RETURN_IF_ERROR(fields.Integer32(max_key, 1, std::numeric_limits<int32_t>::max(),
-                                       request.max_tokens));
+  KVD_RETURN_IF_ERROR(
+      fields.Integer32(max_key, 1, std::numeric_limits<int32_t>::max(), request.max_tokens));
   KVD_RETURN_IF_ERROR(fields.Integer32("min_tokens", 0, request.max_tokens, request.min_tokens));
   if (static_cast<int64_t>(longest_prompt) + request.max_tokens > context) {
     return WithErrorCode(
         WithParam(absl::InvalidArgumentError(absl::StrCat(
-                      "this model's maximum context length is ", context,
-                      " tokens; you requested ", longest_prompt + request.max_tokens, " tokens (",
-                      longest_prompt, " in the ", kind == ApiKind::kChat ? "messages" : "prompt",
-                      ", ", request.max_tokens, " in the completion)")),
+                      "this model's maximum context length is ", context, " tokens; you requested ",
+                      longest_prompt + request.max_tokens, " tokens (", longest_prompt, " in the ",
+                      kind == ApiKind::kChat ? "messages" : "prompt", ", ", request.max_tokens,
+                      " in the completion)")),
                   kind == ApiKind::kChat ? "messages" : "prompt"),
         "context_length_exceeded");
   }

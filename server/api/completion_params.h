@@ -26,10 +26,10 @@ struct CompletionParams {
   std::vector<std::string> prompt_texts;  // their text, for `echo`
   scheduler::Request request;             // everything but the prompt
   bool stream = false;
-  bool include_usage = false;             // stream_options.include_usage
-  bool echo = false;                      // completions: the prompt leads the text
-  int32_t logprobs = -1;                  // completions: top alternatives per token; -1: none
-  bool chat_logprobs = false;             // chat: logprobs
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: the prompt leads the text
+  int32_t logprobs = -1;       // completions: top alternatives per token; -1: none
+  bool chat_logprobs = false;  // chat: logprobs
   std::string user;
 };
 

@@ -59,12 +59,11 @@ void CompletionReply::Cancel() {
 }
 
 json CompletionReply::Chunk(size_t index, const std::string& text,
-                            const std::vector<engine::SampledToken>& logprobs,
-                            size_t text_offset,
+                            const std::vector<engine::SampledToken>& logprobs, size_t text_offset,
                             std::optional<scheduler::FinishReason> finish) const {
   json choice = {{"index", index}, {"finish_reason", FinishJson(finish)}};
-  const bool with_logprobs = params_.kind == ApiKind::kChat ? params_.chat_logprobs
-                                                            : params_.logprobs >= 0;
+  const bool with_logprobs =
+      params_.kind == ApiKind::kChat ? params_.chat_logprobs : params_.logprobs >= 0;
   if (params_.kind == ApiKind::kChat) {
     choice["delta"] = text.empty() && finish ? json::object() : json{{"content", text}};
     choice["logprobs"] = with_logprobs ? ChatLogprobsJson(tokenizer_, logprobs) : json();
@@ -73,12 +72,12 @@ json CompletionReply::Chunk(size_t index, const std::string& text,
     choice["logprobs"] =
         with_logprobs ? CompletionLogprobsJson(tokenizer_, logprobs, text_offset) : json();
   }
-  json chunk = {{"id", id_},
-                {"object", params_.kind == ApiKind::kChat ? "chat.completion.chunk"
-                                                          : "text_completion"},
-                {"created", created_},
-                {"model", model_name_},
-                {"choices", json::array({std::move(choice)})}};
+  json chunk = {
+      {"id", id_},
+      {"object", params_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+      {"created", created_},
+      {"model", model_name_},
+      {"choices", json::array({std::move(choice)})}};
   if (params_.include_usage) chunk["usage"] = nullptr;
   return chunk;
 }
@@ -108,8 +107,8 @@ void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
       if (!event->status.ok() && error_.ok()) error_ = event->status;
       return;
     }
-    const size_t index = prompt * static_cast<size_t>(params_.request.n) +
-                         static_cast<size_t>(event->index);
+    const size_t index =
+        prompt * static_cast<size_t>(params_.request.n) + static_cast<size_t>(event->index);
     Choice& choice = choices_[index];
     const size_t offset = choice.text.size();
     choice.text += event->text;
@@ -150,14 +149,13 @@ ReplyProgress CompletionReply::Poll() {
   if (!all_ended) return progress;
   if (params_.stream) {
     if (params_.include_usage) {
-      progress.stream_data += SseData({{"id", id_},
-                                       {"object", params_.kind == ApiKind::kChat
-                                                      ? "chat.completion.chunk"
-                                                      : "text_completion"},
-                                       {"created", created_},
-                                       {"model", model_name_},
-                                       {"choices", json::array()},
-                                       {"usage", UsageJson(usage_)}});
+      progress.stream_data += SseData(
+          {{"id", id_},
+           {"object", params_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+           {"created", created_},
+           {"model", model_name_},
+           {"choices", json::array()},
+           {"usage", UsageJson(usage_)}});
     }
     progress.stream_data += "data: [DONE]\n\n";
   } else {
@@ -179,8 +177,8 @@ json CompletionReply::FullResponse() const {
           params_.chat_logprobs ? ChatLogprobsJson(tokenizer_, choice.logprobs) : json();
     } else {
       entry["text"] = choice.text;
-      const size_t echoed = params_.echo ? params_.prompt_texts[index / params_.request.n].size()
-                                         : 0;
+      const size_t echoed =
+          params_.echo ? params_.prompt_texts[index / params_.request.n].size() : 0;
       entry["logprobs"] = params_.logprobs >= 0
                               ? CompletionLogprobsJson(tokenizer_, choice.logprobs, echoed)
                               : json();

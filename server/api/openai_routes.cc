@@ -28,7 +28,8 @@ absl::StatusOr<json> ParseBody(const HttpRequest& request) {
         "the request body is not valid JSON; send a JSON object with Content-Type: "
         "application/json");
   }
-  if (!body.is_object()) return absl::InvalidArgumentError("the request body must be a JSON object");
+  if (!body.is_object())
+    return absl::InvalidArgumentError("the request body must be a JSON object");
   return body;
 }
 
@@ -62,7 +63,8 @@ class Api {
     Refusal refusal;
     auto permit = (*tenant)->Admit(tokens, refusal);
     if (!permit.ok()) {
-      const RejectionReason reason = refusal == Refusal::kConcurrency ? RejectionReason::kConcurrency
+      const RejectionReason reason = refusal == Refusal::kConcurrency
+                                         ? RejectionReason::kConcurrency
                                      : refusal == Refusal::kTokenRate ? RejectionReason::kTokenLimit
                                                                       : RejectionReason::kRateLimit;
       return Refuse(request, (*tenant)->id(), permit.status(), start, reason);
@@ -92,15 +94,14 @@ class Api {
     MetricsExporter* metrics = context_.metrics;
     return std::make_unique<CompletionReply>(
         *std::move(params), std::move(handles), *context_.model.tokenizer, context_.model.name,
-        *std::move(permit),
-        [path, tenant_id, start, log, metrics](const ReplyOutcome& outcome) {
+        *std::move(permit), [path, tenant_id, start, log, metrics](const ReplyOutcome& outcome) {
           if (metrics != nullptr) metrics->RecordRequest(tenant_id, outcome.http_status);
           if (!log) return;
-          spdlog::info("POST {} tenant={} status={} prompt_tokens={} completion_tokens={} {:.3f}s{}",
-                       path, tenant_id, outcome.http_status, outcome.usage.prompt_tokens,
-                       outcome.usage.completion_tokens,
-                       absl::ToDoubleSeconds(absl::Now() - start),
-                       outcome.status.ok() ? "" : " " + std::string(outcome.status.message()));
+          spdlog::info(
+              "POST {} tenant={} status={} prompt_tokens={} completion_tokens={} {:.3f}s{}", path,
+              tenant_id, outcome.http_status, outcome.usage.prompt_tokens,
+              outcome.usage.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start),
+              outcome.status.ok() ? "" : " " + std::string(outcome.status.message()));
         });
   }
 
@@ -114,10 +115,10 @@ class Api {
     auto tenant = Authenticate(request);
     if (!tenant.ok()) return ErrorResponse(tenant.status());
     if (request.path_params["id"] != context_.model.name) {
-      return ErrorResponse(WithErrorCode(
-          absl::NotFoundError(absl::StrCat("the model '", request.path_params["id"],
-                                           "' does not exist")),
-          "model_not_found"));
+      return ErrorResponse(
+          WithErrorCode(absl::NotFoundError(absl::StrCat("the model '", request.path_params["id"],
+                                                         "' does not exist")),
+                        "model_not_found"));
     }
     return JsonResponse(ModelJson());
   }
@@ -144,11 +145,12 @@ class Api {
       }
       const json add_special = body->value("add_special_tokens", json(true));
       if (!add_special.is_boolean()) {
-        return ErrorResponse(WithParam(
-            absl::InvalidArgumentError("'add_special_tokens' must be a boolean"),
-            "add_special_tokens"));
+        return ErrorResponse(
+            WithParam(absl::InvalidArgumentError("'add_special_tokens' must be a boolean"),
+                      "add_special_tokens"));
       }
-      tokens = context_.model.tokenizer->Encode(prompt->get<std::string>(), add_special.get<bool>());
+      tokens =
+          context_.model.tokenizer->Encode(prompt->get<std::string>(), add_special.get<bool>());
     }
     return JsonResponse({{"tokens", tokens},
                          {"count", tokens.size()},
@@ -162,9 +164,8 @@ class Api {
     if (!body.ok()) return ErrorResponse(body.status());
     const auto tokens = body->find("tokens");
     if (tokens == body->end() || !tokens->is_array()) {
-      return ErrorResponse(
-          WithParam(absl::InvalidArgumentError("'tokens' must be an array of token ids"),
-                    "tokens"));
+      return ErrorResponse(WithParam(
+          absl::InvalidArgumentError("'tokens' must be an array of token ids"), "tokens"));
     }
     std::vector<int32_t> ids;
     for (const json& id : *tokens) {
@@ -174,10 +175,9 @@ class Api {
       }
       const int64_t value = id.get<int64_t>();
       if (value < 0 || value >= context_.model.tokenizer->vocab_size()) {
-        return ErrorResponse(WithParam(
-            absl::InvalidArgumentError(absl::StrCat("token id ", value,
-                                                    " is outside the vocabulary")),
-            "tokens"));
+        return ErrorResponse(WithParam(absl::InvalidArgumentError(absl::StrCat(
+                                           "token id ", value, " is outside the vocabulary")),
+                                       "tokens"));
       }
       ids.push_back(static_cast<int32_t>(value));
     }

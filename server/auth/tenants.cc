@@ -13,12 +13,11 @@ namespace {
 
 absl::Status Refuse(const std::string& tenant, std::string_view what, absl::Duration wait) {
   const int seconds = std::max(1, static_cast<int>(std::ceil(absl::ToDoubleSeconds(wait))));
-  return WithRetryAfter(
-      WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
-                        "tenant '", tenant, "' is over its ", std::string(what),
-                        " limit; retry after ", seconds, " s")),
-                    "rate_limit_exceeded"),
-      seconds);
+  return WithRetryAfter(WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
+                                          "tenant '", tenant, "' is over its ", std::string(what),
+                                          " limit; retry after ", seconds, " s")),
+                                      "rate_limit_exceeded"),
+                        seconds);
 }
 
 }  // namespace
@@ -73,12 +72,11 @@ absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refu
   refusal = Refusal::kNone;
   if (max_concurrent_ > 0 && concurrent_ >= max_concurrent_) {
     refusal = Refusal::kConcurrency;
-    return WithRetryAfter(
-        WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
-                          "tenant '", id_, "' already has ", concurrent_,
-                          " requests in flight, its limit")),
-                      "rate_limit_exceeded"),
-        1);
+    return WithRetryAfter(WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
+                                            "tenant '", id_, "' already has ", concurrent_,
+                                            " requests in flight, its limit")),
+                                        "rate_limit_exceeded"),
+                          1);
   }
   // Tokens first: a refusal there must not consume a request.
   TokenBucket tokens_probe = tokens_bucket_;

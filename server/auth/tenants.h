@@ -69,9 +69,9 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   scheduler::TenantPolicy policy_;  // guarded by mu_
   int32_t priority_;                // guarded by mu_
   int32_t max_concurrent_;          // guarded by mu_
-  int32_t concurrent_ = 0;        // guarded by mu_
-  TokenBucket requests_bucket_;   // guarded by mu_
-  TokenBucket tokens_bucket_;     // guarded by mu_
+  int32_t concurrent_ = 0;          // guarded by mu_
+  TokenBucket requests_bucket_;     // guarded by mu_
+  TokenBucket tokens_bucket_;       // guarded by mu_
 };
 
 class TenantRegistry {

@@ -95,11 +95,11 @@ absl::Status RunGenerate(GenerateOptions options) {
   // A KV cache with room for this one generation; the scheduler refuses what cannot fit.
   const engine::ModelConfig& config = (*model)->config();
   scheduler::SchedulerConfig scheduler_config;
-  const int64_t tokens = std::min<int64_t>(
-      static_cast<int64_t>(request.prompt.size()) + options.max_tokens,
-      config.max_position_embeddings);
-  const int64_t blocks = (tokens + scheduler_config.block_size - 1) /
-                         scheduler_config.block_size * config.num_layers * config.num_kv_heads;
+  const int64_t tokens =
+      std::min<int64_t>(static_cast<int64_t>(request.prompt.size()) + options.max_tokens,
+                        config.max_position_embeddings);
+  const int64_t blocks = (tokens + scheduler_config.block_size - 1) / scheduler_config.block_size *
+                         config.num_layers * config.num_kv_heads;
   scheduler_config.kv_cache_bytes =
       static_cast<size_t>(blocks) *
       engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim);

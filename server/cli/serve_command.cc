@@ -16,6 +16,7 @@
 #include "server/api/serving_context.h"
 #include "server/auth/tenants.h"
 #include "server/cli/exit_status.h"
+#include "server/cli/logging_setup.h"
 #include "server/config/config_loader.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
@@ -89,7 +90,8 @@ void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
   }
   auto config = ResolveConfig(flags);
   if (!config.ok()) {
-    spdlog::error("SIGHUP: keeping the running tenants: {}", std::string(config.status().message()));
+    spdlog::error("SIGHUP: keeping the running tenants: {}",
+                  std::string(config.status().message()));
     return;
   }
   const auto previous = tenants.current();
@@ -102,9 +104,10 @@ absl::Status RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockServeSignals();
   auto config = ResolveConfig(flags);
   if (!config.ok()) return config.status();
+  if (auto status = ConfigureLogging(config->logging); !status.ok()) return status;
 
-  auto backend = kernels::CreateBackend(config->model.backend,
-                                        {.num_threads = config->model.threads});
+  auto backend =
+      kernels::CreateBackend(config->model.backend, {.num_threads = config->model.threads});
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(config->model.path, **backend);
   if (!model.ok()) return model.status();

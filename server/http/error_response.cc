@@ -88,7 +88,7 @@ std::string ErrorJson(const absl::Status& status) {
                           {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
                           {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
   return nlohmann::json{{"error", std::move(error)}}.dump(-1, ' ', false,
-                                                           nlohmann::json::error_handler_t::replace);
+                                                          nlohmann::json::error_handler_t::replace);
 }
 
 HttpResponse ErrorResponse(const absl::Status& status) {

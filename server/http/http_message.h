@@ -13,9 +13,9 @@
 namespace kvd::server {
 
 struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string path;    // the target without the query string
-  std::string query;   // after '?', undecoded
+  std::string method;                          // "GET", "POST", ...
+  std::string path;                            // the target without the query string
+  std::string query;                           // after '?', undecoded
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   std::map<std::string, std::string> path_params;  // {name} segments of the matched route
@@ -33,9 +33,9 @@ struct HttpResponse {
 
 // What an asynchronous reply has ready when polled.
 struct ReplyProgress {
-  std::string stream_data;                // bytes to append to a streaming (SSE) body
+  std::string stream_data;               // bytes to append to a streaming (SSE) body
   std::optional<HttpResponse> response;  // the whole reply of a non-streaming request
-  bool done = false;                      // nothing more will come
+  bool done = false;                     // nothing more will come
 };
 
 // A reply that completes later, fed by the engine thread. The session waits for `notify`,

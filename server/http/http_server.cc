@@ -1,5 +1,3 @@
-#include <utility>  // before Asio: Boost 1.74 with g++ 12 needs std::exchange declared first
-
 #include "server/http/http_server.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -15,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <cctype>
 #include <thread>
+#include <utility>  // before Asio: Boost 1.74 with g++ 12 needs std::exchange declared first
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,9 +74,9 @@ class Session {
       if (auto* response = std::get_if<HttpResponse>(&result)) {
         if (!co_await WriteResponse(*response, keep_alive)) break;
       } else {
-        keep_alive = co_await RunAsyncReply(*std::get<std::unique_ptr<AsyncReply>>(result),
-                                            keep_alive) &&
-                     keep_alive;
+        keep_alive =
+            co_await RunAsyncReply(*std::get<std::unique_ptr<AsyncReply>>(result), keep_alive) &&
+            keep_alive;
       }
     }
     beast::error_code ignored;
@@ -87,9 +86,9 @@ class Session {
  private:
   static HttpResponse ParseErrorResponse(const beast::error_code& ec) {
     if (ec == http::error::body_limit) {
-      return ErrorResponse(WithErrorCode(
-          absl::InvalidArgumentError("the request body exceeds the server's limit"),
-          "request_too_large"));
+      return ErrorResponse(
+          WithErrorCode(absl::InvalidArgumentError("the request body exceeds the server's limit"),
+                        "request_too_large"));
     }
     if (ec == http::error::header_limit) {
       HttpResponse response = ErrorResponse(
@@ -271,8 +270,8 @@ struct HttpServer::Impl {
   awaitable<void> Accept() {
     while (acceptor.is_open()) {
       beast::error_code ec;
-      tcp::socket socket = co_await acceptor.async_accept(
-          net::make_strand(io), net::redirect_error(use_awaitable, ec));
+      tcp::socket socket = co_await acceptor.async_accept(net::make_strand(io),
+                                                          net::redirect_error(use_awaitable, ec));
       if (ec) {
         if (ec == net::error::operation_aborted) co_return;
         spdlog::warn("accept: {}", ec.message());

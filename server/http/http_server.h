@@ -19,9 +19,9 @@ struct HttpServerOptions {
   int32_t io_threads = 2;
   size_t max_body_bytes = size_t{8} << 20;
   size_t max_header_bytes = size_t{16} << 10;
-  absl::Duration read_timeout = absl::Seconds(30);   // reading one request
-  absl::Duration idle_timeout = absl::Seconds(75);   // waiting for the next request
-  absl::Duration write_timeout = absl::Seconds(30);  // writing one response or chunk
+  absl::Duration read_timeout = absl::Seconds(30);        // reading one request
+  absl::Duration idle_timeout = absl::Seconds(75);        // waiting for the next request
+  absl::Duration write_timeout = absl::Seconds(30);       // writing one response or chunk
   absl::Duration keepalive_interval = absl::Seconds(15);  // SSE comment when nothing else comes
 };
 

@@ -60,10 +60,9 @@ HandlerResult Router::Dispatch(HttpRequest& request) const {
     response.status = 405;
     return response;
   }
-  return ErrorResponse(
-      WithErrorCode(absl::NotFoundError(absl::StrCat("no route for ", request.method, " ",
-                                                     request.path)),
-                    "unknown_url"));
+  return ErrorResponse(WithErrorCode(
+      absl::NotFoundError(absl::StrCat("no route for ", request.method, " ", request.path)),
+      "unknown_url"));
 }
 
 }  // namespace kvd::server

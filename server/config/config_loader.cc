@@ -1,0 +1,195 @@
+#include "server/config/config_loader.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "server/config/api_key.h"
+#include "server/config/yaml_reader.h"
+#include "yaml-cpp/yaml.h"
+
+namespace kvd::server {
+namespace {
+
+void ReadListen(YamlDocument& document, const YAML::Node& node, ListenConfig& c) {
+  YamlMapReader r(document, node, "server");
+  r.Read("host", &c.host);
+  r.Read("port", &c.port);
+  r.Read("grpc_port", &c.grpc_port);
+  r.Read("io_threads", &c.io_threads);
+  r.ReadByteSize("max_body_bytes", &c.max_body_bytes);
+  r.ReadByteSize("max_header_bytes", &c.max_header_bytes);
+  r.Read("read_timeout_seconds", &c.read_timeout_seconds);
+  r.Read("idle_timeout_seconds", &c.idle_timeout_seconds);
+  r.Read("keepalive_interval_seconds", &c.keepalive_interval_seconds);
+  r.Read("drain_timeout_seconds", &c.drain_timeout_seconds);
+  r.Finish();
+}
+
+void ReadModel(YamlDocument& document, const YAML::Node& node, ModelSection& c) {
+  YamlMapReader r(document, node, "model");
+  r.Read("path", &c.path);
+  r.Read("name", &c.name);
+  r.Read("backend", &c.backend);
+  r.Read("dtype", &c.dtype);
+  r.Read("threads", &c.threads);
+  r.Finish();
+}
+
+void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::SchedulerConfig& c) {
+  YamlMapReader r(document, node, "scheduler");
+  r.Read("max_num_seqs", &c.max_num_seqs);
+  r.Read("max_num_batched_tokens", &c.max_num_batched_tokens);
+  r.Read("block_size", &c.block_size);
+  r.ReadByteSize("kv_cache_bytes", &c.kv_cache_bytes);
+  r.Read("kv_cache_memory_fraction", &c.kv_cache_memory_fraction);
+  r.Read("admission_watermark", &c.admission_watermark);
+  r.Read("max_queued_requests", &c.max_queued_requests);
+  r.Read("max_n", &c.max_n);
+  r.Finish();
+}
+
+void ReadTenant(YamlDocument& document, const YAML::Node& node, std::string path, TenantConfig& t) {
+  YamlMapReader r(document, node, std::move(path));
+  r.Require("id");
+  r.Read("id", &t.id);
+  if (r.Read("key_sha256", &t.key_sha256)) {
+    for (std::string& digest : t.key_sha256) absl::AsciiStrToLower(&digest);
+  }
+  if (r.Read("key_env", &t.key_env) && !t.key_env.empty()) {
+    // Read once, here: the plaintext key is not kept.
+    const char* value = std::getenv(t.key_env.c_str());
+    if (value == nullptr || *value == '\0') {
+      document.FailAtPath(r.PathOf("key_env"),
+                          absl::StrCat("environment variable ", t.key_env,
+                                       value == nullptr ? " is not set" : " is empty"));
+    } else {
+      t.key_env_sha256 = Sha256Hex(value);
+    }
+  }
+  r.Read("weight", &t.weight);
+  r.Read("priority", &t.priority);
+  r.Read("max_concurrent_requests", &t.max_concurrent_requests);
+  r.Read("max_queued_requests", &t.max_queued_requests);
+  r.Read("max_running_sequences", &t.max_running_sequences);
+  r.Read("requests_per_minute", &t.requests_per_minute);
+  r.Read("tokens_per_minute", &t.tokens_per_minute);
+  r.Finish();
+}
+
+void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
+  YamlMapReader r(document, node, "store");
+  r.Read("data_dir", &c.data_dir);
+  r.Finish();
+}
+
+void ReadMetrics(YamlDocument& document, const YAML::Node& node, MetricsConfig& c) {
+  YamlMapReader r(document, node, "metrics");
+  r.Read("enabled", &c.enabled);
+  r.Finish();
+}
+
+void ReadLogging(YamlDocument& document, const YAML::Node& node, LoggingConfig& c) {
+  YamlMapReader r(document, node, "logging");
+  r.Read("level", &c.level);
+  r.Read("format", &c.format);
+  r.Read("requests", &c.requests);
+  r.Finish();
+}
+
+void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConfig& config) {
+  YamlMapReader r(document, node, "");
+  if (auto section = r.Find("server")) ReadListen(document, *section, config.server);
+  if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
+  if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
+  if (auto list = r.Find("tenants")) {
+    const std::vector<YAML::Node> elements = document.Elements(*list, "tenants");
+    for (size_t i = 0; i < elements.size(); ++i) {
+      ReadTenant(document, elements[i], absl::StrCat("tenants[", i, "]"),
+                 config.tenants.emplace_back());
+    }
+  }
+  if (auto section = r.Find("store")) ReadStore(document, *section, config.store);
+  if (auto section = r.Find("metrics")) ReadMetrics(document, *section, config.metrics);
+  if (auto section = r.Find("logging")) ReadLogging(document, *section, config.logging);
+  r.Finish();
+}
+
+std::string Location(const std::string& source, const YAML::Mark& mark) {
+  return mark.line >= 0 ? absl::StrCat(source, ":", mark.line + 1) : source;
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml,
+                                               std::string_view source_name) {
+  const std::string source(source_name);
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Location(source, e.mark), ": not valid YAML: ", e.msg));
+  }
+  if (documents.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(Location(source, documents[1].Mark()),
+                                                   ": expected one YAML document, found ",
+                                                   documents.size()));
+  }
+
+  ServerConfig config;
+  YamlDocument document(source);
+  try {
+    ReadServerConfig(document, documents.empty() ? YAML::Node() : documents[0], config);
+  } catch (const YAML::Exception& e) {
+    // The reader only walks nodes it has checked; this is a backstop, not a path.
+    return absl::InvalidArgumentError(
+        absl::StrCat(Location(source, e.mark), ": cannot read the config: ", e.msg));
+  }
+  if (!document.ok()) return document.status();
+
+  if (absl::Status status = config.Validate(); !status.ok()) {
+    std::optional<int> line;
+    if (std::optional<std::string> path = ConfigErrorKeyPath(status)) {
+      line = document.LineOf(*path);
+    }
+    std::string text = source;
+    if (line.has_value()) absl::StrAppend(&text, ":", *line);
+    absl::StrAppend(&text, ": ", std::string(status.message()));
+    return absl::InvalidArgumentError(text);
+  }
+  return config;
+}
+
+absl::StatusOr<ServerConfig> LoadServerConfig(const std::filesystem::path& file) {
+  // A directory opens as an empty stream; it must not read as an empty (default) config.
+  std::error_code error_code;
+  if (std::filesystem::is_directory(file, error_code)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config file ", file.string(), " is a directory"));
+  }
+  errno = 0;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    return absl::Status(error != 0 ? absl::ErrnoToStatusCode(error) : absl::StatusCode::kNotFound,
+                        absl::StrCat("cannot read config file ", file.string(), ": ",
+                                     error != 0 ? std::strerror(error) : "cannot open"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::DataLossError(absl::StrCat("error reading config file ", file.string()));
+  }
+  return ParseServerConfig(text.str(), file.string());
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,255 @@
+#include "server/config/server_config.h"
+
+#include <cmath>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+
+namespace kvd::server {
+namespace {
+
+constexpr char kKeyPathPayload[] = "type.kvd/config.key_path";
+constexpr double kMaxSeconds = 86400.0;
+
+// An InvalidArgument error about `path`, with the path as the payload.
+absl::Status KeyError(const std::string& path, const std::string& message) {
+  absl::Status status = absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
+  status.SetPayload(kKeyPathPayload, absl::Cord(path));
+  return status;
+}
+
+// Turns SchedulerConfig::Validate's "scheduler config: max_num_seqs must be ..." into an error
+// about "scheduler.max_num_seqs", so that the loader can point at the key's line.
+absl::Status SchedulerKeyError(const absl::Status& status) {
+  static constexpr std::string_view kFields[] = {"max_num_seqs",
+                                                 "max_num_batched_tokens",
+                                                 "block_size",
+                                                 "kv_cache_bytes",
+                                                 "kv_cache_memory_fraction",
+                                                 "admission_watermark",
+                                                 "max_queued_requests",
+                                                 "max_n"};
+  constexpr std::string_view kPrefix = "scheduler config: ";
+  std::string_view message(status.message().data(), status.message().size());
+  if (message.starts_with(kPrefix)) message.remove_prefix(kPrefix.size());
+  for (std::string_view field : kFields) {
+    if (!message.starts_with(field) || message.substr(field.size(), 1) != " ") continue;
+    // "max_num_seqs must be at least 1" reads as "scheduler.max_num_seqs: must be at least 1";
+    // a message about two fields keeps both names.
+    const std::string_view rest = message.substr(field.size() + 1);
+    const std::string_view text = rest.starts_with("must ") ? rest : message;
+    return KeyError(absl::StrCat("scheduler.", std::string(field)), std::string(text));
+  }
+  return KeyError("scheduler", std::string(message));
+}
+
+absl::Status CheckRange(const std::string& path, int64_t value, int64_t min, int64_t max) {
+  if (value >= min && value <= max) return absl::OkStatus();
+  return KeyError(path, absl::StrCat("must be in [", min, ", ", max, "], got ", value));
+}
+
+absl::Status CheckSeconds(const std::string& path, double value, bool zero_allowed) {
+  if (std::isfinite(value) && (value > 0.0 || (zero_allowed && value == 0.0)) &&
+      value <= kMaxSeconds) {
+    return absl::OkStatus();
+  }
+  return KeyError(path, absl::StrCat("must be in ", zero_allowed ? "[" : "(", "0, ", kMaxSeconds,
+                                     "] seconds, got ", value));
+}
+
+absl::Status CheckOneOf(const std::string& path, const std::string& value,
+                        std::initializer_list<std::string_view> choices) {
+  for (std::string_view choice : choices) {
+    if (value == choice) return absl::OkStatus();
+  }
+  std::string message = "must be one of ";
+  for (std::string_view choice : choices) {
+    if (message.back() != ' ') message += ", ";
+    message += choice;
+  }
+  return KeyError(path, absl::StrCat(message, ", got \"", value, "\""));
+}
+
+bool IsTenantId(std::string_view id) {
+  if (id.empty() || id.size() > 64) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool IsLowerHexDigest(std::string_view digest) {
+  if (digest.size() != 64) return false;
+  for (char c : digest) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+absl::Status ValidateListen(const ListenConfig& c) {
+  if (c.host.empty()) return KeyError("server.host", "must not be empty");
+  for (char ch : c.host) {
+    if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f)
+      return KeyError("server.host", "must not contain whitespace");
+  }
+  if (auto s = CheckRange("server.port", c.port, 0, 65535); !s.ok()) return s;
+  if (auto s = CheckRange("server.grpc_port", c.grpc_port, 0, 65535); !s.ok()) return s;
+  if (c.grpc_port != 0 && c.grpc_port == c.port) {
+    return KeyError("server.grpc_port",
+                    absl::StrCat("must differ from server.port (", c.port, "); 0 turns gRPC off"));
+  }
+  if (auto s = CheckRange("server.io_threads", c.io_threads, 1, 256); !s.ok()) return s;
+  if (c.max_body_bytes < 1) return KeyError("server.max_body_bytes", "must be at least 1");
+  if (c.max_header_bytes < 1 || c.max_header_bytes > 4294967295u) {
+    return KeyError("server.max_header_bytes",
+                    absl::StrCat("must be in [1, 4294967295], got ", c.max_header_bytes));
+  }
+  if (auto s = CheckSeconds("server.read_timeout_seconds", c.read_timeout_seconds, false);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckSeconds("server.idle_timeout_seconds", c.idle_timeout_seconds, false);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s =
+          CheckSeconds("server.keepalive_interval_seconds", c.keepalive_interval_seconds, true);
+      !s.ok()) {
+    return s;
+  }
+  return CheckSeconds("server.drain_timeout_seconds", c.drain_timeout_seconds, true);
+}
+
+absl::Status ValidateModel(const ModelSection& c) {
+  if (c.path.empty()) return KeyError("model.path", "must not be empty");
+  if (c.name.size() > 256) {
+    return KeyError("model.name",
+                    absl::StrCat("must be at most 256 characters, got ", c.name.size()));
+  }
+  for (char ch : c.name) {
+    if (static_cast<unsigned char>(ch) <= ' ' || ch == 0x7f) {
+      return KeyError("model.name", "must not contain whitespace or control characters");
+    }
+  }
+  if (c.ServedName().empty()) {
+    return KeyError("model.name", absl::StrCat("must be set: model.path \"", c.path,
+                                               "\" has no last component to name the model"));
+  }
+  if (auto s = CheckOneOf("model.backend", c.backend, {"cpu", "cuda"}); !s.ok()) return s;
+  if (auto s = CheckOneOf("model.dtype", c.dtype, {"auto", "f32", "bf16", "f16"}); !s.ok()) {
+    return s;
+  }
+  return CheckRange("model.threads", c.threads, 0, 1024);
+}
+
+absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
+  absl::flat_hash_map<std::string, std::string> tenant_paths;  // id -> "tenants[i]"
+  absl::flat_hash_map<std::string, std::string> digest_paths;  // digest -> its key path
+  for (size_t i = 0; i < tenants.size(); ++i) {
+    const TenantConfig& t = tenants[i];
+    const std::string path = absl::StrCat("tenants[", i, "]");
+    if (!IsTenantId(t.id)) {
+      return KeyError(path + ".id",
+                      absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"", t.id, "\""));
+    }
+    if (auto [it, inserted] = tenant_paths.emplace(t.id, path); !inserted) {
+      return KeyError(path + ".id",
+                      absl::StrCat("duplicate tenant id \"", t.id, "\" (also ", it->second, ")"));
+    }
+    std::vector<std::pair<std::string, const std::string*>> digests;  // key path, digest
+    for (size_t k = 0; k < t.key_sha256.size(); ++k) {
+      digests.emplace_back(absl::StrCat(path, ".key_sha256[", k, "]"), &t.key_sha256[k]);
+    }
+    if (!t.key_env.empty()) {
+      if (t.key_env_sha256.empty()) {
+        return KeyError(path + ".key_env",
+                        absl::StrCat("variable ", t.key_env, " has not been read"));
+      }
+      digests.emplace_back(path + ".key_env", &t.key_env_sha256);
+    }
+    if (digests.empty()) {
+      return KeyError(path, absl::StrCat("tenant \"", t.id,
+                                         "\" needs at least one API key (key_sha256 or key_env)"));
+    }
+    for (const auto& [key_path, digest] : digests) {
+      if (!IsLowerHexDigest(*digest)) {
+        return KeyError(key_path, "must be a SHA-256 digest: 64 lower-case hex digits");
+      }
+      if (auto [it, inserted] = digest_paths.emplace(*digest, key_path); !inserted) {
+        return KeyError(key_path, absl::StrCat("the same API key as ", it->second,
+                                               "; a key may belong to one tenant only"));
+      }
+    }
+    if (!(std::isfinite(t.weight) && t.weight > 0.0)) {
+      return KeyError(path + ".weight", absl::StrCat("must be greater than 0, got ", t.weight));
+    }
+    const std::pair<const char*, int64_t> limits[] = {
+        {"max_concurrent_requests", t.max_concurrent_requests},
+        {"max_queued_requests", t.max_queued_requests},
+        {"max_running_sequences", t.max_running_sequences},
+        {"requests_per_minute", t.requests_per_minute},
+        {"tokens_per_minute", t.tokens_per_minute},
+    };
+    for (const auto& [name, value] : limits) {
+      if (value < 0) {
+        return KeyError(absl::StrCat(path, ".", name),
+                        absl::StrCat("must be at least 0 (0: unlimited), got ", value));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ModelSection::ServedName() const {
+  if (!name.empty()) return name;
+  std::string_view p = path;
+  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+  if (p == "/" || p == "." || p == "..") return "";
+  const size_t slash = p.rfind('/');
+  return std::string(slash == std::string_view::npos ? p : p.substr(slash + 1));
+}
+
+std::vector<std::string> TenantConfig::KeyDigests() const {
+  std::vector<std::string> digests = key_sha256;
+  if (!key_env_sha256.empty()) digests.push_back(key_env_sha256);
+  return digests;
+}
+
+scheduler::TenantPolicy TenantConfig::Policy() const {
+  scheduler::TenantPolicy policy;
+  policy.id = id;
+  policy.weight = weight;
+  policy.max_running_sequences = max_running_sequences;
+  policy.max_queued_requests = max_queued_requests;
+  return policy;
+}
+
+absl::Status ServerConfig::Validate() const {
+  if (auto s = ValidateListen(server); !s.ok()) return s;
+  if (auto s = ValidateModel(model); !s.ok()) return s;
+  if (auto s = scheduler.Validate(); !s.ok()) return SchedulerKeyError(s);
+  if (auto s = ValidateTenants(tenants); !s.ok()) return s;
+  if (store.data_dir.empty()) return KeyError("store.data_dir", "must not be empty");
+  if (auto s = CheckOneOf("logging.level", logging.level,
+                          {"trace", "debug", "info", "warn", "error", "off"});
+      !s.ok()) {
+    return s;
+  }
+  return CheckOneOf("logging.format", logging.format, {"text", "json"});
+}
+
+std::optional<std::string> ConfigErrorKeyPath(const absl::Status& status) {
+  auto payload = status.GetPayload(kKeyPathPayload);
+  if (!payload.has_value()) return std::nullopt;
+  return std::string(*payload);
+}
+
+}  // namespace kvd::server

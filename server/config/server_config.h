@@ -1,0 +1,158 @@
+// The daemon's settings, as `kvd serve --config FILE` reads them (see config_loader.h and
+// deploy/config/example.yaml). Every field has its default here; an empty file is a valid config.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "scheduler/config.h"
+#include "scheduler/request.h"
+
+namespace kvd::server {
+
+// Section `server`: where and how the HTTP (and gRPC) front end listens. Not reloadable.
+struct ListenConfig {
+  // Address the HTTP server binds: an IPv4 or IPv6 address or a host name. Default "0.0.0.0".
+  std::string host = "0.0.0.0";
+  // HTTP port, in [0, 65535]; 0 binds any free port (the log says which). Default 8000.
+  int32_t port = 8000;
+  // gRPC port, in [0, 65535]; 0 turns gRPC off. Must differ from `port`. Default 0.
+  int32_t grpc_port = 0;
+  // Threads that accept connections, parse requests and write responses, in [1, 256].
+  // Default 2.
+  int32_t io_threads = 2;
+  // Largest request body accepted, in bytes (larger: 413), at least 1. Default 8 MiB.
+  size_t max_body_bytes = size_t{8} << 20;
+  // Largest request head (request line and headers) accepted, in bytes (larger: 431),
+  // in [1, 4294967295]. Default 16 KiB.
+  size_t max_header_bytes = size_t{16} << 10;
+  // Seconds a client has to send a request's head and body before the connection is closed,
+  // in (0, 86400]. Default 30.
+  double read_timeout_seconds = 30.0;
+  // Seconds an idle keep-alive connection stays open, in (0, 86400]. Default 75.
+  double idle_timeout_seconds = 75.0;
+  // Seconds without an event after which a streaming (SSE) response gets a comment line so that
+  // proxies keep it open, in [0, 86400]; 0 sends none. Default 15.
+  double keepalive_interval_seconds = 15.0;
+  // Seconds that running requests get to finish after SIGTERM before they are cancelled,
+  // in [0, 86400]. Default 30.
+  double drain_timeout_seconds = 30.0;
+
+  bool operator==(const ListenConfig&) const = default;
+};
+
+// Section `model`: the checkpoint served and where it runs. Not reloadable.
+struct ModelSection {
+  // Directory of the Hugging Face checkpoint (config.json, safetensors, tokenizer).
+  // Default "models/kvd-tiny".
+  std::string path = "models/kvd-tiny";
+  // Model id served in /v1/models and expected in requests' `model`; "" uses the last component
+  // of `path`. At most 256 characters, no whitespace or control characters. Default "".
+  std::string name;
+  // Compute backend: "cpu" or "cuda". Default "cpu".
+  std::string backend = "cpu";
+  // Weight and activation type: "auto" (the checkpoint's own, f32 on CPU), "f32", "bf16" or
+  // "f16". Default "auto".
+  std::string dtype = "auto";
+  // CPU backend threads, in [0, 1024]; 0 uses all cores. Default 0.
+  int32_t threads = 0;
+
+  // `name`, or the last component of `path` when `name` is empty.
+  std::string ServedName() const;
+
+  bool operator==(const ModelSection&) const = default;
+};
+
+// One entry of the list `tenants`: who may call the API, with which keys, and its share.
+// Reloadable on SIGHUP (the whole list is replaced).
+struct TenantConfig {
+  // Name in logs, metrics and the scheduler; required, unique, [A-Za-z0-9._-]{1,64}.
+  std::string id;
+  // SHA-256 digests of the tenant's API keys, 64 hex digits each (lower case once loaded; YAML
+  // may use either case). A key may belong to one tenant only. Default: none.
+  std::vector<std::string> key_sha256;
+  // Name of an environment variable holding a plaintext API key, read when the file is loaded
+  // and kept only as its digest (`key_env_sha256`). "" reads none. Default "".
+  std::string key_env;
+  // SHA-256 digest of key_env's value, filled by the loader; not a YAML key.
+  std::string key_env_sha256;
+  // Share of the engine's tokens under contention, relative to other tenants, > 0. Default 1.
+  double weight = 1.0;
+  // Scheduling priority of the tenant's requests; lower values are served first. Default 0.
+  int32_t priority = 0;
+  // Requests in flight (queued or running) at once; more are refused (429). 0: unlimited.
+  // Default 0.
+  int32_t max_concurrent_requests = 0;
+  // Requests waiting for admission at once; more are refused (429). 0: unlimited. Default 0.
+  int32_t max_queued_requests = 0;
+  // Sequences running at once; more wait in the queue. 0: unlimited. Default 0.
+  int32_t max_running_sequences = 0;
+  // Requests accepted per minute; more are refused (429). 0: unlimited. Default 0.
+  int32_t requests_per_minute = 0;
+  // Prompt and completion tokens per minute; requests over it are refused (429). 0: unlimited.
+  // Default 0.
+  int64_t tokens_per_minute = 0;
+
+  // Every digest that authenticates this tenant: key_sha256, then key_env_sha256 if set.
+  std::vector<std::string> KeyDigests() const;
+  // The part of this tenant the scheduler enforces.
+  scheduler::TenantPolicy Policy() const;
+
+  bool operator==(const TenantConfig&) const = default;
+};
+
+// Section `store`: where the daemon keeps its files. Not reloadable.
+struct StoreConfig {
+  // Directory for persistent state, created when missing; relative paths are relative to the
+  // working directory. Non-empty. Default "data".
+  std::string data_dir = "data";
+
+  bool operator==(const StoreConfig&) const = default;
+};
+
+// Section `metrics`: Prometheus exposition. Not reloadable.
+struct MetricsConfig {
+  // Serve GET /metrics on the HTTP port. Default true.
+  bool enabled = true;
+
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+// Section `logging`. Not reloadable.
+struct LoggingConfig {
+  // Least severe level logged: "trace", "debug", "info", "warn", "error" or "off".
+  // Default "info".
+  std::string level = "info";
+  // Line format: "text" (human-readable) or "json" (one object per line). Default "text".
+  std::string format = "text";
+  // Log one line per finished request (tenant, status, tokens, latency). Default true.
+  bool requests = true;
+
+  bool operator==(const LoggingConfig&) const = default;
+};
+
+struct ServerConfig {
+  ListenConfig server;                   // section `server`; not reloadable
+  ModelSection model;                    // section `model`; not reloadable
+  scheduler::SchedulerConfig scheduler;  // section `scheduler`; not reloadable
+  // Section `tenants`; reloadable on SIGHUP (the only reloadable part). Empty: requests are not
+  // authenticated. Default: none.
+  std::vector<TenantConfig> tenants;
+  StoreConfig store;      // section `store`; not reloadable
+  MetricsConfig metrics;  // section `metrics`; not reloadable
+  LoggingConfig logging;  // section `logging`; not reloadable
+
+  // Checks every field and the relations between them. An error's message starts with the key
+  // path ("server.port: must be in [0, 65535], got 70000") and carries the path as a payload
+  // (see ConfigErrorKeyPath).
+  [[nodiscard]] absl::Status Validate() const;
+};
+
+// The key path ("tenants[1].weight") an error from ServerConfig::Validate is about, if any.
+std::optional<std::string> ConfigErrorKeyPath(const absl::Status& status);
+
+}  // namespace kvd::server

@@ -1,0 +1,635 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "server/config/api_key.h"
+#include "server/config/config_loader.h"
+#include "server/config/server_config.h"
+
+namespace kvd::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kExampleFile[] = KVD_SOURCE_DIR "/deploy/config/example.yaml";
+constexpr char kDigestAbc[] = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+constexpr char kDigestEmpty[] = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+ServerConfig ParseOk(const std::string& yaml) {
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(yaml, "config.yaml");
+  EXPECT_TRUE(config.ok()) << config.status() << "\n" << yaml;
+  return config.ok() ? *config : ServerConfig{};
+}
+
+// The message of the InvalidArgument error that `yaml` must give.
+std::string ParseError(const std::string& yaml) {
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(yaml, "config.yaml");
+  if (config.ok()) {
+    ADD_FAILURE() << "parsed without an error:\n" << yaml;
+    return "";
+  }
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  return std::string(config.status().message());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void ExpectSchedulerEq(const scheduler::SchedulerConfig& a, const scheduler::SchedulerConfig& b) {
+  EXPECT_EQ(a.max_num_seqs, b.max_num_seqs);
+  EXPECT_EQ(a.max_num_batched_tokens, b.max_num_batched_tokens);
+  EXPECT_EQ(a.block_size, b.block_size);
+  EXPECT_EQ(a.kv_cache_bytes, b.kv_cache_bytes);
+  EXPECT_EQ(a.kv_cache_memory_fraction, b.kv_cache_memory_fraction);
+  EXPECT_EQ(a.admission_watermark, b.admission_watermark);
+  EXPECT_EQ(a.max_queued_requests, b.max_queued_requests);
+  EXPECT_EQ(a.max_n, b.max_n);
+}
+
+// Field by field, so that a failure names the field.
+void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
+  EXPECT_EQ(a.server.host, b.server.host);
+  EXPECT_EQ(a.server.port, b.server.port);
+  EXPECT_EQ(a.server.grpc_port, b.server.grpc_port);
+  EXPECT_EQ(a.server.io_threads, b.server.io_threads);
+  EXPECT_EQ(a.server.max_body_bytes, b.server.max_body_bytes);
+  EXPECT_EQ(a.server.max_header_bytes, b.server.max_header_bytes);
+  EXPECT_EQ(a.server.read_timeout_seconds, b.server.read_timeout_seconds);
+  EXPECT_EQ(a.server.idle_timeout_seconds, b.server.idle_timeout_seconds);
+  EXPECT_EQ(a.server.keepalive_interval_seconds, b.server.keepalive_interval_seconds);
+  EXPECT_EQ(a.server.drain_timeout_seconds, b.server.drain_timeout_seconds);
+  EXPECT_TRUE(a.server == b.server);  // and nothing the lines above forgot
+  EXPECT_EQ(a.model.path, b.model.path);
+  EXPECT_EQ(a.model.name, b.model.name);
+  EXPECT_EQ(a.model.backend, b.model.backend);
+  EXPECT_EQ(a.model.dtype, b.model.dtype);
+  EXPECT_EQ(a.model.threads, b.model.threads);
+  EXPECT_TRUE(a.model == b.model);
+  ExpectSchedulerEq(a.scheduler, b.scheduler);
+  EXPECT_EQ(a.store.data_dir, b.store.data_dir);
+  EXPECT_TRUE(a.store == b.store);
+  EXPECT_EQ(a.metrics.enabled, b.metrics.enabled);
+  EXPECT_TRUE(a.metrics == b.metrics);
+  EXPECT_EQ(a.logging.level, b.logging.level);
+  EXPECT_EQ(a.logging.format, b.logging.format);
+  EXPECT_EQ(a.logging.requests, b.logging.requests);
+  EXPECT_TRUE(a.logging == b.logging);
+}
+
+// Sets an environment variable for one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (value == nullptr) {
+      unsetenv(name);
+    } else {
+      setenv(name, value, /*overwrite=*/1);
+    }
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(ConfigLoaderTest, EmptyDocumentGivesDefaults) {
+  for (const char* yaml : {"", "\n", "# nothing set\n", "---\n", "{}\n", "server:\nmodel: ~\n"}) {
+    SCOPED_TRACE(yaml);
+    const ServerConfig config = ParseOk(yaml);
+    ExpectSameExceptTenants(config, ServerConfig{});
+    EXPECT_TRUE(config.tenants.empty());
+  }
+  EXPECT_TRUE(ServerConfig{}.Validate().ok());
+}
+
+TEST(ConfigLoaderTest, ExampleFileEqualsDefaults) {
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(kExampleFile);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ExpectSameExceptTenants(*config, ServerConfig{});
+  EXPECT_TRUE(config->tenants.empty());
+}
+
+// Every key the loader accepts (as its unknown-key errors list them) appears in the example.
+TEST(ConfigLoaderTest, ExampleFileDocumentsEveryKey) {
+  const std::string example = ReadFile(kExampleFile);
+  const std::string probes[] = {
+      "unknown_key: 1\n",
+      "server: {unknown_key: 1}\n",
+      "model: {unknown_key: 1}\n",
+      "scheduler: {unknown_key: 1}\n",
+      "store: {unknown_key: 1}\n",
+      "metrics: {unknown_key: 1}\n",
+      "logging: {unknown_key: 1}\n",
+      "tenants: [{id: a, key_sha256: [" + std::string(kDigestAbc) + "], unknown_key: 1}]\n",
+  };
+  for (const std::string& probe : probes) {
+    const std::string error = ParseError(probe);
+    const size_t open = error.find("(expected one of ");
+    ASSERT_NE(open, std::string::npos) << error;
+    std::string list = error.substr(open + 17);
+    list = list.substr(0, list.find(')'));
+    std::stringstream keys(list);
+    std::string key;
+    int count = 0;
+    while (std::getline(keys, key, ',')) {
+      if (key.front() == ' ') key.erase(0, 1);
+      EXPECT_THAT(example, HasSubstr(key + ":")) << "undocumented key " << key;
+      ++count;
+    }
+    EXPECT_GT(count, 0);
+  }
+}
+
+// The commented tenant in the example is a valid tenant once uncommented.
+TEST(ConfigLoaderTest, ExampleTenantParses) {
+  std::istringstream lines(ReadFile(kExampleFile));
+  std::string yaml;
+  bool in_tenants = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "tenants: []") {
+      in_tenants = true;
+      yaml += "tenants:\n";
+      continue;
+    }
+    if (in_tenants && line.rfind("#  ", 0) == 0) {
+      yaml += line.substr(1) + "\n";
+      continue;
+    }
+    in_tenants = false;
+    yaml += line + "\n";
+  }
+  ScopedEnv env("KVD_TEAM_A_KEY", "team-a-secret");
+  const ServerConfig config = ParseOk(yaml);
+  ASSERT_EQ(config.tenants.size(), 1u);
+  const TenantConfig& tenant = config.tenants[0];
+  EXPECT_EQ(tenant.id, "team-a");
+  EXPECT_EQ(tenant.key_sha256, std::vector<std::string>{kDigestAbc});
+  EXPECT_EQ(tenant.key_env, "KVD_TEAM_A_KEY");
+  EXPECT_EQ(tenant.key_env_sha256, Sha256Hex("team-a-secret"));
+  EXPECT_TRUE((tenant == TenantConfig{.id = "team-a",
+                                      .key_sha256 = {kDigestAbc},
+                                      .key_env = "KVD_TEAM_A_KEY",
+                                      .key_env_sha256 = Sha256Hex("team-a-secret")}));
+}
+
+TEST(ConfigLoaderTest, ReadsEverySection) {
+  const ServerConfig config = ParseOk(R"(
+server:
+  host: 127.0.0.1
+  port: 0
+  grpc_port: 9001
+  io_threads: 4
+  max_body_bytes: 1048576
+  max_header_bytes: 8KiB
+  read_timeout_seconds: 2.5
+  idle_timeout_seconds: 10
+  keepalive_interval_seconds: 0
+  drain_timeout_seconds: 0
+model:
+  path: /srv/models/llama-3-8b/
+  name: llama3
+  backend: cuda
+  dtype: bf16
+  threads: 8
+scheduler:
+  max_num_seqs: 64
+  max_num_batched_tokens: 4096
+  block_size: 32
+  kv_cache_bytes: 512MiB
+  kv_cache_memory_fraction: 0.9
+  admission_watermark: 0.05
+  max_queued_requests: 100
+  max_n: 4
+store:
+  data_dir: /var/lib/kvd
+metrics:
+  enabled: false
+logging:
+  level: debug
+  format: json
+  requests: False
+)");
+  EXPECT_EQ(config.server.host, "127.0.0.1");
+  EXPECT_EQ(config.server.port, 0);
+  EXPECT_EQ(config.server.grpc_port, 9001);
+  EXPECT_EQ(config.server.io_threads, 4);
+  EXPECT_EQ(config.server.max_body_bytes, 1048576u);
+  EXPECT_EQ(config.server.max_header_bytes, 8192u);
+  EXPECT_DOUBLE_EQ(config.server.read_timeout_seconds, 2.5);
+  EXPECT_DOUBLE_EQ(config.server.idle_timeout_seconds, 10.0);
+  EXPECT_DOUBLE_EQ(config.server.keepalive_interval_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(config.server.drain_timeout_seconds, 0.0);
+  EXPECT_EQ(config.model.path, "/srv/models/llama-3-8b/");
+  EXPECT_EQ(config.model.name, "llama3");
+  EXPECT_EQ(config.model.ServedName(), "llama3");
+  EXPECT_EQ(config.model.backend, "cuda");
+  EXPECT_EQ(config.model.dtype, "bf16");
+  EXPECT_EQ(config.model.threads, 8);
+  EXPECT_EQ(config.scheduler.max_num_seqs, 64);
+  EXPECT_EQ(config.scheduler.max_num_batched_tokens, 4096);
+  EXPECT_EQ(config.scheduler.block_size, 32);
+  EXPECT_EQ(config.scheduler.kv_cache_bytes, size_t{512} << 20);
+  EXPECT_DOUBLE_EQ(config.scheduler.kv_cache_memory_fraction, 0.9);
+  EXPECT_DOUBLE_EQ(config.scheduler.admission_watermark, 0.05);
+  EXPECT_EQ(config.scheduler.max_queued_requests, 100);
+  EXPECT_EQ(config.scheduler.max_n, 4);
+  EXPECT_EQ(config.store.data_dir, "/var/lib/kvd");
+  EXPECT_FALSE(config.metrics.enabled);
+  EXPECT_EQ(config.logging.level, "debug");
+  EXPECT_EQ(config.logging.format, "json");
+  EXPECT_FALSE(config.logging.requests);
+}
+
+TEST(ConfigLoaderTest, KeysLeftOutKeepTheirDefaults) {
+  const ServerConfig config = ParseOk("server:\n  port: 9000\nscheduler:\n  max_n: 2\n");
+  ServerConfig expected;
+  expected.server.port = 9000;
+  expected.scheduler.max_n = 2;
+  ExpectSameExceptTenants(config, expected);
+}
+
+TEST(ConfigLoaderTest, ServedNameIsTheLastComponentOfPath) {
+  EXPECT_EQ(ParseOk("").model.ServedName(), "kvd-tiny");
+  EXPECT_EQ(ParseOk("model: {path: /m/Llama-3.2-1B/}").model.ServedName(), "Llama-3.2-1B");
+  EXPECT_EQ(ParseOk("model: {path: tiny}").model.ServedName(), "tiny");
+  EXPECT_EQ(ParseError("model: {path: /}"),
+            "config.yaml:1: model.name: must be set: model.path \"/\" has no last component to "
+            "name the model");
+}
+
+TEST(ConfigLoaderTest, ByteSizesTakeUnits) {
+  const struct {
+    const char* text;
+    size_t bytes;
+  } cases[] = {
+      {"1073741824", size_t{1} << 30},
+      {"\"1073741824\"", size_t{1} << 30},
+      {"512MiB", size_t{512} << 20},
+      {"1GiB", size_t{1} << 30},
+      {"16KiB", size_t{16} << 10},
+      {"1GB", 1000000000},
+      {"100B", 100},
+      {"\"2 MiB\"", size_t{2} << 20},
+      {"3KB", 3000},
+      {"1TiB", size_t{1} << 40},
+      {"0", 0},
+  };
+  for (const auto& c : cases) {
+    const ServerConfig config =
+        ParseOk(std::string("scheduler:\n  kv_cache_memory_fraction: 0.5\n  kv_cache_bytes: ") +
+                c.text + "\n");
+    EXPECT_EQ(config.scheduler.kv_cache_bytes, c.bytes) << c.text;
+  }
+  EXPECT_EQ(ParseOk("server: {max_body_bytes: 1MB}").server.max_body_bytes, 1000000u);
+  EXPECT_EQ(ParseError("\n\nscheduler:\n  kv_cache_bytes: 1.5GiB\n"),
+            "config.yaml:4: scheduler.kv_cache_bytes: expected a byte size such as 1073741824, "
+            "\"512MiB\" or \"1GB\" (units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB), got \"1.5GiB\"");
+  EXPECT_THAT(ParseError("server:\n  max_header_bytes: [1]\n"),
+              HasSubstr("config.yaml:2: server.max_header_bytes: must be a byte size"));
+}
+
+TEST(ConfigLoaderTest, WrongTypesNameKeyAndLine) {
+  const struct {
+    std::string yaml;
+    std::string error;
+  } cases[] = {
+      {"server:\n  port: eighty\n",
+       "config.yaml:2: server.port: must be an integer, got \"eighty\""},
+      {"server:\n  port: \"8000\"\n",
+       "config.yaml:2: server.port: must be an integer, got \"8000\""},
+      {"server:\n  port: 80.5\n", "config.yaml:2: server.port: must be an integer, got \"80.5\""},
+      {"server:\n  port:\n", "config.yaml:2: server.port: must be an integer, got null"},
+      {"server:\n  io_threads: 99999999999\n",
+       "config.yaml:2: server.io_threads: must be in [-2147483648, 2147483647], got 99999999999"},
+      {"server:\n  host: [a, b]\n", "config.yaml:2: server.host: must be a string, got a list"},
+      {"model:\n  name:\n",
+       "config.yaml:2: model.name: must be a string, got null (write \"\" for an empty string)"},
+      {"model:\n  path: {a: 1}\n", "config.yaml:2: model.path: must be a string, got a mapping"},
+      {"metrics:\n  enabled: yes\n",
+       "config.yaml:2: metrics.enabled: must be true or false, got \"yes\""},
+      {"metrics:\n  enabled: \"true\"\n",
+       "config.yaml:2: metrics.enabled: must be true or false, got \"true\""},
+      {"scheduler:\n  admission_watermark: lots\n",
+       "config.yaml:2: scheduler.admission_watermark: must be a finite number, got \"lots\""},
+      {"scheduler:\n  admission_watermark: .nan\n",
+       "config.yaml:2: scheduler.admission_watermark: must be a finite number, got \".nan\""},
+      {"# header\nserver: 8000\n", "config.yaml:2: server: must be a mapping, got \"8000\""},
+      {"logging: [a]\n", "config.yaml:1: logging: must be a mapping, got a list"},
+      {"tenants: {id: a}\n", "config.yaml:1: tenants: must be a list, got a mapping"},
+      {"tenants:\n  - just-a-string\n",
+       "config.yaml:2: tenants[0]: must be a mapping, got \"just-a-string\""},
+      {"tenants:\n  - id: a\n    key_sha256: {x: 1}\n",
+       "config.yaml:3: tenants[0].key_sha256: must be a list of strings, got a mapping"},
+      {"tenants:\n  - id: a\n    key_sha256:\n      - [x]\n",
+       "config.yaml:4: tenants[0].key_sha256[0]: must be a string, got a list"},
+      {"tenants:\n  - id: a\n    key_env: KVD_X\n    tokens_per_minute: 1e9\n",
+       "config.yaml:4: tenants[0].tokens_per_minute: must be an integer, got \"1e9\""},
+      {"- server\n", "config.yaml:1: the top level must be a mapping, got a list"},
+      {"tenants:\n  -\n", "config.yaml:1: tenants[0]: missing required key id"},
+      {"just text\n", "config.yaml:1: the top level must be a mapping, got \"just text\""},
+      {"server:\n  [a]: 1\n", "config.yaml:2: server: keys must be strings, got a list"},
+  };
+  ScopedEnv env("KVD_X", "x");
+  for (const auto& c : cases) EXPECT_EQ(ParseError(c.yaml), c.error) << c.yaml;
+}
+
+TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
+  const struct {
+    std::string yaml;
+    std::string error;
+  } cases[] = {
+      {"\n\n\n\n\n\n\n\n\n\n\nscheduler:\n  max_num_seqs: 0\n",
+       "config.yaml:13: scheduler.max_num_seqs: must be at least 1, got 0"},
+      {"scheduler:\n  max_num_seqs: 64\n  max_num_batched_tokens: 32\n",
+       "config.yaml:3: scheduler.max_num_batched_tokens: max_num_batched_tokens (32) must be at "
+       "least max_num_seqs (64) so that every running sequence decodes in every step"},
+      {"scheduler:\n  block_size: 2048\n",
+       "config.yaml:2: scheduler.block_size: must be in [1, 1024], got 2048"},
+      {"scheduler:\n  kv_cache_memory_fraction: 1.5\n",
+       "config.yaml:2: scheduler.kv_cache_memory_fraction: must be in [0, 1], got 1.5"},
+      {"scheduler:\n  admission_watermark: 0.9\n",
+       "config.yaml:2: scheduler.admission_watermark: must be in [0, 0.5], got 0.9"},
+      {"scheduler:\n  max_queued_requests: 0\n",
+       "config.yaml:2: scheduler.max_queued_requests: must be at least 1, got 0"},
+      {"scheduler:\n  max_n: 0\n", "config.yaml:2: scheduler.max_n: must be at least 1, got 0"},
+      {"# kv\nscheduler:\n  kv_cache_bytes: 0\n",
+       "config.yaml:2: scheduler: set kv_cache_bytes or kv_cache_memory_fraction"},
+      {"server:\n  port: 70000\n", "config.yaml:2: server.port: must be in [0, 65535], got 70000"},
+      {"server:\n  port: -1\n", "config.yaml:2: server.port: must be in [0, 65535], got -1"},
+      {"server:\n  grpc_port: 65536\n",
+       "config.yaml:2: server.grpc_port: must be in [0, 65535], got 65536"},
+      {"server:\n  port: 9000\n  grpc_port: 9000\n",
+       "config.yaml:3: server.grpc_port: must differ from server.port (9000); 0 turns gRPC off"},
+      {"server:\n  io_threads: 0\n",
+       "config.yaml:2: server.io_threads: must be in [1, 256], got 0"},
+      {"server:\n  io_threads: 257\n",
+       "config.yaml:2: server.io_threads: must be in [1, 256], got 257"},
+      {"server:\n  host: \"\"\n", "config.yaml:2: server.host: must not be empty"},
+      {"server:\n  max_body_bytes: 0\n",
+       "config.yaml:2: server.max_body_bytes: must be at least 1"},
+      {"server:\n  max_header_bytes: 4GiB\n",
+       "config.yaml:2: server.max_header_bytes: must be in [1, 4294967295], got 4294967296"},
+      {"server:\n  read_timeout_seconds: 0\n",
+       "config.yaml:2: server.read_timeout_seconds: must be in (0, 86400] seconds, got 0"},
+      {"server:\n  idle_timeout_seconds: -1\n",
+       "config.yaml:2: server.idle_timeout_seconds: must be in (0, 86400] seconds, got -1"},
+      {"server:\n  keepalive_interval_seconds: -1\n",
+       "config.yaml:2: server.keepalive_interval_seconds: must be in [0, 86400] seconds, got -1"},
+      {"server:\n  drain_timeout_seconds: 90000\n",
+       "config.yaml:2: server.drain_timeout_seconds: must be in [0, 86400] seconds, got 90000"},
+      {"model:\n  path: \"\"\n", "config.yaml:2: model.path: must not be empty"},
+      {"model:\n  name: \"my model\"\n",
+       "config.yaml:2: model.name: must not contain whitespace or control characters"},
+      {"model:\n  backend: tpu\n",
+       "config.yaml:2: model.backend: must be one of cpu, cuda, got \"tpu\""},
+      {"model:\n  dtype: int8\n",
+       "config.yaml:2: model.dtype: must be one of auto, f32, bf16, f16, got \"int8\""},
+      {"model:\n  threads: -1\n", "config.yaml:2: model.threads: must be in [0, 1024], got -1"},
+      {"store:\n  data_dir: \"\"\n", "config.yaml:2: store.data_dir: must not be empty"},
+      {"logging:\n  level: verbose\n",
+       "config.yaml:2: logging.level: must be one of trace, debug, info, warn, error, off, got "
+       "\"verbose\""},
+      {"logging:\n  format: xml\n",
+       "config.yaml:2: logging.format: must be one of text, json, got \"xml\""},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ParseError(c.yaml), c.error) << c.yaml;
+}
+
+TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
+  EXPECT_EQ(ParseError("server:\n  port: 1\n\n\n\n\n  prot: 80\n"),
+            "config.yaml:7: server.prot: unknown key (expected one of host, port, grpc_port, "
+            "io_threads, max_body_bytes, max_header_bytes, read_timeout_seconds, "
+            "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
+  EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
+            "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
+            "tenants, store, metrics, logging)");
+  EXPECT_EQ(ParseError("model:\n  paht: x\n"),
+            "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
+            "threads)");
+  EXPECT_EQ(ParseError("scheduler:\n  max_seqs: 2\n"),
+            "config.yaml:2: scheduler.max_seqs: unknown key (expected one of max_num_seqs, "
+            "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
+            "admission_watermark, max_queued_requests, max_n)");
+  EXPECT_EQ(ParseError("store:\n  dir: x\n"),
+            "config.yaml:2: store.dir: unknown key (expected one of data_dir)");
+  EXPECT_EQ(ParseError("metrics:\n  enable: true\n"),
+            "config.yaml:2: metrics.enable: unknown key (expected one of enabled)");
+  EXPECT_EQ(ParseError("logging:\n  lvl: info\n"),
+            "config.yaml:2: logging.lvl: unknown key (expected one of level, format, requests)");
+  EXPECT_EQ(ParseError(std::string("tenants:\n  - id: a\n    key_sha256: [") + kDigestAbc +
+                       "]\n  - id: b\n    key_sha256: [" + kDigestEmpty + "]\n    wieght: 2\n"),
+            "config.yaml:6: tenants[1].wieght: unknown key (expected one of id, key_sha256, "
+            "key_env, weight, priority, max_concurrent_requests, max_queued_requests, "
+            "max_running_sequences, requests_per_minute, tokens_per_minute)");
+  // key_env_sha256 is filled by the loader, never read from the file.
+  EXPECT_THAT(ParseError(std::string("tenants:\n  - id: a\n    key_env_sha256: ") + kDigestAbc),
+              HasSubstr("config.yaml:3: tenants[0].key_env_sha256: unknown key"));
+}
+
+TEST(ConfigLoaderTest, DuplicateKeysAreErrors) {
+  EXPECT_EQ(ParseError("server:\n  port: 1\n  port: 2\n"),
+            "config.yaml:3: server.port: duplicate key (first on line 2)");
+  EXPECT_EQ(ParseError("server: {}\nmodel: {}\nserver: {}\n"),
+            "config.yaml:3: server: duplicate key (first on line 1)");
+}
+
+TEST(ConfigLoaderTest, SyntaxErrorsNameTheLine) {
+  EXPECT_THAT(ParseError("server:\n  port: [1, 2\nmodel: {}\n"),
+              testing::StartsWith("config.yaml:"));
+  EXPECT_THAT(ParseError("server:\n  port: [1, 2\nmodel: {}\n"), HasSubstr("not valid YAML"));
+  EXPECT_THAT(ParseError("server:\n  port: 1\n   host: x\n"),
+              testing::StartsWith("config.yaml:3: not valid YAML"));
+  EXPECT_EQ(ParseError("server: {}\n---\nmodel: {}\n"),
+            "config.yaml:3: expected one YAML document, found 2");
+}
+
+TEST(ConfigLoaderTest, ReadsTenants) {
+  const std::string upper_abc = "BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD";
+  const ServerConfig config = ParseOk(R"(
+tenants:
+  - id: team.a_1-x
+    key_sha256:
+      - )" + upper_abc + R"(
+      - )" + kDigestEmpty + R"(
+    weight: 2.5
+    priority: -1
+    max_concurrent_requests: 8
+    max_queued_requests: 16
+    max_running_sequences: 4
+    requests_per_minute: 600
+    tokens_per_minute: 10000000000
+  - id: b
+    key_sha256: )" + Sha256Hex("b-key") +
+                                      R"(
+)");
+  ASSERT_EQ(config.tenants.size(), 2u);
+  const TenantConfig& a = config.tenants[0];
+  EXPECT_EQ(a.id, "team.a_1-x");
+  EXPECT_EQ(a.key_sha256, (std::vector<std::string>{kDigestAbc, kDigestEmpty}));
+  EXPECT_EQ(a.KeyDigests(), a.key_sha256);
+  EXPECT_DOUBLE_EQ(a.weight, 2.5);
+  EXPECT_EQ(a.priority, -1);
+  EXPECT_EQ(a.max_concurrent_requests, 8);
+  EXPECT_EQ(a.max_queued_requests, 16);
+  EXPECT_EQ(a.max_running_sequences, 4);
+  EXPECT_EQ(a.requests_per_minute, 600);
+  EXPECT_EQ(a.tokens_per_minute, 10000000000);
+  const scheduler::TenantPolicy policy = a.Policy();
+  EXPECT_EQ(policy.id, "team.a_1-x");
+  EXPECT_DOUBLE_EQ(policy.weight, 2.5);
+  EXPECT_EQ(policy.max_running_sequences, 4);
+  EXPECT_EQ(policy.max_queued_requests, 16);
+
+  const TenantConfig& b = config.tenants[1];  // one string reads as a list of one
+  EXPECT_TRUE((b == TenantConfig{.id = "b", .key_sha256 = {Sha256Hex("b-key")}}));
+}
+
+TEST(ConfigLoaderTest, TenantErrors) {
+  const std::string abc = kDigestAbc;
+  const std::string empty = kDigestEmpty;
+  const struct {
+    std::string yaml;
+    std::string error;
+  } cases[] = {
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n  - id: a\n    key_sha256: [" + empty +
+           "]\n",
+       "config.yaml:4: tenants[1].id: duplicate tenant id \"a\" (also tenants[0])"},
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n  - id: b\n    key_sha256:\n      - " +
+           empty + "\n      - " + abc + "\n",
+       "config.yaml:7: tenants[1].key_sha256[1]: the same API key as tenants[0].key_sha256[0]; a "
+       "key may belong to one tenant only"},
+      // Digests are compared after lower-casing.
+      {"tenants:\n  - {id: a, key_sha256: [" + abc + "]}\n  - {id: b, key_sha256: [BA" +
+           abc.substr(2) + "]}\n",
+       "config.yaml:3: tenants[1].key_sha256[0]: the same API key as tenants[0].key_sha256[0]; a "
+       "key may belong to one tenant only"},
+      {"tenants:\n  - key_sha256: [" + abc + "]\n",
+       "config.yaml:2: tenants[0]: missing required key id"},
+      {"tenants:\n  - id: \"has space\"\n    key_sha256: [" + abc + "]\n",
+       "config.yaml:2: tenants[0].id: must match [A-Za-z0-9._-]{1,64}, got \"has space\""},
+      {"tenants:\n  - id: " + std::string(65, 'x') + "\n    key_sha256: [" + abc + "]\n",
+       "config.yaml:2: tenants[0].id: must match [A-Za-z0-9._-]{1,64}, got \"" +
+           std::string(65, 'x') + "\""},
+      {"tenants:\n  - id: a\n    weight: 2\n",
+       "config.yaml:2: tenants[0]: tenant \"a\" needs at least one API key (key_sha256 or "
+       "key_env)"},
+      {"tenants:\n  - id: a\n    key_sha256: []\n",
+       "config.yaml:2: tenants[0]: tenant \"a\" needs at least one API key (key_sha256 or "
+       "key_env)"},
+      {"tenants:\n  - id: a\n    key_sha256:\n      - abc\n",
+       "config.yaml:4: tenants[0].key_sha256[0]: must be a SHA-256 digest: 64 lower-case hex "
+       "digits"},
+      {"tenants:\n  - id: a\n    key_sha256:\n      - " + std::string(64, 'g') + "\n",
+       "config.yaml:4: tenants[0].key_sha256[0]: must be a SHA-256 digest: 64 lower-case hex "
+       "digits"},
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n    weight: 0\n",
+       "config.yaml:4: tenants[0].weight: must be greater than 0, got 0"},
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n    max_concurrent_requests: -1\n",
+       "config.yaml:4: tenants[0].max_concurrent_requests: must be at least 0 (0: unlimited), got "
+       "-1"},
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n    tokens_per_minute: -5\n",
+       "config.yaml:4: tenants[0].tokens_per_minute: must be at least 0 (0: unlimited), got -5"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ParseError(c.yaml), c.error) << c.yaml;
+}
+
+TEST(ConfigLoaderTest, KeyEnvIsReadFromTheEnvironment) {
+  ScopedEnv env("KVD_CONFIG_TEST_KEY", "sk-test-123");
+  const ServerConfig config = ParseOk(std::string("tenants:\n  - id: a\n    key_sha256: [") +
+                                      kDigestAbc + "]\n    key_env: KVD_CONFIG_TEST_KEY\n");
+  ASSERT_EQ(config.tenants.size(), 1u);
+  EXPECT_EQ(config.tenants[0].key_env, "KVD_CONFIG_TEST_KEY");
+  EXPECT_EQ(config.tenants[0].key_env_sha256, Sha256Hex("sk-test-123"));
+  EXPECT_EQ(config.tenants[0].KeyDigests(),
+            (std::vector<std::string>{kDigestAbc, Sha256Hex("sk-test-123")}));
+
+  // A key from the environment counts on its own, and clashes like any other.
+  EXPECT_EQ(ParseOk("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_KEY\n").tenants.size(), 1u);
+  EXPECT_EQ(ParseError("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_KEY\n  - id: b\n"
+                       "    key_sha256: [" +
+                       Sha256Hex("sk-test-123") + "]\n"),
+            "config.yaml:5: tenants[1].key_sha256[0]: the same API key as tenants[0].key_env; a "
+            "key may belong to one tenant only");
+}
+
+TEST(ConfigLoaderTest, KeyEnvMustBeSetAndNonEmpty) {
+  {
+    ScopedEnv env("KVD_CONFIG_TEST_MISSING", nullptr);
+    EXPECT_EQ(ParseError("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_MISSING\n"),
+              "config.yaml:3: tenants[0].key_env: environment variable KVD_CONFIG_TEST_MISSING "
+              "is not set");
+  }
+  {
+    ScopedEnv env("KVD_CONFIG_TEST_EMPTY", "");
+    EXPECT_EQ(ParseError("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_EMPTY\n"),
+              "config.yaml:3: tenants[0].key_env: environment variable KVD_CONFIG_TEST_EMPTY is "
+              "empty");
+  }
+}
+
+TEST(ConfigLoaderTest, LoadNamesTheFile) {
+  const std::filesystem::path dir = testing::TempDir();
+  const std::filesystem::path file = dir / "kvd_config_test.yaml";
+  {
+    std::ofstream out(file);
+    out << "# kvd\nserver:\n  port: 9100\n";
+  }
+  absl::StatusOr<ServerConfig> config = LoadServerConfig(file);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server.port, 9100);
+  {
+    std::ofstream out(file);
+    out << "# kvd\nserver:\n  port: 99999\n";
+  }
+  config = LoadServerConfig(file);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(config.status().message(),
+            file.string() + ":3: server.port: must be in [0, 65535], got 99999");
+  std::filesystem::remove(file);
+
+  config = LoadServerConfig(dir / "no_such_kvd_config.yaml");
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound) << config.status();
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("no_such_kvd_config.yaml"));
+
+  config = LoadServerConfig(dir);
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  EXPECT_THAT(std::string(config.status().message()), HasSubstr("is a directory"));
+}
+
+TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
+  ServerConfig config;
+  config.tenants.push_back(TenantConfig{.id = "a", .key_sha256 = {kDigestAbc}});
+  EXPECT_TRUE(config.Validate().ok());
+
+  config.tenants[0].key_sha256[0][0] = 'B';  // digests are kept in lower case
+  absl::Status status = config.Validate();
+  EXPECT_EQ(status.message(),
+            "tenants[0].key_sha256[0]: must be a SHA-256 digest: 64 lower-case hex digits");
+  EXPECT_EQ(ConfigErrorKeyPath(status), "tenants[0].key_sha256[0]");
+
+  config = ServerConfig{};
+  config.tenants.push_back(TenantConfig{.id = "a", .key_env = "SOME_VAR"});
+  status = config.Validate();
+  EXPECT_EQ(status.message(), "tenants[0].key_env: variable SOME_VAR has not been read");
+
+  config = ServerConfig{};
+  config.scheduler.max_num_seqs = 0;
+  status = config.Validate();
+  EXPECT_EQ(status.message(), "scheduler.max_num_seqs: must be at least 1, got 0");
+  EXPECT_EQ(ConfigErrorKeyPath(status), "scheduler.max_num_seqs");
+
+  EXPECT_EQ(ConfigErrorKeyPath(absl::InvalidArgumentError("other")), std::nullopt);
+}
+
+}  // namespace
+}  // namespace kvd::server
