@@ -121,14 +121,13 @@ inline std::string ReadFile(const std::filesystem::path& path) {
 inline HttpResult Curl(const std::string& method, const std::string& url,
                        const std::string& body = "", const std::string& extra = "") {
   static std::atomic<int> counter = 0;
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("kvd_curl_" + std::to_string(getpid()) + "_" +
-                                     std::to_string(counter++));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      ("kvd_curl_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "body", std::ios::binary) << body;
-  const std::string command = "curl -s -N -X " + method + " -o " + (dir / "out").string() +
-                              " -D " + (dir / "headers").string() +
-                              " -H 'Content-Type: application/json' " +
+  const std::string command = "curl -s -N -X " + method + " -o " + (dir / "out").string() + " -D " +
+                              (dir / "headers").string() + " -H 'Content-Type: application/json' " +
                               (body.empty() ? "" : "--data-binary @" + (dir / "body").string()) +
                               " " + extra + " '" + url + "'";
   std::system(command.c_str());

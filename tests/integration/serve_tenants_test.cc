@@ -60,8 +60,10 @@ class ServeTenantsTest : public ::testing::Test {
   }
 
   HttpResult Complete(const std::string& key, int max_tokens = 2) {
-    const json body = {{"model", "kvd-tiny"}, {"prompt", "the old river"},
-                       {"max_tokens", max_tokens}, {"ignore_eos", true}};
+    const json body = {{"model", "kvd-tiny"},
+                       {"prompt", "the old river"},
+                       {"max_tokens", max_tokens},
+                       {"ignore_eos", true}};
     return Curl("POST", server_->url("/v1/completions"), body.dump(),
                 key.empty() ? "" : "-H 'Authorization: Bearer " + key + "'");
   }
@@ -112,8 +114,8 @@ TEST_F(ServeTenantsTest, SighupReloadsTenants) {
   // A broken file keeps the running tenants.
   std::ofstream(config_) << "tenants: [oops\n";
   kill(server_->pid(), SIGHUP);
-  for (int i = 0; i < 100 && server_->logs().find("keeping the running tenants") == std::string::npos;
-       ++i) {
+  for (int i = 0;
+       i < 100 && server_->logs().find("keeping the running tenants") == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_NE(server_->logs().find("keeping the running tenants"), std::string::npos);
@@ -141,19 +143,22 @@ TEST_F(ServeTenantsTest, MetricsUnderLoadPassPromtool) {
         "vllm:request_queue_time_seconds_bucket"}) {
     EXPECT_NE(scrape.body.find(name), std::string::npos) << name;
   }
-  EXPECT_NE(scrape.body.find("kvd_tenant_rejections_total{model_name=\"kvd-tiny\",reason=\"rate_limit\",tenant=\"beta\"} 1"),
+  EXPECT_NE(scrape.body.find("kvd_tenant_rejections_total{model_name=\"kvd-tiny\",reason=\"rate_"
+                             "limit\",tenant=\"beta\"} 1"),
             std::string::npos)
       << scrape.body;
   // promtool's only findings are on the names vLLM fixes (':' in names; a histogram named
   // *_total); anything else fails.
   std::ofstream(dir_ / "scrape.txt") << scrape.body;
-  const std::string lint = Shell("promtool check metrics < " + (dir_ / "scrape.txt").string() + " 2>&1");
+  const std::string lint =
+      Shell("promtool check metrics < " + (dir_ / "scrape.txt").string() + " 2>&1");
   std::istringstream lines(lint);
   std::string line;
   while (std::getline(lines, line)) {
     const bool expected = line.find("metric names should not contain ':'") != std::string::npos ||
-                          line.find("vllm:iteration_tokens_total non-counter metrics should not "
-                                    "have \"_total\" suffix") != std::string::npos;
+                          line.find(
+                              "vllm:iteration_tokens_total non-counter metrics should not "
+                              "have \"_total\" suffix") != std::string::npos;
     EXPECT_TRUE(expected) << line;
   }
 }

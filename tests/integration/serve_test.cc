@@ -16,7 +16,8 @@ const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
 
 // The document and question of docs/examples/document_question.txt, without the chat markup.
 std::string DocumentQuestionText() {
-  std::string prompt = ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+  std::string prompt =
+      ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
   const std::string head = "<|start_header_id|>user<|end_header_id|>\n\n";
   const std::string tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
   return prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
@@ -67,21 +68,20 @@ TEST_F(ServeTest, HealthReadyVersionAndModels) {
 }
 
 TEST_F(ServeTest, CompletionAnswersTheDocumentQuestion) {
-  const std::string prompt = ReadFile(std::string(KVD_SOURCE_DIR) +
-                                      "/docs/examples/document_question.txt");
-  const HttpResult result = Post("/v1/completions", {{"model", "kvd-tiny"},
-                                                     {"prompt", prompt},
-                                                     {"max_tokens", 16},
-                                                     {"temperature", 0}});
+  const std::string prompt =
+      ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+  const HttpResult result =
+      Post("/v1/completions",
+           {{"model", "kvd-tiny"}, {"prompt", prompt}, {"max_tokens", 16}, {"temperature", 0}});
   ASSERT_EQ(result.status, 200) << result.body;
   const json body = json::parse(result.body);
   EXPECT_EQ(body["object"], "text_completion");
   EXPECT_EQ(body["choices"][0]["text"], "KSOHB");
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
   EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), 100);
-  EXPECT_EQ(body["usage"]["total_tokens"].get<int>(),
-            body["usage"]["prompt_tokens"].get<int>() +
-                body["usage"]["completion_tokens"].get<int>());
+  EXPECT_EQ(
+      body["usage"]["total_tokens"].get<int>(),
+      body["usage"]["prompt_tokens"].get<int>() + body["usage"]["completion_tokens"].get<int>());
 }
 
 TEST_F(ServeTest, ChatCompletionUsesTheModelsTemplate) {
@@ -171,8 +171,9 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
   ExpectError(Post("/v1/completions", json::array()), 400, "invalid_request_error");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"foo", 1}}), 400,
               "invalid_request_error", "foo");
-  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", "hot"}}),
-              400, "invalid_request_error", "temperature");
+  ExpectError(
+      Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", "hot"}}),
+      400, "invalid_request_error", "temperature");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", 3}}),
               400, "invalid_request_error", "temperature");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"n", 0}}), 400,
@@ -181,23 +182,25 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
               "prompt");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", {1, 2, 99999}}}), 400,
               "invalid_request_error", "prompt");
-  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 5000}}),
-              400, "invalid_request_error", "prompt");
+  ExpectError(
+      Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 5000}}), 400,
+      "invalid_request_error", "prompt");
   ExpectError(Post("/v1/completions", {{"model", "gpt-5"}, {"prompt", "x"}}), 404,
               "not_found_error", "model");
   ExpectError(Post("/v1/chat/completions", {{"model", "kvd-tiny"}, {"messages", json::array()}}),
               400, "invalid_request_error", "messages");
-  ExpectError(Post("/v1/chat/completions",
-                   {{"model", "kvd-tiny"},
-                    {"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}),
-              400, "invalid_request_error", "messages[0].role");
-  ExpectError(Post("/v1/chat/completions",
-                   {{"model", "kvd-tiny"},
-                    {"messages", {{{"role", "user"}, {"content", "hi"}}}},
-                    {"tools", {{{"type", "function"}}}}}),
+  ExpectError(
+      Post("/v1/chat/completions",
+           {{"model", "kvd-tiny"}, {"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}),
+      400, "invalid_request_error", "messages[0].role");
+  ExpectError(Post("/v1/chat/completions", {{"model", "kvd-tiny"},
+                                            {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                                            {"tools", {{{"type", "function"}}}}}),
               400, "invalid_request_error", "tools");
-  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}),
-              400, "invalid_request_error", "stream_options");
+  ExpectError(
+      Post("/v1/completions",
+           {{"model", "kvd-tiny"}, {"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}),
+      400, "invalid_request_error", "stream_options");
   ExpectError(Curl("GET", server_->url("/v1/nothing-here")), 404, "not_found_error");
   EXPECT_EQ(Curl("GET", server_->url("/v1/completions")).status, 405);
   // Nothing leaked: the server still answers.
@@ -206,16 +209,18 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
 
 TEST_F(ServeTest, OversizedBodyIs413) {
   const std::string big(9 << 20, 'x');
-  const HttpResult result =
-      Curl("POST", server_->url("/v1/completions"),
-           json{{"model", "kvd-tiny"}, {"prompt", big}}.dump());
+  const HttpResult result = Curl("POST", server_->url("/v1/completions"),
+                                 json{{"model", "kvd-tiny"}, {"prompt", big}}.dump());
   ExpectError(result, 413, "invalid_request_error");
 }
 
 TEST_F(ServeTest, ClientThatGoesAwayCancelsItsSequence) {
   // A long generation, abandoned after a fraction of a second.
   Curl("POST", server_->url("/v1/completions"),
-       json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2000}, {"ignore_eos", true},
+       json{{"model", "kvd-tiny"},
+            {"prompt", "the"},
+            {"max_tokens", 2000},
+            {"ignore_eos", true},
             {"stream", true}}
            .dump(),
        "--max-time 0.3");
