@@ -3,10 +3,16 @@
 #include <algorithm>
 
 namespace kvd::kernels::cpu {
+namespace {
+
+// Chunks per thread: enough for the running threads to absorb a late one's share.
+constexpr int64_t kChunksPerThread = 4;
+
+}  // namespace
 
 ThreadPool::ThreadPool(int32_t num_threads) {
   for (int32_t i = 1; i < std::max(num_threads, 1); ++i) {
-    workers_.emplace_back([this, i] { WorkerLoop(i); });
+    workers_.emplace_back([this] { WorkerLoop(); });
   }
 }
 
@@ -19,11 +25,16 @@ ThreadPool::~ThreadPool() {
   for (auto& worker : workers_) worker.join();
 }
 
-void ThreadPool::RunShare(int32_t index) {
-  const int64_t shares = num_threads();
-  const int64_t begin = count_ * index / shares;
-  const int64_t end = count_ * (index + 1) / shares;
-  if (begin < end) (*fn_)(begin, end);
+bool ThreadPool::RunChunks(Task& task) {
+  bool finished_last = false;
+  while (true) {
+    const int64_t chunk = task.next_chunk.fetch_add(1, std::memory_order_relaxed);
+    if (chunk >= task.num_chunks) return finished_last;
+    const int64_t begin = task.count * chunk / task.num_chunks;
+    const int64_t end = task.count * (chunk + 1) / task.num_chunks;
+    (*task.fn)(begin, end);
+    finished_last = task.done_chunks.fetch_add(1, std::memory_order_acq_rel) + 1 == task.num_chunks;
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, int64_t)>& fn) {
@@ -32,35 +43,40 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, in
     fn(0, count);
     return;
   }
+  auto task = std::make_shared<Task>();
+  task->fn = &fn;
+  task->count = count;
+  task->num_chunks = std::min<int64_t>(count, num_threads() * kChunksPerThread);
   {
     std::lock_guard lock(mu_);
-    fn_ = &fn;
-    count_ = count;
-    pending_ = static_cast<int32_t>(workers_.size());
+    task_ = task;
     ++generation_;
   }
   work_ready_.notify_all();
-  RunShare(0);
+  RunChunks(*task);
+  // Wait only for chunks that workers claimed and are still running.
   std::unique_lock lock(mu_);
-  work_done_.wait(lock, [this] { return pending_ == 0; });
-  fn_ = nullptr;
+  work_done_.wait(
+      lock, [&] { return task->done_chunks.load(std::memory_order_acquire) == task->num_chunks; });
+  task_.reset();
 }
 
-void ThreadPool::WorkerLoop(int32_t index) {
+void ThreadPool::WorkerLoop() {
   uint64_t seen_generation = 0;
   while (true) {
+    std::shared_ptr<Task> task;
     {
       std::unique_lock lock(mu_);
       work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
       if (stopping_) return;
       seen_generation = generation_;
+      task = task_;
     }
-    RunShare(index);
-    {
-      std::lock_guard lock(mu_);
-      --pending_;
+    if (task && RunChunks(*task)) {
+      // Take the lock so the notification cannot fall between the caller's check and wait.
+      { std::lock_guard lock(mu_); }
+      work_done_.notify_all();
     }
-    work_done_.notify_one();
   }
 }
 

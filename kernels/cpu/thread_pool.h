@@ -1,9 +1,11 @@
 // A fixed pool of worker threads for data-parallel loops in the CPU kernels.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -21,22 +23,33 @@ class ThreadPool {
   int32_t num_threads() const { return static_cast<int32_t>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) over disjoint ranges covering [0, count) and returns when all are
-  // done. One loop at a time: not reentrant, and callers on different threads must not overlap.
+  // done. The ranges are claimed dynamically, so a worker the OS has not scheduled yet delays
+  // nothing: the threads that run take its share. One loop at a time: not reentrant, and
+  // callers on different threads must not overlap.
   void ParallelFor(int64_t count, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void WorkerLoop(int32_t index);
-  void RunShare(int32_t index);
+  // One ParallelFor call. Workers hold it by shared_ptr, so one that wakes after the call
+  // returned finds every chunk claimed and never touches `fn`.
+  struct Task {
+    const std::function<void(int64_t, int64_t)>* fn = nullptr;
+    int64_t count = 0;
+    int64_t num_chunks = 0;
+    std::atomic<int64_t> next_chunk = 0;
+    std::atomic<int64_t> done_chunks = 0;
+  };
+
+  void WorkerLoop();
+  // Runs chunks of `task` until none is left; true if this call finished the last one.
+  static bool RunChunks(Task& task);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;  // guarded by mu_
-  int64_t count_ = 0;                                          // guarded by mu_
-  uint64_t generation_ = 0;                                    // guarded by mu_
-  int32_t pending_ = 0;                                        // guarded by mu_
-  bool stopping_ = false;                                      // guarded by mu_
+  std::shared_ptr<Task> task_;  // guarded by mu_
+  uint64_t generation_ = 0;     // guarded by mu_
+  bool stopping_ = false;       // guarded by mu_
 };
 
 }  // namespace kvd::kernels::cpu

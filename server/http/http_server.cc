@@ -209,10 +209,13 @@ class Session {
         break;
       }
       if (!state->notified) {
-        state->timer.expires_after(Chrono(options_.keepalive_interval));
+        // keepalive_interval 0: no comment lines, just wait for the reply.
+        const bool keepalive = options_.keepalive_interval > absl::ZeroDuration();
+        state->timer.expires_after(keepalive ? Chrono(options_.keepalive_interval)
+                                             : std::chrono::hours(24));
         beast::error_code ec;
         co_await state->timer.async_wait(net::redirect_error(use_awaitable, ec));
-        if (!ec && !state->notified && reply.streaming() &&
+        if (!ec && keepalive && !state->notified && reply.streaming() &&
             !co_await WriteChunk(": keep-alive\n\n")) {
           connection_usable = false;
           break;
@@ -277,6 +280,9 @@ struct HttpServer::Impl {
         spdlog::warn("accept: {}", ec.message());
         continue;
       }
+      // Streamed events are small writes; without TCP_NODELAY, Nagle's algorithm holds each
+      // one until the client's delayed ACK (tens of ms of time to first token).
+      socket.set_option(tcp::no_delay(true), ec);
       const auto executor = socket.get_executor();
       net::co_spawn(
           executor,

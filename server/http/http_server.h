@@ -22,7 +22,7 @@ struct HttpServerOptions {
   absl::Duration read_timeout = absl::Seconds(30);        // reading one request
   absl::Duration idle_timeout = absl::Seconds(75);        // waiting for the next request
   absl::Duration write_timeout = absl::Seconds(30);       // writing one response or chunk
-  absl::Duration keepalive_interval = absl::Seconds(15);  // SSE comment when nothing else comes
+  absl::Duration keepalive_interval = absl::Seconds(15);  // SSE comment when idle; 0: none
 };
 
 class HttpServer {

@@ -163,5 +163,36 @@ TEST_F(ServeTenantsTest, MetricsUnderLoadPassPromtool) {
   }
 }
 
+// A request queued behind a long one gets its 200 and SSE comment lines while it waits.
+TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kvd_keepalive_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << "server:\n  keepalive_interval_seconds: 0.02\n"
+                                        "scheduler:\n  max_num_seqs: 1\n";
+  KvdServer server({"--model", kModel, "--config", (dir / "config.yaml").string()});
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const json long_body = {
+      {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 1500}, {"ignore_eos", true}};
+  std::thread first([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
+  // Wait until the long request runs, so the next one queues behind it.
+  for (int i = 0; i < 200; ++i) {
+    const HttpResult metrics = Curl("GET", server.url("/metrics"));
+    if (metrics.body.find("vllm:num_requests_running{engine=\"0\",model_name=\"kvd-tiny\"} 1") !=
+        std::string::npos) {
+      break;
+    }
+  }
+  const json queued = {
+      {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2}, {"stream", true}};
+  const HttpResult result = Curl("POST", server.url("/v1/completions"), queued.dump());
+  first.join();
+  EXPECT_EQ(result.status, 200);
+  EXPECT_NE(result.body.find(": keep-alive\n\n"), std::string::npos) << result.body;
+  EXPECT_NE(result.body.find("data: [DONE]"), std::string::npos);
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kvd::testing
