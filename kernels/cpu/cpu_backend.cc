@@ -38,11 +38,15 @@ int32_t ResolveThreads(int32_t requested) {
 
 // Rows are split across threads only when each thread gets at least this many elements.
 constexpr int64_t kMinElementsPerTask = 1 << 14;
+// Multiply-adds below which a projection runs on one thread, and the fewest output features
+// worth a slice of their own.
+constexpr int64_t kMinLinearWork = int64_t{1} << 20;
+constexpr int64_t kMinSliceFeatures = 64;
 
 }  // namespace
 
 CpuBackend::CpuBackend(const BackendOptions& options) : pool_(ResolveThreads(options.num_threads)) {
-  openblas_set_num_threads(pool_.num_threads());
+  openblas_set_num_threads(1);  // Linear parallelizes over our pool instead
 }
 
 size_t CpuBackend::MemoryBytes() const {
@@ -120,13 +124,26 @@ void CpuBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bia
   const int rows = static_cast<int>(x.rows);
   const int in_features = static_cast<int>(x.cols);
   const int out_features = static_cast<int>(weight.rows);
-  if (rows == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, out_features, in_features, 1.0f, weight.f32(),
-                in_features, x.f32(), 1, 0.0f, out.f32(), 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out_features, in_features, 1.0f,
-                x.f32(), in_features, weight.f32(), in_features, 0.0f, out.f32(), out_features);
-  }
+  // Our pool splits the output features into slices, each multiplied by single-threaded BLAS:
+  // OpenBLAS's own threads spin-wait for each other and stall for seconds when the cores are
+  // shared, where a slice nobody has claimed yet is simply taken by a running thread.
+  const int64_t work = int64_t{rows} * in_features * out_features;
+  const int64_t slices = work < kMinLinearWork
+                             ? 1
+                             : std::clamp<int64_t>(out_features / kMinSliceFeatures, 1,
+                                                   int64_t{pool_.num_threads()} * 4);
+  pool_.ParallelFor(slices, [&](int64_t slice_begin, int64_t slice_end) {
+    const int first = static_cast<int>(out_features * slice_begin / slices);
+    const int count = static_cast<int>(out_features * slice_end / slices) - first;
+    const float* slice_weight = weight.f32() + static_cast<int64_t>(first) * in_features;
+    if (rows == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, count, in_features, 1.0f, slice_weight, in_features,
+                  x.f32(), 1, 0.0f, out.f32() + first, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f, x.f32(),
+                  in_features, slice_weight, in_features, 0.0f, out.f32() + first, out_features);
+    }
+  });
   if (bias != nullptr) {
     for (int r = 0; r < rows; ++r) {
       float* dst = out.f32() + static_cast<int64_t>(r) * out_features;

@@ -176,13 +176,14 @@ TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
       {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 1500}, {"ignore_eos", true}};
   std::thread first([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
   // Wait until the long request runs, so the next one queues behind it.
-  for (int i = 0; i < 200; ++i) {
+  bool running = false;
+  for (int i = 0; i < 500 && !running; ++i) {
     const HttpResult metrics = Curl("GET", server.url("/metrics"));
-    if (metrics.body.find("vllm:num_requests_running{engine=\"0\",model_name=\"kvd-tiny\"} 1") !=
-        std::string::npos) {
-      break;
-    }
+    running =
+        metrics.body.find("vllm:num_requests_running{model_name=\"kvd-tiny\",engine=\"0\"} 1") !=
+        std::string::npos;
   }
+  ASSERT_TRUE(running);
   const json queued = {
       {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2}, {"stream", true}};
   const HttpResult result = Curl("POST", server.url("/v1/completions"), queued.dump());
