@@ -195,5 +195,60 @@ TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
   std::filesystem::remove_all(dir);
 }
 
+// A full global queue answers 503 with Retry-After; oversized headers 431; and with
+// `logging.format: json` every log line is a JSON object.
+TEST(ServeOverloadTest, FullQueueHugeHeadersAndJsonLogs) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kvd_overload_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << "scheduler:\n  max_num_seqs: 1\n  max_queued_requests: 1\n"
+                                        "server:\n  max_header_bytes: 2KiB\n"
+                                        "logging:\n  format: json\n";
+  KvdServer server({"--model", kModel, "--config", (dir / "config.yaml").string()});
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const json long_body = {
+      {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2000}, {"ignore_eos", true}};
+  std::thread running([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
+  std::thread queued;
+  HttpResult overloaded;
+  // Once one request runs and one waits, the next finds the queue full.
+  for (int i = 0; i < 500 && overloaded.status != 503; ++i) {
+    const HttpResult metrics = Curl("GET", server.url("/metrics"));
+    const bool one_running =
+        metrics.body.find("vllm:num_requests_running{model_name=\"kvd-tiny\",engine=\"0\"} 1") !=
+        std::string::npos;
+    if (!one_running) continue;
+    if (!queued.joinable()) {
+      queued = std::thread([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
+      continue;
+    }
+    overloaded = Curl("POST", server.url("/v1/completions"),
+                      json{{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 1}}.dump());
+  }
+  running.join();
+  if (queued.joinable()) queued.join();
+  EXPECT_EQ(overloaded.status, 503) << overloaded.body;
+  EXPECT_EQ(json::parse(overloaded.body, nullptr, false)["error"]["type"],
+            "service_unavailable_error");
+  EXPECT_TRUE(overloaded.headers.count("retry-after"));
+
+  const HttpResult huge_header =
+      Curl("GET", server.url("/v1/models"), "", "-H 'X-Padding: " + std::string(4096, 'p') + "'");
+  EXPECT_EQ(huge_header.status, 431);
+
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::istringstream lines(server.logs());
+  std::string line;
+  int parsed = 0;
+  while (std::getline(lines, line)) {
+    const json entry = json::parse(line, nullptr, false);
+    ASSERT_TRUE(entry.is_object()) << line;
+    EXPECT_TRUE(entry.contains("time") && entry.contains("level") && entry.contains("message"));
+    ++parsed;
+  }
+  EXPECT_GT(parsed, 3);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kvd::testing
