@@ -43,6 +43,16 @@ std::string TenantsYaml(const std::vector<std::pair<std::string, std::string>>& 
   return yaml;
 }
 
+// Waits (bounded) until the gauge `name` of the server's /metrics reads `value`.
+bool WaitForGauge(const KvdServer& server, const std::string& name, int value) {
+  const std::string line =
+      name + "{model_name=\"kvd-tiny\",engine=\"0\"} " + std::to_string(value) + "\n";
+  for (int i = 0; i < 500; ++i) {
+    if (Curl("GET", server.url("/metrics")).body.find(line) != std::string::npos) return true;
+  }
+  return false;
+}
+
 class ServeTenantsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -176,14 +186,7 @@ TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
       {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 1500}, {"ignore_eos", true}};
   std::thread first([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
   // Wait until the long request runs, so the next one queues behind it.
-  bool running = false;
-  for (int i = 0; i < 500 && !running; ++i) {
-    const HttpResult metrics = Curl("GET", server.url("/metrics"));
-    running =
-        metrics.body.find("vllm:num_requests_running{model_name=\"kvd-tiny\",engine=\"0\"} 1") !=
-        std::string::npos;
-  }
-  ASSERT_TRUE(running);
+  ASSERT_TRUE(WaitForGauge(server, "vllm:num_requests_running", 1));
   const json queued = {
       {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2}, {"stream", true}};
   const HttpResult result = Curl("POST", server.url("/v1/completions"), queued.dump());
@@ -209,24 +212,15 @@ TEST(ServeOverloadTest, FullQueueHugeHeadersAndJsonLogs) {
   const json long_body = {
       {"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2000}, {"ignore_eos", true}};
   std::thread running([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
-  std::thread queued;
-  HttpResult overloaded;
   // Once one request runs and one waits, the next finds the queue full.
-  for (int i = 0; i < 500 && overloaded.status != 503; ++i) {
-    const HttpResult metrics = Curl("GET", server.url("/metrics"));
-    const bool one_running =
-        metrics.body.find("vllm:num_requests_running{model_name=\"kvd-tiny\",engine=\"0\"} 1") !=
-        std::string::npos;
-    if (!one_running) continue;
-    if (!queued.joinable()) {
-      queued = std::thread([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
-      continue;
-    }
-    overloaded = Curl("POST", server.url("/v1/completions"),
-                      json{{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 1}}.dump());
-  }
+  ASSERT_TRUE(WaitForGauge(server, "vllm:num_requests_running", 1));
+  std::thread queued([&] { Curl("POST", server.url("/v1/completions"), long_body.dump()); });
+  ASSERT_TRUE(WaitForGauge(server, "vllm:num_requests_waiting", 1));
+  const HttpResult overloaded =
+      Curl("POST", server.url("/v1/completions"),
+           json{{"model", "kvd-tiny"}, {"prompt", "x"}, {"max_tokens", 1}}.dump());
   running.join();
-  if (queued.joinable()) queued.join();
+  queued.join();
   EXPECT_EQ(overloaded.status, 503) << overloaded.body;
   EXPECT_EQ(json::parse(overloaded.body, nullptr, false)["error"]["type"],
             "service_unavailable_error");
