@@ -92,9 +92,13 @@ class Api {
     const std::string tenant_id = (*tenant)->id();
     const bool log = context_.log_requests;
     MetricsExporter* metrics = context_.metrics;
+    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
+    in_flight->fetch_add(1);
     return std::make_unique<CompletionReply>(
         *std::move(params), std::move(handles), *context_.model.tokenizer, context_.model.name,
-        *std::move(permit), [path, tenant_id, start, log, metrics](const ReplyOutcome& outcome) {
+        *std::move(permit),
+        [path, tenant_id, start, log, metrics, in_flight](const ReplyOutcome& outcome) {
+          in_flight->fetch_sub(1);
           if (metrics != nullptr) metrics->RecordRequest(tenant_id, outcome.http_status);
           if (!log) return;
           spdlog::info(

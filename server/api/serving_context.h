@@ -19,8 +19,9 @@ struct ServingContext {
   const TenantDirectory* tenants = nullptr;
   MetricsExporter* metrics = nullptr;  // null when metrics are off
   bool log_requests = true;
-  std::atomic<bool> ready = false;     // the model is loaded and the scheduler runs
-  std::atomic<bool> draining = false;  // shutting down: no new requests
+  std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
+  std::atomic<bool> draining = false;          // shutting down: no new requests
+  std::atomic<int32_t> replies_in_flight = 0;  // completion replies not yet finished
 };
 
 }  // namespace kvd::server

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "engine/chat_template.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -100,6 +101,25 @@ void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
   spdlog::info("SIGHUP: {} tenants loaded", config->tenants.size());
 }
 
+// SIGTERM or SIGINT: /ready and new requests answer 503 at once; replies in flight get up to
+// `timeout` to finish. A second SIGTERM or SIGINT ends the wait; SIGHUP is ignored meanwhile.
+void Drain(ServingContext& context, const sigset_t& signals, absl::Duration timeout) {
+  context.draining = true;
+  spdlog::info("draining: {} replies in flight, up to {:.0f} s", context.replies_in_flight.load(),
+               absl::ToDoubleSeconds(timeout));
+  const absl::Time deadline = absl::Now() + timeout;
+  while (context.replies_in_flight.load() > 0 && absl::Now() < deadline) {
+    const timespec poll{0, 50'000'000};
+    const int signal = sigtimedwait(&signals, nullptr, &poll);
+    if ((signal == SIGTERM || signal == SIGINT) && context.replies_in_flight.load() > 0) {
+      spdlog::warn("second signal: stopping without waiting for {} replies",
+                   context.replies_in_flight.load());
+      return;
+    }
+  }
+  spdlog::info("drained; {} replies cut off", context.replies_in_flight.load());
+}
+
 absl::Status RunServe(const ServeFlags& flags) {
   const sigset_t signals = BlockServeSignals();
   auto config = ResolveConfig(flags);
@@ -163,8 +183,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
     ReloadTenants(flags, tenants);
   }
-  spdlog::info("signal {}: shutting down", signal);
-  context.draining = true;
+  Drain(context, signals, absl::Seconds(config->server.drain_timeout_seconds));
   (*http)->Stop();
   (*scheduler)->Stop();
   return absl::OkStatus();
