@@ -9,6 +9,7 @@ set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+find_package(ICU COMPONENTS uc REQUIRED)  # Unicode normalization (NFC...) for the tokenizer
 find_package(Boost 1.74 REQUIRED)  # Beast and Asio, header-only
 find_package(yaml-cpp CONFIG REQUIRED)  # target `yaml-cpp` (no namespace in 0.7)
 find_package(prometheus-cpp CONFIG REQUIRED)  # prometheus-cpp::core only; /metrics is ours

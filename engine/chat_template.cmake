@@ -1,5 +1,7 @@
-# Sources of the chat-template renderer (a Jinja subset), part of kvd_engine.
+# Sources of the chat-template renderer (a Jinja subset) and of document placement in a chat,
+# part of kvd_engine.
 set(kvd_engine_chat_template_sources
+  ${CMAKE_CURRENT_LIST_DIR}/chat_document.cc
   ${CMAKE_CURRENT_LIST_DIR}/chat_template.cc
   ${CMAKE_CURRENT_LIST_DIR}/internal/jinja/builtins.cc
   ${CMAKE_CURRENT_LIST_DIR}/internal/jinja/call_args.cc

@@ -29,9 +29,14 @@ class IncrementalDecoder {
   size_t pending_bytes() const { return pending_.size(); }
 
  private:
+  // Drops what the decoder's leading Strip removes from the start of the text.
+  void StripLeading(std::string& text);
+
   const Tokenizer& tokenizer_;
   const bool skip_special_tokens_;
-  std::string pending_;  // the tail of an incomplete UTF-8 character
+  bool first_token_ = true;  // no token decoded yet (FirstTokenBytesView applies)
+  int leading_to_strip_;     // copies of leading_strip_char() still to drop; 0 once text began
+  std::string pending_;      // the tail of an incomplete UTF-8 character
 };
 
 }  // namespace kvd::engine

@@ -9,7 +9,9 @@
 #include "engine/internal/added_tokens.h"
 #include "engine/internal/bpe_model.h"
 #include "engine/internal/bpe_tokenizer_json.h"
+#include "engine/internal/normalizer.h"
 #include "engine/internal/pretokenize.h"
+#include "engine/internal/token_decoder.h"
 #include "engine/internal/utf8.h"
 
 namespace kvd::engine {
@@ -50,12 +52,31 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
   };
 
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer());
+  absl::StatusOr<internal::TokenDecoder> decoder =
+      internal::TokenDecoder::Create(std::move(spec->decoder), source_name);
+  if (!decoder.ok()) return decoder.status();
+  if (decoder->byte_level() != spec->model.byte_level) {
+    return absl::UnimplementedError(absl::StrCat(
+        source, ": decoder: ",
+        spec->model.byte_level ? "a ByteLevel pre-tokenizer needs the ByteLevel decoder"
+                               : "the ByteLevel decoder needs a ByteLevel pre-tokenizer"));
+  }
   const int32_t id_limit = spec->model.id_limit;
   absl::StatusOr<std::unique_ptr<internal::BpeModel>> model =
       internal::BpeModel::Create(std::move(spec->model), source_name);
   if (!model.ok()) return model.status();
   tokenizer->model_ = *std::move(model);
   const internal::BpeModel& bpe = *tokenizer->model_;
+  tokenizer->model_token_bytes_.resize(bpe.id_end());
+  for (int32_t id = 0; id < bpe.id_end(); ++id) {
+    if (!bpe.HasToken(id)) continue;
+    tokenizer->model_token_bytes_[id] = decoder->Bytes(bpe.symbol(id));
+    if (std::optional<std::string> first = decoder->FirstBytes(bpe.symbol(id)); first) {
+      tokenizer->first_token_bytes_.emplace(id, *std::move(first));
+    }
+  }
+  tokenizer->leading_strip_count_ = decoder->leading_strip_count();
+  tokenizer->leading_strip_char_ = decoder->leading_strip_char();
 
   // Added tokens: ids in range, unique, and consistent with the vocab when they are in it too
   // (as GPT-2's <|endoftext|> is).
@@ -83,8 +104,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
   tokenizer->vocab_size_ = vocab_size;
   for (size_t i = 0; i < spec->added_tokens.size(); ++i) {
     const internal::AddedToken& token = spec->added_tokens[i];
-    const auto [it, inserted] =
-        tokenizer->added_by_id_.try_emplace(token.id, AddedInfo{token.content, token.special});
+    // Byte-level decoding keeps added tokens as written, as HF's Python and JavaScript
+    // tokenizers do; other decoders treat them like any token.
+    std::string bytes = decoder->byte_level() ? token.content : decoder->Bytes(token.content);
+    if (!decoder->byte_level()) {
+      if (std::optional<std::string> first = decoder->FirstBytes(token.content); first) {
+        tokenizer->first_token_bytes_.insert_or_assign(token.id, *std::move(first));
+      }
+    }
+    const auto [it, inserted] = tokenizer->added_by_id_.try_emplace(
+        token.id, AddedInfo{token.content, std::move(bytes), token.special});
     if (!inserted) {
       return error("added_tokens[", i, "] (\"", token.content, "\"): id ", token.id,
                    " is already used by added token \"", it->second.content, "\"");
@@ -102,6 +131,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
   tokenizer->template_prefix_ = std::move(spec->template_prefix);
   tokenizer->template_suffix_ = std::move(spec->template_suffix);
 
+  absl::StatusOr<std::unique_ptr<internal::Normalizer>> normalizer =
+      internal::Normalizer::Create(std::move(spec->normalizer), source_name);
+  if (!normalizer.ok()) return normalizer.status();
+  tokenizer->normalizer_ = *std::move(normalizer);
+
   absl::StatusOr<std::unique_ptr<internal::PreTokenizer>> pre_tokenizer =
       internal::PreTokenizer::Create(std::move(spec->pre_tokenizer), source_name);
   if (!pre_tokenizer.ok()) return pre_tokenizer.status();
@@ -113,20 +147,35 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_special_t
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   if (add_special_tokens) ids.assign(template_prefix_.begin(), template_prefix_.end());
-  added_matcher_->Split(text, [&](std::string_view piece, std::optional<int32_t> added_id) {
+  auto encode_words = [&](std::string_view piece, bool at_start) {
+    pre_tokenizer_->Split(piece, at_start,
+                          [&](std::string_view word) { model_->EncodeWord(word, &ids); });
+  };
+  std::string buffer;
+  added_matcher_->SplitRaw(text, [&](std::string_view piece, std::optional<int32_t> added_id) {
     if (added_id.has_value()) {
       ids.push_back(*added_id);
       return;
     }
-    pre_tokenizer_->Split(piece, [&](std::string_view word) { model_->EncodeWord(word, &ids); });
+    const bool at_start = piece.data() == text.data();
+    const std::string_view normalized =
+        normalizer_->empty() ? piece : normalizer_->Apply(piece, &buffer);
+    added_matcher_->SplitNormalized(
+        normalized, [&](std::string_view part, std::optional<int32_t> normalized_id) {
+          if (normalized_id.has_value()) {
+            ids.push_back(*normalized_id);
+          } else {
+            encode_words(part, at_start && part.data() == normalized.data());
+          }
+        });
   });
   if (add_special_tokens) ids.insert(ids.end(), template_suffix_.begin(), template_suffix_.end());
   return ids;
 }
 
 const std::string* Tokenizer::FindTokenBytes(int32_t id) const {
-  if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) return &it->second.content;
-  return model_->HasToken(id) ? &model_->bytes(id) : nullptr;
+  if (const auto it = added_by_id_.find(id); it != added_by_id_.end()) return &it->second.bytes;
+  return model_->HasToken(id) ? &model_token_bytes_[id] : nullptr;
 }
 
 absl::StatusOr<std::string_view> Tokenizer::TokenBytesView(int32_t id) const {
@@ -141,6 +190,13 @@ absl::StatusOr<std::string_view> Tokenizer::TokenBytesView(int32_t id) const {
   return std::string_view(*bytes);
 }
 
+absl::StatusOr<std::string_view> Tokenizer::FirstTokenBytesView(int32_t id) const {
+  if (const auto it = first_token_bytes_.find(id); it != first_token_bytes_.end()) {
+    return std::string_view(it->second);
+  }
+  return TokenBytesView(id);
+}
+
 absl::StatusOr<std::string> Tokenizer::TokenBytes(int32_t id) const {
   absl::StatusOr<std::string_view> bytes = TokenBytesView(id);
   if (!bytes.ok()) return bytes.status();
@@ -153,14 +209,26 @@ absl::StatusOr<std::string> Tokenizer::Decode(std::span<const int32_t> ids,
   // what HF gives when it flushes the byte buffer at each added token.
   std::string bytes;
   bytes.reserve(ids.size() * 4);
+  bool first = true;
   for (int32_t id : ids) {
     absl::StatusOr<std::string_view> token = TokenBytesView(id);
     if (!token.ok()) return token.status();
     if (skip_special_tokens && IsSpecial(id)) continue;
+    if (first) {
+      token = FirstTokenBytesView(id);
+      first = false;
+    }
     bytes.append(*token);
   }
   std::string text;
   internal::AppendLossyUtf8(bytes, &text);
+  size_t strip = 0;
+  for (int i = 0; i < leading_strip_count_ &&
+                  text.compare(strip, leading_strip_char_.size(), leading_strip_char_) == 0;
+       ++i) {
+    strip += leading_strip_char_.size();
+  }
+  text.erase(0, strip);
   return text;
 }
 

@@ -1,13 +1,17 @@
-// Text ↔ token ids for byte-level BPE models (GPT-2 and Llama 3 style), loaded from a Hugging
-// Face tokenizer.json and following the `tokenizers` library's encode and decode. Regex classes
-// (\p{L}, \s...) use PCRE2's Unicode tables, so letters added by newer Unicode versions than
-// PCRE2's may split differently. Single sequences only (no pairs, offsets or truncation).
+// Text ↔ token ids for BPE models loaded from a Hugging Face tokenizer.json, following the
+// `tokenizers` library's encode and decode: byte-level ones (GPT-2, Llama 3, Qwen2/3, Mistral
+// Nemo) and SentencePiece-style ones (Llama 2, Mistral 7B: Metaspace, byte_fallback). Regex
+// classes (\p{L}, \s...) use PCRE2's Unicode tables and normalization ICU's, so characters
+// added by newer Unicode versions may split differently. Single sequences only (no pairs,
+// offsets or truncation).
 //
-// Supported: model BPE (merges as "a b" or ["a", "b"], ignore_merges), added tokens (special or
-// not; single_word, lstrip, rstrip), no normalizer, pre_tokenizer ByteLevel or a Sequence of
-// Split (Regex or String pattern, any behavior, invert) ending with ByteLevel, decoder
-// ByteLevel, post_processor TemplateProcessing / ByteLevel / a Sequence of them. Anything else
-// is refused at load time with an Unimplemented status.
+// Supported: model BPE (merges as "a b" or ["a", "b"], ignore_merges, byte_fallback, unk_token,
+// fuse_unk); added tokens (special or not; single_word, lstrip, rstrip, normalized); normalizers
+// NFC, NFD, NFKC, NFKD, Lowercase, Strip, Prepend, Replace and Sequence; pre-tokenizers
+// ByteLevel (last), Split, Digits, Metaspace and Sequence; decoders ByteLevel, or Replace /
+// Metaspace / Strip per token, then ByteFallback, then Fuse and a leading Strip; post-processors
+// TemplateProcessing, ByteLevel and Sequence. Anything else is refused at load time with an
+// Unimplemented status that names it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +31,9 @@ namespace kvd::engine {
 namespace internal {
 class AddedTokenMatcher;
 class BpeModel;
+class Normalizer;
 class PreTokenizer;
+class TokenDecoder;
 }  // namespace internal
 
 // Immutable after loading; every method is safe to call from many threads at once.
@@ -47,22 +53,31 @@ class Tokenizer {
   Tokenizer& operator=(const Tokenizer&) = delete;
 
   // Text → ids, as HF's `tokenizer.encode(text, add_special_tokens=...)`: added tokens are
-  // matched literally first, the rest is pre-tokenized, mapped to bytes and merged by BPE rank;
+  // matched literally first, the rest is normalized, pre-tokenized and merged by BPE rank;
   // add_special_tokens applies the post-processor's template (e.g. BOS before the text).
   // Any bytes are accepted; invalid UTF-8 is encoded byte by byte.
   std::vector<int32_t> Encode(std::string_view text, bool add_special_tokens = true) const;
 
-  // Ids → text, as HF's `tokenizer.decode`: the concatenated token bytes, with invalid UTF-8
-  // replaced by U+FFFD. skip_special_tokens drops added tokens marked special. An id that names
-  // no token is InvalidArgument.
+  // Ids → text, as HF's `tokenizer.decode`: the concatenated token bytes (the first token's from
+  // FirstTokenBytesView), with each maximal invalid UTF-8 sequence replaced by one U+FFFD, less
+  // the leading characters a Strip decoder removes. skip_special_tokens drops added tokens marked
+  // special. An id that names no token is InvalidArgument.
   [[nodiscard]] absl::StatusOr<std::string> Decode(std::span<const int32_t> ids,
                                                    bool skip_special_tokens = false) const;
 
-  // The raw bytes token `id` stands for (possibly part of a UTF-8 character); for an added
-  // token, its content. InvalidArgument when no token has that id.
+  // The raw bytes token `id` contributes to decoded text (possibly part of a UTF-8 character:
+  // " hello" for "▁hello", 0x0A for "<0x0A>"); for an added token of a byte-level vocab, its
+  // content. InvalidArgument when no token has that id.
   [[nodiscard]] absl::StatusOr<std::string> TokenBytes(int32_t id) const;
   // TokenBytes without the copy: the view lives as long as the tokenizer.
   [[nodiscard]] absl::StatusOr<std::string_view> TokenBytesView(int32_t id) const;
+  // The bytes `id` contributes when it is the first token decoded: TokenBytesView, except under
+  // a Metaspace decoder, which drops the first token's metaspaces.
+  [[nodiscard]] absl::StatusOr<std::string_view> FirstTokenBytesView(int32_t id) const;
+  // Decoded text loses up to leading_strip_count() copies of leading_strip_char() at its start
+  // (a Strip decoder after Fuse, as Llama 2's drops the space its normalizer prepends).
+  int leading_strip_count() const { return leading_strip_count_; }
+  const std::string& leading_strip_char() const { return leading_strip_char_; }
 
   // One past the largest id of the model vocab and the added tokens.
   int32_t vocab_size() const { return vocab_size_; }
@@ -80,6 +95,7 @@ class Tokenizer {
   // What an id stands for, when it is an added token.
   struct AddedInfo {
     std::string content;
+    std::string bytes;  // what it decodes to
     bool special = false;
   };
 
@@ -89,7 +105,12 @@ class Tokenizer {
 
   std::unique_ptr<internal::BpeModel> model_;
   std::unique_ptr<internal::AddedTokenMatcher> added_matcher_;
+  std::unique_ptr<internal::Normalizer> normalizer_;
   std::unique_ptr<internal::PreTokenizer> pre_tokenizer_;
+  std::vector<std::string> model_token_bytes_;  // by model id; empty for absent ids
+  absl::flat_hash_map<int32_t, std::string> first_token_bytes_;  // where they differ
+  int leading_strip_count_ = 0;
+  std::string leading_strip_char_;
   absl::flat_hash_map<int32_t, AddedInfo> added_by_id_;
   absl::flat_hash_map<std::string, int32_t> added_by_content_;
   std::vector<int32_t> template_prefix_;

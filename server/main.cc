@@ -4,10 +4,12 @@
 
 #include "CLI/CLI.hpp"
 #include "server/cli/bench_command.h"
+#include "server/cli/chat_template_command.h"
 #include "server/cli/generate_command.h"
 #include "server/cli/hash_key_command.h"
 #include "server/cli/info_command.h"
 #include "server/cli/serve_command.h"
+#include "server/cli/tokenize_command.h"
 #include "server/version.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +27,8 @@ int main(int argc, char** argv) {
   kvd::server::AddInfoCommand(app);
   kvd::server::AddServeCommand(app);
   kvd::server::AddHashKeyCommand(app);
+  kvd::server::AddTokenizeCommands(app);
+  kvd::server::AddChatTemplateCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

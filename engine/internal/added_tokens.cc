@@ -76,17 +76,6 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) {
   normalized_.Finish();
 }
 
-void AddedTokenMatcher::Split(std::string_view text, EmitFn emit) const {
-  if (text.empty()) return;
-  non_normalized_.Split(text, [&](std::string_view piece, std::optional<int32_t> id) {
-    if (id.has_value()) {
-      emit(piece, id);
-    } else {
-      normalized_.Split(piece, emit);
-    }
-  });
-}
-
 void AddedTokenMatcher::TokenSet::Add(const AddedToken& token) { tokens_.push_back(token); }
 
 void AddedTokenMatcher::TokenSet::Finish() {

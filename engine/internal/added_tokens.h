@@ -19,9 +19,8 @@ struct AddedToken {
   bool single_word = false;  // match only when not inside a word
   bool lstrip = false;       // the match absorbs whitespace on its left
   bool rstrip = false;       // the match absorbs whitespace on its right
-  bool normalized =
-      false;             // matched after the normalizer (no normalizer is supported: ordering only)
-  bool special = false;  // removed by skip_special_tokens
+  bool normalized = false;   // matched in the normalized text rather than the raw text
+  bool special = false;      // removed by skip_special_tokens
 };
 
 class AddedTokenMatcher {
@@ -31,11 +30,12 @@ class AddedTokenMatcher {
 
   using EmitFn = absl::FunctionRef<void(std::string_view text, std::optional<int32_t> id)>;
 
-  // Splits `text` into added tokens (emit(matched text, id)) and the plain text between them
-  // (emit(text, nullopt)), in order. Plain pieces are never empty. Tokens not marked normalized
-  // are split on first, then normalized ones; each pass takes the leftmost, then longest match.
-  // Thread-safe.
-  void Split(std::string_view text, EmitFn emit) const;
+  // Split `text` into added tokens (emit(matched text, id)) and the plain text between them
+  // (emit(text, nullopt)), in order; plain pieces are never empty. Each pass takes the leftmost,
+  // then longest match. As in HF, the raw text is split on the tokens not marked normalized, and
+  // each plain piece, once normalized, on the normalized ones. Thread-safe.
+  void SplitRaw(std::string_view text, EmitFn emit) const { non_normalized_.Split(text, emit); }
+  void SplitNormalized(std::string_view text, EmitFn emit) const { normalized_.Split(text, emit); }
 
  private:
   // One pass: the tokens of one `normalized` kind.

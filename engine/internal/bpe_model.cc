@@ -1,5 +1,6 @@
 #include "engine/internal/bpe_model.h"
 
+#include <algorithm>
 #include <limits>
 #include <queue>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/internal/byte_level.h"
+#include "engine/internal/utf8.h"
 
 namespace kvd::engine::internal {
 namespace {
@@ -30,6 +32,9 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(BpeModelConfig config
   };
   std::unique_ptr<BpeModel> model(new BpeModel());
   model->ignore_merges_ = config.ignore_merges;
+  model->byte_level_ = config.byte_level;
+  model->byte_fallback_ = config.byte_fallback;
+  model->fuse_unk_ = config.fuse_unk;
 
   int32_t id_end = 0;
   for (const auto& [symbol, id] : config.vocab) {
@@ -48,22 +53,40 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(BpeModelConfig config
                    symbol, "\"");
     }
     token.present = true;
-    std::optional<std::string> bytes = DecodeByteLevel(symbol);
-    token.bytes = bytes.has_value() ? *std::move(bytes) : symbol;
     model->symbol_to_id_.emplace(symbol, id);
+    if (!config.byte_level) {
+      char32_t c;
+      if (!symbol.empty() && DecodeUtf8At(symbol, 0, &c) == symbol.size() &&
+          c != static_cast<char32_t>(-1)) {
+        model->char_ids_.emplace(c, id);
+      }
+    }
     token.symbol = std::move(symbol);
   }
 
-  const std::array<std::string, 256>& byte_symbols = ByteLevelSymbols();
-  for (int b = 0; b < 256; ++b) {
-    const std::optional<int32_t> id = model->SymbolToId(byte_symbols[b]);
-    if (!id.has_value()) {
-      return error(
-          absl::StrFormat("model.vocab: no token for byte 0x%02X (\"%s\"); a byte-level "
-                          "vocab must spell all 256 bytes",
-                          b, byte_symbols[b]));
+  if (config.byte_level) {
+    const std::array<std::string, 256>& byte_symbols = ByteLevelSymbols();
+    for (int b = 0; b < 256; ++b) {
+      const std::optional<int32_t> id = model->SymbolToId(byte_symbols[b]);
+      if (!id.has_value()) {
+        return error(
+            absl::StrFormat("model.vocab: no token for byte 0x%02X (\"%s\"); a byte-level "
+                            "vocab must spell all 256 bytes",
+                            b, byte_symbols[b]));
+      }
+      model->byte_ids_[b] = *id;
     }
-    model->byte_ids_[b] = *id;
+  } else {
+    for (int b = 0; b < 256; ++b) {
+      model->fallback_ids_[b] = model->SymbolToId(absl::StrFormat("<0x%02X>", b)).value_or(-1);
+    }
+    if (!config.unk_token.empty()) {
+      const std::optional<int32_t> unk = model->SymbolToId(config.unk_token);
+      if (!unk.has_value()) {
+        return error("model.unk_token: \"", config.unk_token, "\" is not in the vocab");
+      }
+      model->unk_id_ = *unk;
+    }
   }
 
   model->merges_.reserve(config.merges.size());
@@ -101,19 +124,50 @@ BpeModel::Symbols BpeModel::ByteSymbols(std::string_view word) const {
   return symbols;
 }
 
+BpeModel::Symbols BpeModel::CharacterSymbols(std::string_view word) const {
+  Symbols symbols;
+  bool last_unknown = false;
+  size_t pos = 0;
+  while (pos < word.size()) {
+    char32_t c;
+    const size_t n = DecodeUtf8At(word, pos, &c);
+    const std::string_view character = word.substr(pos, n);
+    pos += n;
+    if (c != static_cast<char32_t>(-1)) {
+      if (const auto it = char_ids_.find(c); it != char_ids_.end()) {
+        symbols.push_back(it->second);
+        last_unknown = false;
+        continue;
+      }
+    }
+    if (byte_fallback_ && std::all_of(character.begin(), character.end(), [&](char b) {
+          return fallback_ids_[static_cast<unsigned char>(b)] >= 0;
+        })) {
+      for (char b : character) symbols.push_back(fallback_ids_[static_cast<unsigned char>(b)]);
+      last_unknown = false;
+      continue;
+    }
+    if (unk_id_ >= 0 && !(fuse_unk_ && last_unknown)) symbols.push_back(unk_id_);
+    last_unknown = unk_id_ >= 0;  // without an unknown token the character is dropped, as in HF
+  }
+  return symbols;
+}
+
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
-  if (word.size() == 1) {
+  if (word.size() == 1 && byte_level_) {
     ids->push_back(byte_ids_[static_cast<unsigned char>(word[0])]);
     return;
   }
   if (cache_.Lookup(word, ids)) return;
   if (ignore_merges_) {
-    if (const std::optional<int32_t> id = SymbolToId(EncodeByteLevel(word)); id.has_value()) {
+    const std::optional<int32_t> id =
+        byte_level_ ? SymbolToId(EncodeByteLevel(word)) : SymbolToId(word);
+    if (id.has_value()) {
       ids->push_back(*id);
       return;  // Found in the vocab directly: cheaper than the cache, no need to cache it.
     }
   }
-  Symbols symbols = ByteSymbols(word);
+  Symbols symbols = byte_level_ ? ByteSymbols(word) : CharacterSymbols(word);
   if (symbols.size() <= kMaxScanSymbols) {
     MergeByScan(symbols);
   } else {

@@ -1,6 +1,6 @@
-// Reads a Hugging Face tokenizer.json describing a byte-level BPE tokenizer into plain structs,
-// checking its shape and rejecting the features kvd does not implement. Cross-checks that need
-// the vocabulary (merges, added token ids) happen when the parts are built.
+// Reads a Hugging Face tokenizer.json describing a BPE tokenizer into plain structs, checking its
+// shape and rejecting the features kvd does not implement. Cross-checks that need the vocabulary
+// (merges, added token ids) happen when the parts are built.
 #pragma once
 
 #include <cstdint>
@@ -10,15 +10,19 @@
 #include "absl/status/statusor.h"
 #include "engine/internal/added_tokens.h"
 #include "engine/internal/bpe_model.h"
+#include "engine/internal/normalizer.h"
 #include "engine/internal/pretokenize.h"
+#include "engine/internal/token_decoder.h"
 
 namespace kvd::engine::internal {
 
 struct TokenizerSpec {
   BpeModelConfig model;
   std::vector<AddedToken> added_tokens;
+  std::vector<NormalizerStep> normalizer;
   // Applied in order before the byte-level mapping (which the BPE model does).
   std::vector<PreTokenizerStep> pre_tokenizer;
+  std::vector<DecoderStep> decoder;
   // Ids the post-processor puts around the encoded text when special tokens are added.
   std::vector<int32_t> template_prefix;
   std::vector<int32_t> template_suffix;

@@ -93,7 +93,12 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(
   std::vector<Step> compiled;
   compiled.reserve(steps.size());
   for (const PreTokenizerStep& step : steps) {
-    Step s{step.kind, nullptr, step.behavior, step.invert};
+    Step s{step.kind,    nullptr,      step.behavior,       step.invert,
+           step.pattern, step.prepend, step.metaspace_split};
+    if (step.kind == PreTokenizerStep::Kind::kMetaspace && step.pattern.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(std::string(source_name), ": ", step.json_path, ": empty replacement"));
+    }
     if (step.kind == PreTokenizerStep::Kind::kSplit) {
       absl::StatusOr<std::unique_ptr<Regex>> regex = Regex::Compile(step, source_name);
       if (!regex.ok()) return regex.status();
@@ -107,13 +112,46 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(
 PreTokenizer::PreTokenizer(std::vector<Step> steps) : steps_(std::move(steps)) {}
 PreTokenizer::~PreTokenizer() = default;
 
-void PreTokenizer::Split(std::string_view text,
+void PreTokenizer::Split(std::string_view text, bool at_start,
                          absl::FunctionRef<void(std::string_view)> emit) const {
   Scratch scratch(steps_);
-  Apply(0, text, scratch, emit);
+  Apply(0, text, at_start, scratch, emit);
 }
 
-void PreTokenizer::Apply(size_t step_index, std::string_view piece, Scratch& scratch,
+void PreTokenizer::ApplyMetaspace(size_t step_index, std::string_view piece, bool at_start,
+                                  Scratch& scratch,
+                                  absl::FunctionRef<void(std::string_view)> emit) const {
+  const Step& step = steps_[step_index];
+  const std::string& rep = step.replacement;
+  std::string replaced;
+  replaced.reserve(piece.size() + rep.size() * 4);
+  const bool prepend = step.prepend == PreTokenizerStep::Prepend::kAlways ||
+                       (step.prepend == PreTokenizerStep::Prepend::kFirst && at_start);
+  bool starts_with_rep = piece.starts_with(rep) || piece.front() == ' ';
+  if (prepend && !starts_with_rep) replaced.append(rep);
+  for (char c : piece) {
+    if (c == ' ') {
+      replaced.append(rep);
+    } else {
+      replaced.push_back(c);
+    }
+  }
+  if (!step.metaspace_split) {
+    Apply(step_index + 1, replaced, at_start, scratch, emit);
+    return;
+  }
+  // Split before each replacement character (HF's MergedWithNext on it).
+  const std::string_view text = replaced;
+  size_t begin = 0;
+  for (size_t at = text.find(rep, rep.size()); at != std::string_view::npos;
+       at = text.find(rep, at + rep.size())) {
+    Apply(step_index + 1, text.substr(begin, at - begin), at_start && begin == 0, scratch, emit);
+    begin = at;
+  }
+  Apply(step_index + 1, text.substr(begin), at_start && begin == 0, scratch, emit);
+}
+
+void PreTokenizer::Apply(size_t step_index, std::string_view piece, bool at_start, Scratch& scratch,
                          absl::FunctionRef<void(std::string_view)> emit) const {
   // Hugging Face drops empty pieces after every step.
   if (piece.empty()) return;
@@ -123,8 +161,12 @@ void PreTokenizer::Apply(size_t step_index, std::string_view piece, Scratch& scr
   }
   const Step& step = steps_[step_index];
   auto next = [&](size_t begin, size_t end) {
-    Apply(step_index + 1, piece.substr(begin, end - begin), scratch, emit);
+    Apply(step_index + 1, piece.substr(begin, end - begin), at_start && begin == 0, scratch, emit);
   };
+  if (step.kind == PreTokenizerStep::Kind::kMetaspace) {
+    ApplyMetaspace(step_index, piece, at_start, scratch, emit);
+    return;
+  }
   if (step.kind == PreTokenizerStep::Kind::kPrefixSpace) {
     if (piece.front() == ' ') {
       next(0, piece.size());
@@ -133,7 +175,7 @@ void PreTokenizer::Apply(size_t step_index, std::string_view piece, Scratch& scr
       with_space.reserve(piece.size() + 1);
       with_space.push_back(' ');
       with_space.append(piece);
-      Apply(step_index + 1, with_space, scratch, emit);
+      Apply(step_index + 1, with_space, at_start, scratch, emit);
     }
     return;
   }

@@ -1,6 +1,6 @@
-// The pre-tokenizer of a byte-level BPE tokenizer.json: the regex splits (PCRE2) and the ByteLevel
-// prefix space it configures, applied in order to the text between added tokens. The byte-level
-// mapping itself happens in the BPE model.
+// The pre-tokenizer of a tokenizer.json: regex splits (PCRE2; Split, Digits, ByteLevel's regex),
+// ByteLevel's prefix space and Metaspace, applied in order to the normalized text between added
+// tokens. The byte-level mapping itself happens in the BPE model.
 #pragma once
 
 #include <memory>
@@ -25,13 +25,18 @@ struct PreTokenizerStep {
   enum class Kind {
     kSplit,        // split each piece on `pattern`
     kPrefixSpace,  // ByteLevel add_prefix_space: prepend ' ' to a piece not starting with one
+    kMetaspace,    // spaces become `pattern` (▁), which is prepended and split on
   };
+  // kMetaspace: which pieces get the replacement prepended (when they do not start with it).
+  enum class Prepend { kAlways, kFirst, kNever };
   Kind kind = Kind::kSplit;
-  std::string pattern;  // a PCRE2 regex, or a literal string when `literal`
+  std::string pattern;  // a PCRE2 regex, a literal when `literal`; kMetaspace: the replacement
   bool literal = false;
   SplitBehavior behavior = SplitBehavior::kIsolated;
-  bool invert = false;    // split on what the pattern does not match
-  std::string json_path;  // where in tokenizer.json the step came from, for errors
+  bool invert = false;                 // split on what the pattern does not match
+  Prepend prepend = Prepend::kAlways;  // kMetaspace; kFirst: only the piece at the text's start
+  bool metaspace_split = true;         // kMetaspace: split before each replacement character
+  std::string json_path;               // where in tokenizer.json the step came from, for errors
 };
 
 class PreTokenizer {
@@ -43,9 +48,11 @@ class PreTokenizer {
   PreTokenizer(const PreTokenizer&) = delete;
   PreTokenizer& operator=(const PreTokenizer&) = delete;
 
-  // Calls `emit` with each non-empty pre-token of `text`, in order. Thread-safe. Text that is not
-  // valid UTF-8 is accepted: invalid bytes match no pattern item and end up in the gaps.
-  void Split(std::string_view text, absl::FunctionRef<void(std::string_view)> emit) const;
+  // Calls `emit` with each non-empty pre-token of `text`, in order. `at_start`: `text` begins the
+  // whole input (Metaspace's "first" scheme). Thread-safe. Text that is not valid UTF-8 is
+  // accepted: invalid bytes match no pattern item and end up in the gaps.
+  void Split(std::string_view text, bool at_start,
+             absl::FunctionRef<void(std::string_view)> emit) const;
 
  private:
   class Regex;
@@ -54,12 +61,17 @@ class PreTokenizer {
     std::unique_ptr<Regex> regex;
     SplitBehavior behavior;
     bool invert;
+    std::string replacement;  // kMetaspace
+    PreTokenizerStep::Prepend prepend;
+    bool metaspace_split;
   };
   struct Scratch;
 
   explicit PreTokenizer(std::vector<Step> steps);
-  void Apply(size_t step, std::string_view piece, Scratch& scratch,
+  void Apply(size_t step, std::string_view piece, bool at_start, Scratch& scratch,
              absl::FunctionRef<void(std::string_view)> emit) const;
+  void ApplyMetaspace(size_t step, std::string_view piece, bool at_start, Scratch& scratch,
+                      absl::FunctionRef<void(std::string_view)> emit) const;
 
   std::vector<Step> steps_;
 };

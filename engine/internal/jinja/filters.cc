@@ -2,7 +2,9 @@
 #include "engine/internal/jinja/filters.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -83,8 +85,9 @@ absl::StatusOr<Value> FilterString(const Value& input, CallArgs& args) {
   return Value::String(input.Str());
 }
 
-// Python's int(text): optional sign and surrounding whitespace, digits with `_` separators.
-std::optional<int64_t> ParseInt(const std::string& text) {
+// Python's int(text, base): optional sign and surrounding whitespace, digits with `_`
+// separators (and, in base 16, an optional 0x prefix).
+std::optional<int64_t> ParseInt(const std::string& text, int base) {
   const std::string trimmed = Strip(text, std::nullopt, true, true);
   std::string digits;
   for (char c : trimmed) {
@@ -93,14 +96,20 @@ std::optional<int64_t> ParseInt(const std::string& text) {
   if (digits.empty()) return std::nullopt;
   char* end = nullptr;
   errno = 0;
-  const long long value = std::strtoll(digits.c_str(), &end, 10);
+  const long long value = std::strtoll(digits.c_str(), &end, base);
   if (*end != '\0' || errno != 0 || IsSpace(digits[0])) return std::nullopt;
   return value;
 }
 
+// Python's float(text). strtod also reads hexadecimal ("0x1A"), which Python refuses.
 std::optional<double> ParseFloat(const std::string& text) {
   const std::string trimmed = Strip(text, std::nullopt, true, true);
   if (trimmed.empty()) return std::nullopt;
+  const size_t digits = trimmed[0] == '+' || trimmed[0] == '-' ? 1 : 0;
+  if (trimmed.size() > digits + 1 && trimmed[digits] == '0' &&
+      (trimmed[digits + 1] == 'x' || trimmed[digits + 1] == 'X')) {
+    return std::nullopt;
+  }
   char* end = nullptr;
   const double value = std::strtod(trimmed.c_str(), &end);
   if (*end != '\0') return std::nullopt;
@@ -110,6 +119,8 @@ std::optional<double> ParseFloat(const std::string& text) {
 absl::StatusOr<Value> FilterInt(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("int", "default", "base");
   const Value fallback = bound[0].has_value() ? *bound[0] : Value::Int(0);
+  KVD_JINJA_ASSIGN_OR_RETURN(int64_t base, IntArg(bound[1], "int base", 10));
+  if (base < 2 || base > 36) return absl::InvalidArgumentError("int() base must be >= 2 and <= 36");
   if (input.is_int()) return input;
   if (input.is_bool()) return Value::Int(input.bool_value() ? 1 : 0);
   if (input.is_float()) {
@@ -118,7 +129,8 @@ absl::StatusOr<Value> FilterInt(const Value& input, CallArgs& args) {
     return Value::Int(static_cast<int64_t>(f));
   }
   if (input.is_string()) {
-    if (std::optional<int64_t> i = ParseInt(input.string_value()); i.has_value()) {
+    if (std::optional<int64_t> i = ParseInt(input.string_value(), static_cast<int>(base));
+        i.has_value()) {
       return Value::Int(*i);
     }
     // jinja2 falls back to int(float(text)).
@@ -172,6 +184,13 @@ absl::StatusOr<Value> FilterRound(const Value& input, CallArgs& args) {
       const double rounded = std::nearbyint(scaled) / scale;
       if (std::fabs(rounded) >= 9.2e18) return absl::InvalidArgumentError("integer overflow");
       return Value::Int(static_cast<int64_t>(rounded));
+    }
+    if (precision >= 0 && std::isfinite(input.float_value())) {
+      // Python rounds the exact binary value (round(2.675, 2) is 2.67), as printf does.
+      const int digits = static_cast<int>(precision);
+      std::string text(std::snprintf(nullptr, 0, "%.*f", digits, input.float_value()), '\0');
+      std::snprintf(text.data(), text.size() + 1, "%.*f", digits, input.float_value());
+      return Value::Float(std::strtod(text.c_str(), nullptr));
     }
     return Value::Float(std::nearbyint(scaled) / scale);
   }

@@ -240,6 +240,16 @@ TEST(ChatTemplateFilters, Numbers) {
       "3.0 3.5 0 42 3 2 3 2.0 3.14 3.0 7 20 3");
 }
 
+TEST(ChatTemplateFilters, NumbersParseAndRoundAsPythonDoes) {
+  // float() refuses hexadecimal, so '0x1A'|int falls back to the default; int() takes a base.
+  EXPECT_EQ(Render("{{ '0x1A'|int }} {{ '0x1A'|float }} {{ 'ff'|int(base=16) }} "
+                   "{{ '0x1A'|int(base=16) }} {{ '12'|int(7, 8) }}"),
+            "0 0.0 255 26 10");
+  // round() works on the exact binary value: 2.675 is stored just below 2.675.
+  EXPECT_EQ(Render("{{ 2.675|round(2) }} {{ 0.125|round(2) }} {{ 1.005|round(2) }}"),
+            "2.67 0.12 1.0");
+}
+
 TEST(ChatTemplateFilters, Sequences) {
   const Json vars = {
       {"ms", Json::array({Json{{"r", "u"}, {"n", 2}}, Json{{"r", "a"}, {"n", 1}}, Json{{"n", 3}}})},

@@ -153,8 +153,9 @@ TEST(TokenizerErrorsTest, UnsupportedPreTokenizer) {
   EXPECT_ERROR(LoadEdited([](nlohmann::json& d) { d["pre_tokenizer"]["type"] = "Whitespace"; }),
                kUnimplemented, HasSubstr("pre_tokenizer.type"),
                HasSubstr("pre_tokenizer type \"Whitespace\" is not supported"));
+  // A byte-level vocab and decoder without the ByteLevel pre-tokenizer.
   EXPECT_ERROR(LoadEdited([](nlohmann::json& d) { d["pre_tokenizer"] = nullptr; }), kUnimplemented,
-               HasSubstr("pre_tokenizer"), HasSubstr("no ByteLevel"));
+               HasSubstr("decoder"), HasSubstr("needs a ByteLevel pre-tokenizer"));
   EXPECT_ERROR(
       LoadEdited([](nlohmann::json& d) {
         d["pre_tokenizer"] = {
@@ -197,10 +198,21 @@ TEST(TokenizerErrorsTest, UnsupportedDecoder) {
 
 TEST(TokenizerErrorsTest, UnsupportedNormalizer) {
   EXPECT_ERROR(LoadEdited([](nlohmann::json& d) {
-                 d["normalizer"] = {{"type", "NFC"}};
+                 d["normalizer"] = {
+                     {"type", "Sequence"},
+                     {"normalizers", {{{"type", "NFC"}}, {{"type", "BertNormalizer"}}}}};
                }),
-               kUnimplemented, HasSubstr("normalizer.type"),
-               HasSubstr("normalizer type \"NFC\" is not supported"));
+               kUnimplemented, HasSubstr("normalizer.normalizers[1].type"),
+               HasSubstr("normalizer type \"BertNormalizer\" is not supported"));
+  EXPECT_ERROR(LoadEdited([](nlohmann::json& d) {
+                 d["decoder"] = {
+                     {"type", "Sequence"},
+                     {"decoders",
+                      {{{"type", "ByteFallback"}},
+                       {{"type", "Replace"}, {"pattern", {{"String", "x"}}}, {"content", "y"}}}}};
+               }),
+               kUnimplemented, HasSubstr("decoder.decoders[1]"),
+               HasSubstr("only Fuse (then Strip) may follow a ByteFallback decoder"));
   EXPECT_TRUE(LoadEdited([](nlohmann::json& d) {
                 d["normalizer"] = {{"type", "Sequence"}, {"normalizers", nlohmann::json::array()}};
               }).ok());

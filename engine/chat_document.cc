@@ -1,0 +1,137 @@
+// Document placement at the start of a chat's first system message, and the split of the
+// rendered prompt right after the document.
+#include "engine/chat_document.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "engine/internal/jinja/status_macros.h"
+
+namespace kvd::engine {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+bool IsSystemMessage(const Json& message) {
+  const auto role = message.find("role");
+  return role != message.end() && role->is_string() && (*role == "system" || *role == "developer");
+}
+
+// `messages` with `lead` (the document, possibly followed by a marker) at the start of the
+// first system message.
+absl::StatusOr<Json> PlaceDocument(const std::string& lead, const Json& messages) {
+  if (!messages.is_array()) return absl::InvalidArgumentError("messages must be a JSON array");
+  for (const Json& message : messages) {
+    if (!message.is_object()) return absl::InvalidArgumentError("each message must be an object");
+  }
+  Json placed = Json::array();
+  size_t rest = 0;
+  if (!messages.empty() && IsSystemMessage(messages[0])) {
+    Json first = messages[0];
+    const auto content = first.find("content");
+    if (content == first.end() || !content->is_string()) {
+      return absl::InvalidArgumentError(
+          "a system message that follows a document must have string content");
+    }
+    first["role"] = "system";
+    first["content"] = absl::StrCat(lead, "\n\n", content->get<std::string>());
+    placed.push_back(std::move(first));
+    rest = 1;
+  } else {
+    placed.push_back(Json{{"role", "system"}, {"content", lead}});
+  }
+  for (size_t i = rest; i < messages.size(); ++i) placed.push_back(messages[i]);
+  return placed;
+}
+
+// A marker that occurs nowhere in the inputs, so finding it in the output locates the end of
+// the document. Private-use characters keep it clear of anything a template matches on.
+std::string UniqueMarker(std::string_view document, const Json& messages, const Json& extra) {
+  // dump() throws on invalid UTF-8 unless told to replace it.
+  auto dump = [](const Json& json) {
+    return json.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
+  };
+  const std::string inputs = absl::StrCat(std::string(document), dump(messages), dump(extra));
+  std::string marker = "\xEE\x80\x80kvd-document-end\xEE\x80\x80";
+  for (int i = 0; inputs.find(marker) != std::string::npos; ++i) {
+    marker = absl::StrCat("\xEE\x80\x80kvd-document-end-", i, "\xEE\x80\x80");
+  }
+  return marker;
+}
+
+// Renders `messages` with the document followed by `marker` and cuts the output at the marker.
+absl::StatusOr<DocumentChat> RenderSplit(const ChatTemplate& chat_template,
+                                         const std::string& document, const std::string& marker,
+                                         const Json& messages, bool add_generation_prompt,
+                                         const Json& extra) {
+  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(document + marker, messages));
+  KVD_JINJA_ASSIGN_OR_RETURN(std::string rendered,
+                             chat_template.Render(placed, add_generation_prompt, extra));
+  const size_t at = rendered.find(marker);
+  if (at == std::string::npos) {
+    return absl::InvalidArgumentError(
+        "the chat template does not put the system message's content in the prompt");
+  }
+  if (rendered.find(marker, at + marker.size()) != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "the chat template repeats the system message's content in the prompt");
+  }
+  return DocumentChat{rendered.substr(0, at), rendered.substr(at + marker.size())};
+}
+
+Json Message(const char* role, const char* content) {
+  return Json{{"role", role}, {"content", content}};
+}
+
+}  // namespace
+
+absl::StatusOr<Json> MessagesWithDocument(std::string_view document, const Json& messages) {
+  return PlaceDocument(std::string(document), messages);
+}
+
+absl::StatusOr<DocumentChat> SplitDocumentChat(const ChatTemplate& chat_template,
+                                               std::string_view document, const Json& messages,
+                                               bool add_generation_prompt, const Json& extra) {
+  if (document.empty()) return absl::InvalidArgumentError("the document is empty");
+  const std::string text(document);
+  const std::string marker = UniqueMarker(document, messages, extra);
+  KVD_JINJA_ASSIGN_OR_RETURN(DocumentChat split, RenderSplit(chat_template, text, marker, messages,
+                                                             add_generation_prompt, extra));
+  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(text, messages));
+  KVD_JINJA_ASSIGN_OR_RETURN(std::string plain,
+                             chat_template.Render(placed, add_generation_prompt, extra));
+  // A template that trims, escapes or inspects the content renders it differently once the
+  // marker is inside, or not verbatim.
+  if (split.prefix + split.suffix != plain || !split.prefix.ends_with(text)) {
+    return absl::InvalidArgumentError(
+        "the chat template does not place the system message's content verbatim, so a "
+        "document's text cannot be a fixed prompt prefix");
+  }
+  // Templates that move the system text elsewhere (Mistral's into the last user turn) give a
+  // prefix that changes with the conversation: try one without and one with a system
+  // message of its own.
+  const Json probes[] = {
+      Json::array({Message("user", "How are you?")}),
+      Json::array({Message("system", "Answer briefly."), Message("user", "Hi"),
+                   Message("assistant", "Hello."), Message("user", "What is this about?")}),
+  };
+  for (const Json& probe : probes) {
+    absl::StatusOr<DocumentChat> other =
+        RenderSplit(chat_template, text, marker, probe, add_generation_prompt, extra);
+    if (!other.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot check that the chat template keeps a document's position: ",
+                       std::string(other.status().message())));
+    }
+    if (other->prefix != split.prefix) {
+      return absl::InvalidArgumentError(
+          "the chat template renders the text before the system message's content "
+          "differently for different conversations, so a document's text cannot be a fixed "
+          "prompt prefix");
+    }
+  }
+  return split;
+}
+
+}  // namespace kvd::engine
