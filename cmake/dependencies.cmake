@@ -13,7 +13,8 @@ find_package(ICU COMPONENTS uc REQUIRED)  # Unicode normalization (NFC...) for t
 find_package(Boost 1.74 REQUIRED)  # Beast and Asio, header-only
 find_package(yaml-cpp CONFIG REQUIRED)  # target `yaml-cpp` (no namespace in 0.7)
 find_package(prometheus-cpp CONFIG REQUIRED)  # prometheus-cpp::core only; /metrics is ours
-find_package(OpenSSL REQUIRED)  # SHA-256 of API keys
+find_package(OpenSSL REQUIRED)  # SHA-256 of API keys and of stored payloads
+find_package(RocksDB CONFIG REQUIRED)  # RocksDB::rocksdb-shared: the document store
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
 find_path(KVD_CBLAS_INCLUDE_DIR cblas.h
