@@ -1,0 +1,120 @@
+#include "cache_store/store/document_meta.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvd::cache_store {
+namespace {
+
+constexpr int kMetaFormatVersion = 1;
+
+nlohmann::json TimeToJson(absl::Time time) {
+  if (time == absl::InfiniteFuture()) return nullptr;
+  return absl::ToUnixMicros(time);
+}
+
+absl::Time TimeFromJson(const nlohmann::json& value) {
+  if (value.is_null()) return absl::InfiniteFuture();
+  return absl::FromUnixMicros(value.get<int64_t>());
+}
+
+absl::StatusOr<DocumentStatus> StatusFromName(const std::string& name) {
+  if (name == "processing") return DocumentStatus::kProcessing;
+  if (name == "ready") return DocumentStatus::kReady;
+  if (name == "failed") return DocumentStatus::kFailed;
+  return absl::DataLossError(absl::StrCat("stored document meta has unknown status ", name));
+}
+
+}  // namespace
+
+std::string DocumentStatusName(DocumentStatus status) {
+  switch (status) {
+    case DocumentStatus::kProcessing:
+      return "processing";
+    case DocumentStatus::kReady:
+      return "ready";
+    case DocumentStatus::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+absl::Status DocumentMeta::Validate() const {
+  if (id.empty()) return absl::InvalidArgumentError("document id is empty");
+  if (tenant.empty()) return absl::InvalidArgumentError("document tenant is empty");
+  if (!metadata.is_object()) {
+    return absl::InvalidArgumentError("document metadata must be a JSON object");
+  }
+  return absl::OkStatus();
+}
+
+std::string EncodeMeta(const DocumentMeta& meta) {
+  nlohmann::json json = {
+      {"format", kMetaFormatVersion},
+      {"id", meta.id},
+      {"tenant", meta.tenant},
+      {"status", DocumentStatusName(meta.status)},
+      {"failure_reason", meta.failure_reason},
+      {"created_us", TimeToJson(meta.created)},
+      {"expires_us", TimeToJson(meta.expires)},
+      {"token_count", meta.token_count},
+      {"kept_entries", meta.kept_entries},
+      {"stored_bytes", meta.stored_bytes},
+      {"method", meta.method},
+      {"ratio", meta.ratio},
+      {"metadata", meta.metadata},
+      {"identity",
+       {{"model_digest", meta.identity.model_digest},
+        {"tokenizer_digest", meta.identity.tokenizer_digest},
+        {"kv_dtype", meta.identity.kv_dtype},
+        {"method", meta.identity.method},
+        {"method_version", meta.identity.method_version},
+        {"ratio", meta.identity.ratio}}},
+  };
+  return json.dump();
+}
+
+absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
+  // nlohmann::json throws on malformed input or a wrong type; contain it here.
+  try {
+    const nlohmann::json json = nlohmann::json::parse(bytes);
+    const int format = json.at("format").get<int>();
+    if (format != kMetaFormatVersion) {
+      return absl::DataLossError(
+          absl::StrCat("stored document meta has unsupported format version ", format));
+    }
+    DocumentMeta meta;
+    meta.id = json.at("id").get<std::string>();
+    meta.tenant = json.at("tenant").get<std::string>();
+    absl::StatusOr<DocumentStatus> status = StatusFromName(json.at("status").get<std::string>());
+    if (!status.ok()) return status.status();
+    meta.status = *status;
+    meta.failure_reason = json.at("failure_reason").get<std::string>();
+    meta.created = TimeFromJson(json.at("created_us"));
+    meta.expires = TimeFromJson(json.at("expires_us"));
+    meta.token_count = json.at("token_count").get<int64_t>();
+    meta.kept_entries = json.at("kept_entries").get<int64_t>();
+    meta.stored_bytes = json.at("stored_bytes").get<int64_t>();
+    meta.method = json.at("method").get<std::string>();
+    meta.ratio = json.at("ratio").get<double>();
+    meta.metadata = json.at("metadata");
+    const nlohmann::json& identity = json.at("identity");
+    meta.identity.model_digest = identity.at("model_digest").get<std::string>();
+    meta.identity.tokenizer_digest = identity.at("tokenizer_digest").get<std::string>();
+    meta.identity.kv_dtype = identity.at("kv_dtype").get<std::string>();
+    meta.identity.method = identity.at("method").get<std::string>();
+    meta.identity.method_version = identity.at("method_version").get<std::string>();
+    meta.identity.ratio = identity.at("ratio").get<double>();
+    if (absl::Status valid = meta.Validate(); !valid.ok()) {
+      return absl::DataLossError(
+          absl::StrCat("stored document meta is invalid: ", std::string(valid.message())));
+    }
+    return meta;
+  } catch (const std::exception& error) {
+    return absl::DataLossError(
+        absl::StrCat("stored document meta is corrupt: ", std::string(error.what())));
+  }
+}
+
+}  // namespace kvd::cache_store

@@ -1,0 +1,46 @@
+// What the store knows about a document besides its KV: owner, lifecycle, sizes, the method
+// that compressed it and the identity its cache may be reused with. Stored as JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cache_store/store/cache_identity.h"
+#include "nlohmann/json.hpp"
+
+namespace kvd::cache_store {
+
+enum class DocumentStatus { kProcessing, kReady, kFailed };
+
+// "processing", "ready", "failed".
+std::string DocumentStatusName(DocumentStatus status);
+
+struct DocumentMeta {
+  std::string id;      // from DocumentStore::NewDocumentId()
+  std::string tenant;  // owner; every lookup is scoped to it
+  DocumentStatus status = DocumentStatus::kProcessing;
+  std::string failure_reason;  // why, when status is kFailed
+  absl::Time created = absl::UnixEpoch();
+  absl::Time expires = absl::InfiniteFuture();  // InfiniteFuture: never expires
+  int64_t token_count = 0;                      // tokens of the uncompressed document cache
+  int64_t kept_entries = 0;                     // entries kept over all (layer, kv head)
+  int64_t stored_bytes = 0;                     // encoded payload size; DocumentStore::Put sets it
+  std::string method;                           // compression method, e.g. "kvzip"
+  double ratio = 1.0;                           // fraction kept
+  nlohmann::json metadata = nlohmann::json::object();  // free-form, from the client
+  CacheIdentity identity;
+
+  // InvalidArgument for an empty id or tenant, or a non-object metadata.
+  [[nodiscard]] absl::Status Validate() const;
+
+  bool operator==(const DocumentMeta&) const = default;
+};
+
+// The stored JSON form, with a format version.
+std::string EncodeMeta(const DocumentMeta& meta);
+// DataLoss when `bytes` is not a meta this build can read.
+[[nodiscard]] absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes);
+
+}  // namespace kvd::cache_store

@@ -1,0 +1,86 @@
+// The persistent document store: each tenant's compressed document caches and their metadata
+// in RocksDB, reused by every later question and across restarts.
+//
+// Thread-safety: every method may be called from any thread concurrently; RocksDB serialises
+// writes and reads see consistent snapshots. The store holds no other mutable state.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cache_store/store/cache_identity.h"
+#include "cache_store/store/document_meta.h"
+#include "cache_store/store/document_payload.h"
+
+namespace rocksdb {
+class ColumnFamilyHandle;
+class DB;
+}  // namespace rocksdb
+
+namespace kvd::cache_store {
+
+// One page of a tenant's documents, in id order.
+struct DocumentPage {
+  std::vector<DocumentMeta> documents;
+  std::string next_page_token;  // pass to List for the next page; empty on the last page
+};
+
+class DocumentStore {
+ public:
+  // Opens the store in `dir`, creating the directory and column families `meta` and `kv` as
+  // needed. Unavailable (or RocksDB's code) when the directory is locked by another process.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentStore>> Open(
+      const std::filesystem::path& dir);
+
+  // A fresh document id: "doc-" then 128 random bits from OpenSSL's CSPRNG, URL-safe base64
+  // without padding (26 characters in all). Internal when the CSPRNG fails.
+  [[nodiscard]] static absl::StatusOr<std::string> NewDocumentId();
+
+  DocumentStore(const DocumentStore&) = delete;
+  DocumentStore& operator=(const DocumentStore&) = delete;
+  // Closes the database; data already written survives.
+  ~DocumentStore();
+
+  // Writes meta and payload in one atomic batch: readers see the old document or the new
+  // one, never half of it. Sets meta.stored_bytes and meta.kept_entries from the payload.
+  // InvalidArgument when either fails validation.
+  [[nodiscard]] absl::Status Put(DocumentMeta meta, const DocumentPayload& payload);
+  // Writes meta alone and drops any payload: a document that is processing or failed.
+  [[nodiscard]] absl::Status PutMeta(const DocumentMeta& meta);
+
+  // NotFound when the tenant has no document `id` (also when another tenant has one: the
+  // two cases answer the same). DataLoss when the stored meta is corrupt.
+  [[nodiscard]] absl::StatusOr<DocumentMeta> GetMeta(const std::string& tenant,
+                                                     const std::string& id) const;
+  // The document's cache, when it may be reused with `expected`: NotFound as GetMeta;
+  // FailedPrecondition naming the differing identity field, or when the document is not
+  // ready; DataLoss when the stored payload is corrupt.
+  [[nodiscard]] absl::StatusOr<DocumentPayload> GetPayload(const std::string& tenant,
+                                                           const std::string& id,
+                                                           const CacheIdentity& expected) const;
+  // Up to `limit` (1..1000) of the tenant's documents with ids after `page_token` (empty:
+  // from the start), in id order.
+  [[nodiscard]] absl::StatusOr<DocumentPage> List(const std::string& tenant,
+                                                  const std::string& page_token,
+                                                  int32_t limit) const;
+  // Removes the document; NotFound when the tenant has none with this id.
+  [[nodiscard]] absl::Status Delete(const std::string& tenant, const std::string& id);
+  // Removes every document of every tenant whose expiry is at or before `now`; returns how
+  // many. A document rewritten during the sweep may be removed by it.
+  [[nodiscard]] absl::StatusOr<int64_t> DeleteExpired(absl::Time now);
+
+ private:
+  DocumentStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; default, meta, kv
+  rocksdb::ColumnFamilyHandle* meta_;
+  rocksdb::ColumnFamilyHandle* kv_;
+};
+
+}  // namespace kvd::cache_store

@@ -1,0 +1,117 @@
+#include "cache_store/store/payload_codec.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "cache_store/store/internal/byte_io.h"
+#include "cache_store/store/internal/sha256.h"
+
+namespace kvd::cache_store {
+namespace {
+
+// Layout: magic[4] | version u32 | body_size u64 | body | sha256[32] over all preceding bytes.
+// Body: num_layers, num_kv_heads, head_dim, original_length (u32 each) | prefix_text string |
+// prefix token count u64, ids | per head: kept u32, keys, values, log_votes, positions, scores.
+constexpr std::string_view kMagic = "KVDP";
+constexpr size_t kHeaderSize = 4 + 4 + 8;
+constexpr size_t kChecksumSize = 32;
+
+absl::Status Corrupt(const std::string& what) {
+  return absl::DataLossError(absl::StrCat("stored document payload is corrupt: ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> EncodePayload(const DocumentPayload& payload) {
+  if (absl::Status status = payload.Validate(); !status.ok()) return status;
+  internal::ByteWriter body;
+  body.PutU32(static_cast<uint32_t>(payload.num_layers));
+  body.PutU32(static_cast<uint32_t>(payload.num_kv_heads));
+  body.PutU32(static_cast<uint32_t>(payload.head_dim));
+  body.PutU32(static_cast<uint32_t>(payload.original_length));
+  body.PutString(payload.prefix_text);
+  body.PutU64(payload.prefix_token_ids.size());
+  body.PutArray(payload.prefix_token_ids);
+  for (const HeadKv& head : payload.heads) {
+    body.PutU32(static_cast<uint32_t>(head.kept()));
+    body.PutArray(head.keys);
+    body.PutArray(head.values);
+    body.PutArray(head.log_votes);
+    body.PutArray(head.positions);
+    body.PutArray(head.scores);
+  }
+  internal::ByteWriter out;
+  out.PutBytes(kMagic);
+  out.PutU32(kPayloadFormatVersion);
+  out.PutU64(body.bytes().size());
+  out.PutBytes(body.bytes());
+  internal::Sha256Digest digest = internal::Sha256(out.bytes());
+  out.PutBytes(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  return out.Release();
+}
+
+absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes) {
+  if (bytes.size() < kHeaderSize + kChecksumSize) {
+    return Corrupt(absl::StrCat("truncated to ", bytes.size(), " bytes"));
+  }
+  if (bytes.substr(0, kMagic.size()) != kMagic) return Corrupt("bad magic");
+  internal::ByteReader header(bytes.substr(kMagic.size(), kHeaderSize - kMagic.size()));
+  uint32_t version = 0;
+  uint64_t body_size = 0;
+  if (!header.GetU32(version) || !header.GetU64(body_size)) return Corrupt("truncated header");
+  if (version != kPayloadFormatVersion) {
+    return Corrupt(absl::StrCat("unsupported format version ", version, " (this build reads ",
+                                kPayloadFormatVersion, ")"));
+  }
+  if (body_size != bytes.size() - kHeaderSize - kChecksumSize) {
+    return Corrupt(absl::StrCat("body of ", body_size, " bytes in a value of ", bytes.size(),
+                                " bytes (truncated or extended)"));
+  }
+  const std::string_view checked = bytes.substr(0, bytes.size() - kChecksumSize);
+  internal::Sha256Digest digest = internal::Sha256(checked);
+  if (std::memcmp(digest.data(), bytes.data() + checked.size(), kChecksumSize) != 0) {
+    return Corrupt("SHA-256 checksum mismatch");
+  }
+
+  internal::ByteReader body(checked.substr(kHeaderSize));
+  DocumentPayload payload;
+  uint32_t num_layers = 0, num_kv_heads = 0, head_dim = 0, original_length = 0;
+  uint64_t num_prefix_tokens = 0;
+  if (!body.GetU32(num_layers) || !body.GetU32(num_kv_heads) || !body.GetU32(head_dim) ||
+      !body.GetU32(original_length) || !body.GetString(payload.prefix_text) ||
+      !body.GetU64(num_prefix_tokens) ||
+      !body.GetArray(num_prefix_tokens, payload.prefix_token_ids)) {
+    return Corrupt("truncated body");
+  }
+  payload.num_layers = static_cast<int32_t>(num_layers);
+  payload.num_kv_heads = static_cast<int32_t>(num_kv_heads);
+  payload.head_dim = static_cast<int32_t>(head_dim);
+  payload.original_length = static_cast<int32_t>(original_length);
+  if (payload.num_layers <= 0 || payload.num_kv_heads <= 0 || payload.head_dim <= 0 ||
+      payload.original_length < 0) {
+    return Corrupt("invalid geometry");
+  }
+  // Every head takes at least its kept count, so a head count beyond that cannot be real.
+  const uint64_t num_heads = uint64_t{num_layers} * num_kv_heads;
+  if (num_heads > body.remaining() / sizeof(uint32_t)) return Corrupt("truncated heads");
+  payload.heads.resize(num_heads);
+  for (HeadKv& head : payload.heads) {
+    uint32_t kept = 0;
+    if (!body.GetU32(kept) || kept > original_length) return Corrupt("invalid kept count");
+    const uint64_t entries = uint64_t{kept} * head_dim;
+    if (!body.GetArray(entries, head.keys) || !body.GetArray(entries, head.values) ||
+        !body.GetArray(kept, head.log_votes) || !body.GetArray(kept, head.positions) ||
+        !body.GetArray(original_length, head.scores)) {
+      return Corrupt("truncated heads");
+    }
+  }
+  if (body.remaining() != 0) {
+    return Corrupt(absl::StrCat(body.remaining(), " unexpected trailing bytes"));
+  }
+  if (absl::Status status = payload.Validate(); !status.ok()) {
+    return Corrupt(std::string(status.message()));
+  }
+  return payload;
+}
+
+}  // namespace kvd::cache_store

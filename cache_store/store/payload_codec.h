@@ -1,0 +1,24 @@
+// The byte format of a stored DocumentPayload: magic, format version, body length, body and a
+// SHA-256 of everything before it. Decoding validates all of it, so a truncated, flipped or
+// inconsistent value is refused rather than loaded as a wrong cache.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "cache_store/store/document_payload.h"
+
+namespace kvd::cache_store {
+
+inline constexpr uint32_t kPayloadFormatVersion = 1;
+
+// InvalidArgument when the payload fails DocumentPayload::Validate.
+[[nodiscard]] absl::StatusOr<std::string> EncodePayload(const DocumentPayload& payload);
+
+// DataLoss with a message saying what is wrong (truncated, bad magic, unsupported version,
+// checksum mismatch, inconsistent contents); never crashes on any input.
+[[nodiscard]] absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes);
+
+}  // namespace kvd::cache_store
