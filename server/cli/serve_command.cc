@@ -18,6 +18,7 @@
 #include "server/auth/tenants.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/logging_setup.h"
+#include "server/cli/signal_watch.h"
 #include "server/config/config_loader.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
@@ -69,18 +70,6 @@ HttpServerOptions HttpOptions(const ListenConfig& listen) {
   return options;
 }
 
-// Blocks the signals the main thread waits for, before any other thread exists, so that they
-// are delivered to sigwait and not to an arbitrary thread.
-sigset_t BlockServeSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
-}
-
 // SIGHUP: the tenants of the configuration file replace the running ones; connections, requests
 // in flight and the tenants' rate buckets are kept. Anything else that changed in the file
 // waits for a restart.
@@ -103,14 +92,13 @@ void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
 
 // SIGTERM or SIGINT: /ready and new requests answer 503 at once; replies in flight get up to
 // `timeout` to finish. A second SIGTERM or SIGINT ends the wait; SIGHUP is ignored meanwhile.
-void Drain(ServingContext& context, const sigset_t& signals, absl::Duration timeout) {
+void Drain(ServingContext& context, SignalWatch& signals, absl::Duration timeout) {
   context.draining = true;
   spdlog::info("draining: {} replies in flight, up to {:.0f} s", context.replies_in_flight.load(),
                absl::ToDoubleSeconds(timeout));
   const absl::Time deadline = absl::Now() + timeout;
   while (context.replies_in_flight.load() > 0 && absl::Now() < deadline) {
-    const timespec poll{0, 50'000'000};
-    const int signal = sigtimedwait(&signals, nullptr, &poll);
+    const int signal = signals.Next(absl::Milliseconds(50));
     if ((signal == SIGTERM || signal == SIGINT) && context.replies_in_flight.load() > 0) {
       spdlog::warn("second signal: stopping without waiting for {} replies",
                    context.replies_in_flight.load());
@@ -121,7 +109,8 @@ void Drain(ServingContext& context, const sigset_t& signals, absl::Duration time
 }
 
 absl::Status RunServe(const ServeFlags& flags) {
-  const sigset_t signals = BlockServeSignals();
+  auto signals = SignalWatch::Install();
+  if (!signals.ok()) return signals.status();
   auto config = ResolveConfig(flags);
   if (!config.ok()) return config.status();
   if (auto status = ConfigureLogging(config->logging); !status.ok()) return status;
@@ -179,11 +168,8 @@ absl::Status RunServe(const ServeFlags& flags) {
   spdlog::info("serving {} on http://{}:{}", context.model.name, config->server.host,
                (*http)->port());
 
-  int signal = 0;
-  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
-    ReloadTenants(flags, tenants);
-  }
-  Drain(context, signals, absl::Seconds(config->server.drain_timeout_seconds));
+  while ((*signals)->Next() == SIGHUP) ReloadTenants(flags, tenants);
+  Drain(context, **signals, absl::Seconds(config->server.drain_timeout_seconds));
   (*http)->Stop();
   (*scheduler)->Stop();
   return absl::OkStatus();
