@@ -62,7 +62,12 @@ void KvBlockPool::Release(int32_t block) {
 }
 
 void KvBlockPool::CopyEntries(int32_t src, int32_t dst, int32_t count) {
-  backend_.CopyKvEntries(storage_, src, dst, count);
+  std::vector<kernels::KvSlot> from(count), to(count);
+  for (int32_t i = 0; i < count; ++i) {
+    from[i] = int64_t{src} * block_size() + i;
+    to[i] = int64_t{dst} * block_size() + i;
+  }
+  backend_.CopyKvSlots(storage_, from, to);
 }
 
 SequenceKv::SequenceKv(int32_t num_layers, int32_t num_kv_heads)
@@ -98,27 +103,45 @@ int64_t SequenceKv::BlocksToReserve(const KvBlockPool& pool, int32_t count) cons
 }
 
 absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
+  for (size_t i = 0; i < block_tables_.size(); ++i) {
+    if (auto status = ReserveHead(pool, i, count); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SequenceKv::ReserveEach(KvBlockPool& pool, std::span<const int32_t> counts) {
+  if (counts.size() != block_tables_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("kv cache: ", counts.size(),
+                                                   " counts for ", block_tables_.size(),
+                                                   " (layer, kv head) pairs"));
+  }
+  for (size_t i = 0; i < block_tables_.size(); ++i) {
+    if (auto status = ReserveHead(pool, i, counts[i]); !status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SequenceKv::ReserveHead(KvBlockPool& pool, size_t index, int32_t count) {
   const int32_t block_size = pool.block_size();
   auto exhausted = [&] {
     return absl::ResourceExhaustedError(absl::StrCat("kv cache: no free block for ", count,
                                                      " more entries (pool of ", pool.num_blocks(),
                                                      " blocks of ", block_size, " entries)"));
   };
-  for (size_t i = 0; i < block_tables_.size(); ++i) {
-    if (count > 0 && LastBlockIsShared(pool, i)) {
-      const int32_t copy = pool.Allocate();
-      if (copy < 0) return exhausted();
-      const int32_t shared = block_tables_[i].back();
-      pool.CopyEntries(shared, copy, lengths_[i] % block_size);
-      pool.Release(shared);
-      block_tables_[i].back() = copy;
-    }
-    const int64_t needed = (int64_t{lengths_[i]} + count + block_size - 1) / block_size;
-    while (static_cast<int64_t>(block_tables_[i].size()) < needed) {
-      const int32_t block = pool.Allocate();
-      if (block < 0) return exhausted();
-      block_tables_[i].push_back(block);
-    }
+  std::vector<int32_t>& table = block_tables_[index];
+  if (count > 0 && LastBlockIsShared(pool, index)) {
+    const int32_t copy = pool.Allocate();
+    if (copy < 0) return exhausted();
+    const int32_t shared = table.back();
+    pool.CopyEntries(shared, copy, lengths_[index] % block_size);
+    pool.Release(shared);
+    table.back() = copy;
+  }
+  const int64_t needed = (int64_t{lengths_[index]} + count + block_size - 1) / block_size;
+  while (static_cast<int64_t>(table.size()) < needed) {
+    const int32_t block = pool.Allocate();
+    if (block < 0) return exhausted();
+    table.push_back(block);
   }
   return absl::OkStatus();
 }
@@ -126,6 +149,10 @@ absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
 void SequenceKv::Advance(int32_t count) {
   for (int32_t& length : lengths_) length += count;
   next_position_ += count;
+}
+
+void SequenceKv::AdvanceEach(std::span<const int32_t> counts) {
+  for (size_t i = 0; i < lengths_.size(); ++i) lengths_[i] += counts[i];
 }
 
 void SequenceKv::Release(KvBlockPool& pool) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,7 @@ class KvBlockPool {
   // Fraction of blocks in use, in [0, 1].
   double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
   int32_t ref_count(int32_t block) const { return ref_counts_[block]; }
+  kernels::Backend& backend() const { return backend_; }
 
   // A block with reference count 1, or -1 when the pool is exhausted.
   int32_t Allocate();
@@ -73,6 +75,10 @@ class SequenceKv {
   const std::vector<int32_t>& blocks(int32_t layer, int32_t kv_head) const {
     return block_tables_[Index(layer, kv_head)];
   }
+  // Where entry `index` of (layer, kv head) lives in the pool; the entry must be reserved.
+  kernels::KvSlot slot(int32_t layer, int32_t kv_head, int32_t index, int32_t block_size) const {
+    return int64_t{blocks(layer, kv_head)[index / block_size]} * block_size + index % block_size;
+  }
   // Lengths of all kv heads of a layer, contiguous.
   std::span<const int32_t> layer_lengths(int32_t layer) const {
     return {lengths_.data() + Index(layer, 0), static_cast<size_t>(num_kv_heads_)};
@@ -87,12 +93,22 @@ class SequenceKv {
   // private copy of a shared, partially filled last block. On ResourceExhausted the sequence
   // keeps what it had (blocks taken so far stay reserved until Release).
   [[nodiscard]] absl::Status Reserve(KvBlockPool& pool, int32_t count);
+  // Reserve with a count per (layer, kv head), layer-major: heads that grow unevenly (a cache
+  // assembled or loaded entry by entry rather than computed by a step).
+  [[nodiscard]] absl::Status ReserveEach(KvBlockPool& pool, std::span<const int32_t> counts);
   // Records that `count` entries were appended everywhere (after a forward step).
   void Advance(int32_t count);
+  // Records counts[i] entries written into (layer, kv head) i, layer-major, without moving the
+  // next position.
+  void AdvanceEach(std::span<const int32_t> counts);
+  // Sets the position the next token takes: the uncompressed length of a cache that holds
+  // fewer entries (pruned), or any later position (a probe that must not overlap the cache).
+  void set_next_position(int32_t position) { next_position_ = position; }
   // Returns every block to the pool; the sequence is empty afterwards.
   void Release(KvBlockPool& pool);
 
  private:
+  absl::Status ReserveHead(KvBlockPool& pool, size_t index, int32_t count);
   // True when appending to (layer, kv head) `index` would write into a block others share.
   bool LastBlockIsShared(const KvBlockPool& pool, size_t index) const;
 

@@ -1,5 +1,6 @@
 #include "engine/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -99,13 +100,23 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const int64_t num_logit_rows = static_cast<int64_t>(logit_rows.size());
   if (auto status = EnsureScratch(rows, num_logit_rows); !status.ok()) return status;
+  if (auto status = PrepareScores(steps); !status.ok()) return status;
 
   kernels::Tensor hidden = scratch_.hidden.Rows(0, rows);
   backend_.GatherRows(weights_.embed_tokens.tensor, tokens, hidden);
   for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
     RunLayer(weights_.layers[layer], layer, steps, positions, pool);
   }
-  for (const SequenceStep& step : steps) step.kv->Advance(static_cast<int32_t>(step.tokens.size()));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    steps[s].kv->Advance(static_cast<int32_t>(steps[s].tokens.size()));
+    if (step_scores_[s] != nullptr) {
+      std::vector<float>& values = steps[s].scores->values;
+      backend_.CopyToHost(kernels::Tensor{step_scores_[s]->data(), kernels::DType::kF32, 1,
+                                          static_cast<int64_t>(values.size())},
+                          values.data());
+    }
+  }
+  step_scores_.clear();
 
   logits.vocab_size = config_.vocab_size;
   logits.values.clear();
@@ -118,6 +129,40 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   backend_.Linear(selected, weights_.lm_head(), nullptr, out);
   logits.values.resize(static_cast<size_t>(out.num_elements()));
   backend_.CopyToHost(out, logits.values.data());
+  return absl::OkStatus();
+}
+
+absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {
+  step_scores_.clear();
+  step_scores_.resize(steps.size());
+  for (size_t s = 0; s < steps.size(); ++s) {
+    StepScores* scores = steps[s].scores;
+    if (scores == nullptr) continue;
+    const SequenceKv& kv = *steps[s].kv;
+    const int32_t new_rows = static_cast<int32_t>(steps[s].tokens.size());
+    const size_t expected = static_cast<size_t>(config_.num_layers) * config_.num_kv_heads *
+                            std::max(scores->stride, 0);
+    if (scores->values.size() != expected || scores->first_row < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("forward: scores hold ", scores->values.size(), " values, not ", expected,
+                       ", or start at a negative row"));
+    }
+    for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
+      for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
+        if (kv.length(layer, head) + new_rows > scores->stride) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("forward: scores stride ", scores->stride, " is below the ",
+                           kv.length(layer, head) + new_rows, " entries of layer ", layer));
+        }
+      }
+    }
+    auto buffer = backend_.Allocate(scores->values.size() * sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    backend_.CopyFromHost(scores->values.data(),
+                          kernels::Tensor{(*buffer)->data(), kernels::DType::kF32, 1,
+                                          static_cast<int64_t>(scores->values.size())});
+    step_scores_[s] = *std::move(buffer);
+  }
   return absl::OkStatus();
 }
 
@@ -153,6 +198,12 @@ void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
     }
     refs[s] = kernels::SequenceKvRef{first_row, static_cast<int32_t>(steps[s].tokens.size()),
                                      tables[s], steps[s].kv->layer_lengths(layer_index)};
+    if (step_scores_[s] != nullptr) {
+      const StepScores& scores = *steps[s].scores;
+      float* layer_scores = static_cast<float*>(step_scores_[s]->data()) +
+                            static_cast<size_t>(layer_index) * config_.num_kv_heads * scores.stride;
+      refs[s].scores = {layer_scores, scores.stride, scores.first_row, scores.reduce};
+    }
     first_row += refs[s].num_rows;
   }
   backend_.AppendKv(k, v, pool.storage(), refs);

@@ -23,12 +23,27 @@ enum class LogitRows {
   kNone,  // none: a chunk of a prompt whose end is still to come
 };
 
+// Attention scores a step collects for one sequence, for KV compression: per (layer, kv head)
+// and entry, the softmax probabilities of the step's rows from `first_row` on and of the kv
+// head's query heads, folded by `reduce` into what `values` already holds (start at zero).
+struct StepScores {
+  kernels::ScoreReduce reduce = kernels::ScoreReduce::kMax;
+  int32_t first_row = 0;  // of the step's tokens
+  int32_t stride = 0;     // entries per (layer, kv head), at least each one's length after the step
+  std::vector<float> values;  // [num_layers * num_kv_heads * stride], layer-major
+
+  float at(int32_t layer, int32_t kv_head, int32_t num_kv_heads, int32_t entry) const {
+    return values[(static_cast<size_t>(layer) * num_kv_heads + kv_head) * stride + entry];
+  }
+};
+
 // One sequence's part of a forward step: its new tokens go after what `kv` holds, at positions
 // kv->next_position() onwards; the step appends their keys and values and advances `kv`.
 struct SequenceStep {
   SequenceKv* kv = nullptr;
   std::span<const int32_t> tokens;
   LogitRows logits = LogitRows::kLast;
+  StepScores* scores = nullptr;  // optional
 };
 
 // Logits of a step, row-major [rows, vocab]: for each step in order, the rows its `logits`
@@ -61,6 +76,8 @@ class Model {
  private:
   Model(ModelConfig config, ModelWeights weights, kernels::Backend& backend);
   absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
+  // Checks each step's scores against the cache geometry and copies them to the backend.
+  absl::Status PrepareScores(std::span<const SequenceStep> steps);
   void RunLayer(const LayerWeights& layer, int32_t layer_index, std::span<const SequenceStep> steps,
                 std::span<const int32_t> positions, KvBlockPool& pool);
 
@@ -76,6 +93,8 @@ class Model {
   kernels::Backend& backend_;
   std::vector<float> inv_freq_;
   Scratch scratch_;
+  // The backend's copies of this step's scores, one per step (null where none).
+  std::vector<std::unique_ptr<kernels::DeviceBuffer>> step_scores_;
 };
 
 }  // namespace kvd::engine

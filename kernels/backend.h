@@ -60,13 +60,22 @@ class Backend {
   // cached entries, with log-vote 0. The block tables must already cover the new length.
   virtual void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                         std::span<const SequenceKvRef> sequences) = 0;
-  // Copies the first `count` entries (keys, values and log-votes) of block `src` into block
-  // `dst`: copy-on-write of a shared, partially filled block.
-  virtual void CopyKvEntries(const KvPool& pool, int32_t src, int32_t dst, int32_t count) = 0;
+  // Copies entry src[i] (key, value and log-vote) to dst[i] for every i: copy-on-write of a
+  // shared block, or assembling a cache from parts of others. Slots in dst are distinct and
+  // none is also in src.
+  virtual void CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                           std::span<const KvSlot> dst) = 0;
+  // Reads entries to host arrays: keys and values [slots.size() * head_dim], log_votes
+  // [slots.size()].
+  virtual void ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
+                           float* values, float* log_votes) = 0;
+  // Writes entries from host arrays laid out as ReadKvSlots'.
+  virtual void WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
+                            const float* values, const float* log_votes) = 0;
   // Causal attention of q ([rows, num_heads * head_dim]) over each sequence's entries, new rows
   // included (AppendKv first): row i of a sequence sees cached_lengths[h] + i + 1 entries of kv
   // head h. Every logit gets the entry's log-vote added, so an entry with vote p weighs as p
-  // identical copies.
+  // identical copies. Sequences with `scores` also fold their probabilities into them.
   virtual void Attention(const Tensor& q, const KvPool& pool,
                          std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
                          Tensor out) = 0;

@@ -20,6 +20,24 @@ struct KvPool {
   int32_t head_dim = 0;
 };
 
+// How attention probabilities fold into per-entry scores.
+enum class ScoreReduce {
+  kMax,  // the highest probability any counted query gave the entry (KVzip)
+  kSum,  // the probabilities added up (H2O, SnapKV)
+};
+
+// Per-entry attention scores a step collects for one sequence at one layer (KV compression):
+// for every query row r >= first_row of the sequence's new rows and every query head of kv
+// head h, the softmax probability of entry j (cached or new, log-vote included) folds into
+// scores[h * stride + j]. The scores persist across steps and start at zero, so both
+// reductions accumulate. Memory of the backend, like the pool.
+struct AttentionScoresRef {
+  float* scores = nullptr;  // null: the sequence collects no scores
+  int32_t stride = 0;       // >= cached_lengths[h] + num_rows for every h
+  int32_t first_row = 0;
+  ScoreReduce reduce = ScoreReduce::kMax;
+};
+
 // One sequence's cache at one layer, for one forward step. The sequence's new tokens are rows
 // [first_row, first_row + num_rows) of the step's q/k/v tensors. cached_lengths[h] entries of
 // kv head h precede them; the new rows are appended after those.
@@ -28,7 +46,11 @@ struct SequenceKvRef {
   int32_t num_rows = 0;
   std::span<const int32_t* const> block_tables;  // [num_kv_heads], each ≥ ceil(length / bs)
   std::span<const int32_t> cached_lengths;       // [num_kv_heads]
+  AttentionScoresRef scores;                     // optional
 };
+
+// An entry's place in the pool: block * block_size + index within the block.
+using KvSlot = int64_t;
 
 // The attention geometry of a model.
 struct AttentionShape {

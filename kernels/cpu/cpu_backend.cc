@@ -200,15 +200,36 @@ void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
   AppendKvEntries(k, v, pool, sequences);
 }
 
-void CpuBackend::CopyKvEntries(const KvPool& pool, int32_t src, int32_t dst, int32_t count) {
-  const size_t vector_floats = static_cast<size_t>(count) * pool.head_dim;
-  const size_t src_entry = static_cast<size_t>(src) * pool.block_size;
-  const size_t dst_entry = static_cast<size_t>(dst) * pool.block_size;
-  std::memcpy(pool.keys + dst_entry * pool.head_dim, pool.keys + src_entry * pool.head_dim,
-              vector_floats * sizeof(float));
-  std::memcpy(pool.values + dst_entry * pool.head_dim, pool.values + src_entry * pool.head_dim,
-              vector_floats * sizeof(float));
-  std::memcpy(pool.log_votes + dst_entry, pool.log_votes + src_entry, count * sizeof(float));
+void CpuBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                             std::span<const KvSlot> dst) {
+  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
+  for (size_t i = 0; i < src.size(); ++i) {
+    std::memcpy(pool.keys + dst[i] * pool.head_dim, pool.keys + src[i] * pool.head_dim,
+                head_bytes);
+    std::memcpy(pool.values + dst[i] * pool.head_dim, pool.values + src[i] * pool.head_dim,
+                head_bytes);
+    pool.log_votes[dst[i]] = pool.log_votes[src[i]];
+  }
+}
+
+void CpuBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
+                             float* values, float* log_votes) {
+  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::memcpy(keys + i * pool.head_dim, pool.keys + slots[i] * pool.head_dim, head_bytes);
+    std::memcpy(values + i * pool.head_dim, pool.values + slots[i] * pool.head_dim, head_bytes);
+    log_votes[i] = pool.log_votes[slots[i]];
+  }
+}
+
+void CpuBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
+                              const float* values, const float* log_votes) {
+  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    std::memcpy(pool.keys + slots[i] * pool.head_dim, keys + i * pool.head_dim, head_bytes);
+    std::memcpy(pool.values + slots[i] * pool.head_dim, values + i * pool.head_dim, head_bytes);
+    pool.log_votes[slots[i]] = log_votes[i];
+  }
 }
 
 void CpuBackend::Attention(const Tensor& q, const KvPool& pool,

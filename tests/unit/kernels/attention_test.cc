@@ -80,6 +80,24 @@ std::vector<double> DenseAttention(const float* q, const std::vector<const float
   return out;
 }
 
+// softmax(q·k * scale + log_vote) over explicit keys.
+std::vector<double> DenseProbabilities(const float* q, const std::vector<const float*>& keys,
+                                       const std::vector<float>& log_votes, int32_t head_dim,
+                                       float scale) {
+  std::vector<double> p(keys.size());
+  double max_logit = -1e300;
+  for (size_t j = 0; j < keys.size(); ++j) {
+    double dot = 0.0;
+    for (int32_t d = 0; d < head_dim; ++d) dot += double{q[d]} * keys[j][d];
+    p[j] = dot * scale + log_votes[j];
+    max_logit = std::max(max_logit, p[j]);
+  }
+  double total = 0.0;
+  for (double& x : p) total += (x = std::exp(x - max_logit));
+  for (double& x : p) x /= total;
+  return p;
+}
+
 TEST(PagedAttentionTest, EntryWithVoteEqualsThatManyCopies) {
   constexpr int32_t kHeadDim = 16, kBlockSize = 4, kEntries = 7, kVote = 5;
   std::mt19937 random(7);
@@ -199,6 +217,95 @@ TEST(PagedAttentionTest, MatchesDenseReferenceWithPerHeadLengthsAndBatches) {
               << "sequence " << s << " row " << i << " head " << head;
         }
       }
+    }
+  }
+}
+
+TEST(PagedAttentionTest, ScoresFoldEveryCountedRowAndGroupHeadIntoEachEntry) {
+  constexpr int32_t kHeadDim = 8, kBlockSize = 4, kKvHeads = 2, kGroup = 2;
+  constexpr int32_t kHeads = kKvHeads * kGroup;
+  std::mt19937 random(23);
+  TestPool pool(64, kBlockSize, kHeadDim, 5);
+  // Sequence 0 takes the max from row 1 on, sequence 1 the sum over all rows, sequence 2
+  // collects nothing; cached lengths differ per head, one is zero.
+  const std::vector<std::vector<int32_t>> cached = {{6, 3}, {0, 5}, {2, 2}};
+  const std::vector<int32_t> new_rows = {4, 3, 2};
+  const std::vector<ScoreReduce> reduce = {ScoreReduce::kMax, ScoreReduce::kSum,
+                                           ScoreReduce::kMax};
+  const std::vector<int32_t> first_scored_row = {1, 0, 0};
+  constexpr int32_t kStride = 12;
+  int32_t total_rows = 0;
+  for (int32_t n : new_rows) total_rows += n;
+  auto q_data = RandomVector(static_cast<size_t>(total_rows) * kHeads * kHeadDim, random);
+  auto k_data = RandomVector(static_cast<size_t>(total_rows) * kKvHeads * kHeadDim, random);
+  auto v_data = RandomVector(k_data.size(), random);
+
+  std::vector<std::vector<std::vector<float>>> dense_keys(3), dense_votes(3);
+  std::vector<std::vector<std::vector<int32_t>>> tables(3);
+  std::vector<std::vector<const int32_t*>> table_ptrs(3);
+  // Scores start from earlier steps' values, which the fold must keep or add to.
+  std::vector<std::vector<float>> scores(3);
+  std::vector<SequenceKvRef> refs;
+  std::uniform_real_distribution<float> unit(0.0f, 0.3f);
+  int32_t first_row = 0;
+  for (size_t s = 0; s < 3; ++s) {
+    scores[s].resize(kKvHeads * kStride);
+    for (float& x : scores[s]) x = unit(random);
+    for (int32_t h = 0; h < kKvHeads; ++h) {
+      tables[s].push_back(pool.TakeBlocks(cached[s][h] + new_rows[s]));
+      dense_keys[s].push_back(RandomVector(static_cast<size_t>(cached[s][h]) * kHeadDim, random));
+      dense_votes[s].emplace_back();
+      const auto values = RandomVector(static_cast<size_t>(cached[s][h]) * kHeadDim, random);
+      for (int32_t j = 0; j < cached[s][h]; ++j) {
+        dense_votes[s][h].push_back(unit(random));
+        pool.Set(tables[s][h], j, dense_keys[s][h].data() + j * kHeadDim,
+                 values.data() + j * kHeadDim, dense_votes[s][h][j]);
+      }
+      table_ptrs[s].push_back(tables[s][h].data());
+    }
+    SequenceKvRef ref{first_row, new_rows[s], table_ptrs[s], cached[s]};
+    if (s < 2) ref.scores = {scores[s].data(), kStride, first_scored_row[s], reduce[s]};
+    refs.push_back(ref);
+    first_row += new_rows[s];
+  }
+  const std::vector<std::vector<float>> initial = scores;
+  Tensor q{q_data.data(), DType::kF32, total_rows, kHeads * kHeadDim};
+  Tensor k{k_data.data(), DType::kF32, total_rows, kKvHeads * kHeadDim};
+  Tensor v{v_data.data(), DType::kF32, total_rows, kKvHeads * kHeadDim};
+  std::vector<float> out(q_data.size());
+  const AttentionShape shape{kHeads, kKvHeads, kHeadDim, 1.0f / std::sqrt(float{kHeadDim})};
+  ThreadPool threads(2);
+  AppendKvEntries(k, v, pool.pool(), refs);
+  PagedAttention(q, pool.pool(), refs, shape,
+                 Tensor{out.data(), DType::kF32, total_rows, kHeads * kHeadDim}, threads);
+
+  for (size_t s = 0; s < 3; ++s) {
+    std::vector<double> expected(initial[s].begin(), initial[s].end());
+    for (int32_t i = first_scored_row[s]; i < new_rows[s]; ++i) {
+      const int32_t row = refs[s].first_row + i;
+      for (int32_t head = 0; head < kHeads; ++head) {
+        const int32_t h = head / kGroup;
+        std::vector<const float*> keys;
+        std::vector<float> votes = dense_votes[s][h];
+        for (int32_t j = 0; j < cached[s][h]; ++j) {
+          keys.push_back(dense_keys[s][h].data() + j * kHeadDim);
+        }
+        for (int32_t j = 0; j <= i; ++j) {
+          keys.push_back(k_data.data() + ((refs[s].first_row + j) * kKvHeads + h) * kHeadDim);
+          votes.push_back(0.0f);
+        }
+        const auto p = DenseProbabilities(q_data.data() + (row * kHeads + head) * kHeadDim, keys,
+                                          votes, kHeadDim, shape.scale);
+        for (size_t j = 0; j < p.size(); ++j) {
+          double& e = expected[h * kStride + j];
+          e = reduce[s] == ScoreReduce::kMax ? std::max(e, p[j]) : e + p[j];
+        }
+      }
+    }
+    for (size_t j = 0; j < expected.size(); ++j) {
+      // The third sequence collects nothing: its buffer is untouched.
+      const double want = s < 2 ? expected[j] : initial[s][j];
+      EXPECT_NEAR(scores[s][j], want, 1e-5) << "sequence " << s << " slot " << j;
     }
   }
 }

@@ -125,5 +125,34 @@ TEST_F(CpuBackendTest, PrepareWeightConvertsHalfPrecisionToF32) {
   EXPECT_EQ(borrowed->storage, nullptr);
 }
 
+TEST_F(CpuBackendTest, KvSlotsWriteReadAndCopyWholeEntries) {
+  constexpr int32_t kBlocks = 4, kBlockSize = 4, kHeadDim = 8;
+  auto keys = RandomVector(kBlocks * kBlockSize * kHeadDim, 10);
+  auto values = RandomVector(keys.size(), 11);
+  auto votes = RandomVector(kBlocks * kBlockSize, 12);
+  const KvPool pool{keys.data(), values.data(), votes.data(), kBlocks, kBlockSize, kHeadDim};
+  const std::vector<KvSlot> written = {13, 2, 7};
+  const auto new_keys = RandomVector(written.size() * kHeadDim, 13);
+  const auto new_values = RandomVector(written.size() * kHeadDim, 14);
+  const std::vector<float> new_votes = {0.5f, -1.0f, 2.0f};
+  backend_.WriteKvSlots(pool, written, new_keys.data(), new_values.data(), new_votes.data());
+
+  // Copy the written entries elsewhere, then read the copies back.
+  const std::vector<KvSlot> copies = {0, 15, 9};
+  backend_.CopyKvSlots(pool, written, copies);
+  std::vector<float> read_keys(new_keys.size()), read_values(new_values.size()), read_votes(3);
+  backend_.ReadKvSlots(pool, copies, read_keys.data(), read_values.data(), read_votes.data());
+  EXPECT_EQ(read_keys, new_keys);
+  EXPECT_EQ(read_values, new_values);
+  EXPECT_EQ(read_votes, new_votes);
+  // Slots neither written nor copied to keep their contents.
+  const auto original_keys = RandomVector(keys.size(), 10);
+  for (KvSlot untouched : {1, 3, 14}) {
+    for (int32_t d = 0; d < kHeadDim; ++d) {
+      EXPECT_EQ(keys[untouched * kHeadDim + d], original_keys[untouched * kHeadDim + d]);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvd::kernels::cpu
