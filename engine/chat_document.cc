@@ -1,4 +1,4 @@
-// Document placement at the start of a chat's first system message, and the split of the
+// Document placement at the start of a chat's first system (or user) message, and the split of the
 // rendered prompt right after the document.
 #include "engine/chat_document.h"
 
@@ -18,28 +18,43 @@ bool IsSystemMessage(const Json& message) {
   return role != message.end() && role->is_string() && (*role == "system" || *role == "developer");
 }
 
+bool HasRole(const Json& message, std::string_view role) {
+  const auto found = message.find("role");
+  return found != message.end() && found->is_string() && *found == role;
+}
+
 // `messages` with `lead` (the document, possibly followed by a marker) at the start of the
-// first system message.
-absl::StatusOr<Json> PlaceDocument(const std::string& lead, const Json& messages) {
+// first system (or user) message.
+absl::StatusOr<Json> PlaceDocument(const std::string& lead, const Json& messages,
+                                   DocumentRole role) {
   if (!messages.is_array()) return absl::InvalidArgumentError("messages must be a JSON array");
   for (const Json& message : messages) {
     if (!message.is_object()) return absl::InvalidArgumentError("each message must be an object");
   }
+  const bool user_role = role == DocumentRole::kUser;
+  const std::string role_name(DocumentRoleName(role));
+  if (user_role && !messages.empty() && IsSystemMessage(messages[0])) {
+    return absl::InvalidArgumentError(
+        "documents open the user turn on this server, so a conversation with a document "
+        "cannot start with a system message");
+  }
   Json placed = Json::array();
   size_t rest = 0;
-  if (!messages.empty() && IsSystemMessage(messages[0])) {
+  const bool joins_first = !messages.empty() && (user_role ? HasRole(messages[0], "user")
+                                                           : IsSystemMessage(messages[0]));
+  if (joins_first) {
     Json first = messages[0];
     const auto content = first.find("content");
     if (content == first.end() || !content->is_string()) {
-      return absl::InvalidArgumentError(
-          "a system message that follows a document must have string content");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a ", role_name, " message that follows a document must have string content"));
     }
-    first["role"] = "system";
+    first["role"] = role_name;
     first["content"] = absl::StrCat(lead, "\n\n", content->get<std::string>());
     placed.push_back(std::move(first));
     rest = 1;
   } else {
-    placed.push_back(Json{{"role", "system"}, {"content", lead}});
+    placed.push_back(Json{{"role", role_name}, {"content", lead}});
   }
   for (size_t i = rest; i < messages.size(); ++i) placed.push_back(messages[i]);
   return placed;
@@ -64,18 +79,20 @@ std::string UniqueMarker(std::string_view document, const Json& messages, const 
 absl::StatusOr<DocumentChat> RenderSplit(const ChatTemplate& chat_template,
                                          const std::string& document, const std::string& marker,
                                          const Json& messages, bool add_generation_prompt,
-                                         const Json& extra) {
-  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(document + marker, messages));
+                                         const Json& extra, DocumentRole role) {
+  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(document + marker, messages, role));
   KVD_JINJA_ASSIGN_OR_RETURN(std::string rendered,
                              chat_template.Render(placed, add_generation_prompt, extra));
   const size_t at = rendered.find(marker);
   if (at == std::string::npos) {
     return absl::InvalidArgumentError(
-        "the chat template does not put the system message's content in the prompt");
+        absl::StrCat("the chat template does not put the ", DocumentRoleName(role),
+                     " message's content in the prompt"));
   }
   if (rendered.find(marker, at + marker.size()) != std::string::npos) {
-    return absl::InvalidArgumentError(
-        "the chat template repeats the system message's content in the prompt");
+    return absl::InvalidArgumentError(absl::StrCat("the chat template repeats the ",
+                                                   DocumentRoleName(role),
+                                                   " message's content in the prompt"));
   }
   return DocumentChat{rendered.substr(0, at), rendered.substr(at + marker.size())};
 }
@@ -86,39 +103,57 @@ Json Message(const char* role, const char* content) {
 
 }  // namespace
 
-absl::StatusOr<Json> MessagesWithDocument(std::string_view document, const Json& messages) {
-  return PlaceDocument(std::string(document), messages);
+const char* DocumentRoleName(DocumentRole role) {
+  return role == DocumentRole::kUser ? "user" : "system";
+}
+
+absl::StatusOr<DocumentRole> ParseDocumentRole(std::string_view name) {
+  if (name == "system") return DocumentRole::kSystem;
+  if (name == "user") return DocumentRole::kUser;
+  return absl::InvalidArgumentError(
+      absl::StrCat("document role must be \"system\" or \"user\", not \"", std::string(name), "\""));
+}
+
+absl::StatusOr<Json> MessagesWithDocument(std::string_view document, const Json& messages,
+                                          DocumentRole role) {
+  return PlaceDocument(std::string(document), messages, role);
 }
 
 absl::StatusOr<DocumentChat> SplitDocumentChat(const ChatTemplate& chat_template,
                                                std::string_view document, const Json& messages,
-                                               bool add_generation_prompt, const Json& extra) {
+                                               bool add_generation_prompt, const Json& extra,
+                                               DocumentRole role) {
   if (document.empty()) return absl::InvalidArgumentError("the document is empty");
   const std::string text(document);
   const std::string marker = UniqueMarker(document, messages, extra);
   KVD_JINJA_ASSIGN_OR_RETURN(DocumentChat split, RenderSplit(chat_template, text, marker, messages,
-                                                             add_generation_prompt, extra));
-  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(text, messages));
+                                                             add_generation_prompt, extra, role));
+  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(text, messages, role));
   KVD_JINJA_ASSIGN_OR_RETURN(std::string plain,
                              chat_template.Render(placed, add_generation_prompt, extra));
   // A template that trims, escapes or inspects the content renders it differently once the
   // marker is inside, or not verbatim.
   if (split.prefix + split.suffix != plain || !split.prefix.ends_with(text)) {
     return absl::InvalidArgumentError(
-        "the chat template does not place the system message's content verbatim, so a "
-        "document's text cannot be a fixed prompt prefix");
+        absl::StrCat("the chat template does not place the ", DocumentRoleName(role),
+                     " message's content verbatim, so a document's text cannot be a fixed "
+                     "prompt prefix"));
   }
   // Templates that move the system text elsewhere (Mistral's into the last user turn) give a
-  // prefix that changes with the conversation: try one without and one with a system
-  // message of its own.
-  const Json probes[] = {
-      Json::array({Message("user", "How are you?")}),
-      Json::array({Message("system", "Answer briefly."), Message("user", "Hi"),
-                   Message("assistant", "Hello."), Message("user", "What is this about?")}),
-  };
+  // prefix that changes with the conversation: try a short and a longer one, the longer with
+  // a system message of its own where the document's role allows one.
+  const Json system_probe = role == DocumentRole::kSystem
+                                ? Json::array({Message("system", "Answer briefly.")})
+                                : Json::array();
+  Json longer = system_probe;
+  for (Json message : {Message("user", "Hi"), Message("assistant", "Hello."),
+                       Message("user", "What is this about?")}) {
+    longer.push_back(std::move(message));
+  }
+  const Json probes[] = {Json::array({Message("user", "How are you?")}), longer};
   for (const Json& probe : probes) {
     absl::StatusOr<DocumentChat> other =
-        RenderSplit(chat_template, text, marker, probe, add_generation_prompt, extra);
+        RenderSplit(chat_template, text, marker, probe, add_generation_prompt, extra, role);
     if (!other.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("cannot check that the chat template keeps a document's position: ",
@@ -126,9 +161,9 @@ absl::StatusOr<DocumentChat> SplitDocumentChat(const ChatTemplate& chat_template
     }
     if (other->prefix != split.prefix) {
       return absl::InvalidArgumentError(
-          "the chat template renders the text before the system message's content "
-          "differently for different conversations, so a document's text cannot be a fixed "
-          "prompt prefix");
+          absl::StrCat("the chat template renders the text before the ", DocumentRoleName(role),
+                       " message's content differently for different conversations, so a "
+                       "document's text cannot be a fixed prompt prefix"));
     }
   }
   return split;

@@ -11,6 +11,16 @@
 
 namespace kvd::engine {
 
+// The turn a document opens: the system turn (the default; the request may add its own
+// system text after the document) or the first user turn (KVzip's published prompts and the
+// bundled model's training format; the request's first user message follows the document,
+// and the conversation may not have a system message, which would precede it).
+enum class DocumentRole { kSystem, kUser };
+
+// "system" or "user"; and back (InvalidArgument for anything else).
+const char* DocumentRoleName(DocumentRole role);
+[[nodiscard]] absl::StatusOr<DocumentRole> ParseDocumentRole(std::string_view name);
+
 // A rendered conversation cut right after the document. The caller encodes the two parts
 // separately, so the prefix's token ids (the cached ones) are a true prefix of the prompt.
 struct DocumentChat {
@@ -20,13 +30,15 @@ struct DocumentChat {
   std::string suffix;
 };
 
-// The request's messages with the document in front: a leading system (or developer)
+// The request's messages with the document in front. kSystem: a leading system (or developer)
 // message's content becomes `document + "\n\n" + content` in a "system" message that keeps
 // the message's other keys; without one, {"role": "system", "content": document} is inserted
-// first. The other messages follow unchanged. InvalidArgument unless `messages` is an array
-// of objects and a leading system message's content is a string.
+// first. kUser: likewise with a leading user message, and a leading system or developer
+// message is refused. The other messages follow unchanged. InvalidArgument unless `messages`
+// is an array of objects and the joined message's content is a string.
 [[nodiscard]] absl::StatusOr<nlohmann::ordered_json> MessagesWithDocument(
-    std::string_view document, const nlohmann::ordered_json& messages);
+    std::string_view document, const nlohmann::ordered_json& messages,
+    DocumentRole role = DocumentRole::kSystem);
 
 // Renders MessagesWithDocument(document, messages) and splits it after the document.
 // InvalidArgument, naming the reason, when the template cannot carry a reusable document:
@@ -38,6 +50,7 @@ struct DocumentChat {
 [[nodiscard]] absl::StatusOr<DocumentChat> SplitDocumentChat(
     const ChatTemplate& chat_template, std::string_view document,
     const nlohmann::ordered_json& messages, bool add_generation_prompt,
-    const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
+    const nlohmann::ordered_json& extra = nlohmann::ordered_json::object(),
+    DocumentRole role = DocumentRole::kSystem);
 
 }  // namespace kvd::engine

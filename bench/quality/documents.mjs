@@ -112,12 +112,16 @@ export function MakeDocument(random, target_bytes) {
 // Document `index` of the benchmark, drawn as data.py's make_eval_set draws a held-out one: a
 // byte target uniform in [min_bytes, max_bytes], redrawn while the text is shorter than
 // min_bytes; then `questions` records on distinct keys (the head of a random permutation, so
-// fewer when the document has fewer records). Returns {index, text, records, questions}.
+// fewer when the document has fewer records). Returns {index, text, records, questions}; throws
+// when a thousand draws miss the range (a narrow range of a few dozen bytes can be unreachable).
 export function BenchDocument(seed, index, min_bytes, max_bytes, questions) {
   const random = Prng(seed, index);
   const draw = () => MakeDocument(random, min_bytes + Integer(random, max_bytes - min_bytes + 1));
   let doc = draw();
-  while (doc.text.length < min_bytes) doc = draw();
+  for (let draws = 1; doc.text.length < min_bytes; ++draws) {
+    if (draws === 1000) throw new Error(`no document of ${min_bytes}-${max_bytes} bytes drawn`);
+    doc = draw();
+  }
   const order = doc.records.map((_, i) => i);
   for (let i = order.length - 1; i > 0; --i) {
     const j = Integer(random, i + 1);

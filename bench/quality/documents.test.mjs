@@ -1,4 +1,5 @@
-// Unit checks of the document generator (no server needed): node --test bench/quality/
+// Unit checks of the document generator, no server needed:
+//   node --test bench/quality/documents.test.mjs
 import assert from 'node:assert/strict';
 import test from 'node:test';
 
@@ -67,14 +68,16 @@ test('keys are unique within a document; questions ask distinct keys of it', () 
   }
 });
 
-test('about 40% of lines are records; sentences use the whole grammar', () => {
+// Records are 40% of the draws, but the first two lines are forced records and short records
+// still fit where a sentence no longer does: data.py's documents of 300-1000 bytes are 49% records.
+test('about half the lines are records; sentences use the whole grammar', () => {
   let records = 0;
   let lines = 0;
   for (const doc of Docs(kSeed, 500)) {
     records += doc.records.length;
     lines += doc.text.split('\n').length;
   }
-  assert.ok(records / lines > 0.35 && records / lines < 0.45, `${records} / ${lines}`);
+  assert.ok(records / lines > 0.45 && records / lines < 0.53, `${records} / ${lines}`);
   const random = Prng(kSeed, 7);
   const words = new Set();
   for (let i = 0; i < 5000; ++i) {

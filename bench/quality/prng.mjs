@@ -1,7 +1,7 @@
-// The benchmark's seeded random stream: xoshiro128** seeded through splitmix32, so documents
-// depend on nothing but the seed (and never repeat the numpy PCG64 stream kvd-tiny trained on).
+// The benchmark's seeded random streams: xoshiro128**, so documents depend on nothing but the
+// seed, and share no stream with the numpy PCG64 ones kvd-tiny was trained on.
 
-// splitmix32 finalizer: spreads a 32-bit word over all bits.
+// murmur3's 32-bit finalizer: spreads a word over all bits.
 function Mix(x) {
   x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
   x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
@@ -20,7 +20,7 @@ export function Prng(...parts) {
     h = Mix(h ^ (part >>> 0));
     h = Mix(h ^ Math.floor(part / 4294967296));
   }
-  const s = new Uint32Array(4);
+  const s = new Uint32Array(4);  // filled splitmix-style: a Weyl sequence through the finalizer
   for (let i = 0; i < 4; ++i) {
     h = (h + 0x9e3779b9) >>> 0;
     s[i] = Mix(h);

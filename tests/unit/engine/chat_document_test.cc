@@ -108,6 +108,40 @@ TEST(SplitDocumentChat, BundledModelPrefixIsTheSystemTurnUpToTheDocument) {
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
+TEST(MessagesWithDocument, UserRoleStartsTheFirstUserMessageAndRefusesASystemMessage) {
+  absl::StatusOr<Json> placed =
+      MessagesWithDocument("DOC", Json::array({Message("user", "Q:vig")}), DocumentRole::kUser);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(*placed, Json::array({Message("user", "DOC\n\nQ:vig")}));
+  placed = MessagesWithDocument("DOC", Json::array({Message("assistant", "Hi.")}),
+                                DocumentRole::kUser);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  EXPECT_EQ(*placed, Json::array({Message("user", "DOC"), Message("assistant", "Hi.")}));
+  const absl::Status refused =
+      MessagesWithDocument("DOC", Json::array({Message("system", "s"), Message("user", "q")}),
+                           DocumentRole::kUser)
+          .status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("system message"));
+  EXPECT_EQ(ParseDocumentRole("user").value_or(DocumentRole::kSystem), DocumentRole::kUser);
+  EXPECT_EQ(ParseDocumentRole("assistant").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SplitDocumentChat, BundledModelUserRoleRendersTheTrainingFormat) {
+  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl =
+      ChatTemplate::FromTokenizerConfig(std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny");
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+  absl::StatusOr<DocumentChat> split =
+      SplitDocumentChat(**tmpl, kDocument, Json::array({Message("user", "Q:vig")}),
+                        /*add_generation_prompt=*/true, Json::object(), DocumentRole::kUser);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->prefix,
+            std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n") +
+                kDocument);
+  EXPECT_EQ(split->suffix,
+            "\n\nQ:vig<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
 TEST(SplitDocumentChat, Llama31PrefixIncludesTheDatedHeader) {
   std::unique_ptr<ChatTemplate> tmpl = Parse(family_templates::kLlama31Template);
   ASSERT_NE(tmpl, nullptr);

@@ -1,0 +1,117 @@
+// Command-line options of quality.mjs: their table (names, defaults, help) and the parser.
+
+export const kMethods = ['inline', 'none', 'kvzip', 'snapkv', 'h2o', 'streaming'];
+// Methods that run once, at ratio 1.0, whatever --ratios says.
+export const kFullCacheMethods = new Set(['inline', 'none']);
+
+const kOptions = [
+  ['base-url', 'string', 'http://127.0.0.1:8000/v1', 'API base URL, up to and including /v1'],
+  ['api-key', 'string', '', 'API key, sent as "Authorization: Bearer KEY" (empty: no header)'],
+  ['model', 'string', '', 'model id of the chat requests (empty: the first of GET /v1/models)'],
+  ['documents', 'number', 40, 'documents per method and ratio'],
+  ['questions', 'number', 3, 'questions per document, on distinct keys of it'],
+  ['min-bytes', 'number', 300, 'smallest document, bytes'],
+  ['max-bytes', 'number', 1000, 'largest document, bytes'],
+  ['methods', 'string', kMethods.join(','),
+   `comma list of compression methods (${kMethods.join(', ')}); inline sends the document in ` +
+   'the message, none uploads it uncompressed'],
+  ['ratios', 'string', '0.1,0.2,0.3,0.5,0.7,1.0',
+   'comma list of fractions of KV entries kept, each in (0, 1]; inline and none run at 1.0 only'],
+  ['concurrency', 'number', 8, 'requests in flight at once (uploads until ready, then questions)'],
+  ['seed', 'number', 20261129, 'seed of the documents and questions'],
+  ['timeout', 'number', 120,
+   'seconds per request, and for an uploaded document to become ready'],
+  ['json', 'string', '', 'also write every result to this file as JSON'],
+  ['help', 'boolean', false, 'print this help'],
+];
+
+export function HelpText() {
+  const lines = [
+    'Usage: node quality.mjs [OPTIONS]',
+    '',
+    'Document QA accuracy of kvd\'s KV compression methods: uploads seeded synthetic key-value',
+    'documents through /v1/documents with each method and ratio, asks for the values of some',
+    'keys with /v1/chat/completions, and prints exact-match accuracy as a markdown table.',
+    '',
+    'Options:',
+  ];
+  for (const [name, type, fallback, help] of kOptions) {
+    const flag = type === 'boolean' ? `--${name}` : `--${name} ${type === 'number' ? 'N' : 'S'}`;
+    const shown =
+      fallback === '' || fallback === false ? '' : ` (default ${JSON.stringify(fallback)})`;
+    // Word-wrapped to 100 columns, continuation lines under the text.
+    let line = `  ${flag.padEnd(20)}`;
+    for (const word of `${help}${shown}`.split(' ')) {
+      if (line.length + 1 + word.length > 100 && line.trim() !== flag) {
+        lines.push(line);
+        line = ' '.repeat(22);
+      }
+      line += ` ${word}`;
+    }
+    lines.push(line);
+  }
+  return lines.join('\n');
+}
+
+const Camel = (name) => name.replace(/-([a-z])/g, (_, ch) => ch.toUpperCase());
+
+// Parses `--name value`, `--name=value`, and for booleans `--name`. Throws an Error with a
+// readable message on anything else.
+export function ParseOptions(argv) {
+  const table = new Map(kOptions.map((o) => [o[0], o]));
+  const options = Object.fromEntries(kOptions.map(([name, , fallback]) => [Camel(name), fallback]));
+  for (let i = 0; i < argv.length; ++i) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}"`);
+    let [name, value] = arg.slice(2).split(/=(.*)/s, 2);
+    const spec = table.get(name);
+    if (!spec) throw new Error(`unknown option --${name} (see --help)`);
+    const type = spec[1];
+    if (type === 'boolean') {
+      if (value !== undefined) throw new Error(`--${name} takes no value`);
+      options[Camel(name)] = true;
+      continue;
+    }
+    if (value === undefined) {
+      if (i + 1 >= argv.length) throw new Error(`--${name} needs a value`);
+      value = argv[++i];
+    }
+    if (type === 'number') {
+      const parsed = Number(value);
+      if (value.trim() === '' || !Number.isFinite(parsed) || parsed < 0) {
+        throw new Error(`--${name}: not a non-negative number: "${value}"`);
+      }
+      value = parsed;
+    }
+    options[Camel(name)] = value;
+  }
+  return options;
+}
+
+const List = (text) => text.split(',').map((entry) => entry.trim()).filter((e) => e !== '');
+
+// Checks the options and returns the plan: [{method, ratio}] in run order. Throws an Error
+// naming the problem.
+export function Plan(options) {
+  for (const name of ['documents', 'questions', 'concurrency', 'min-bytes', 'max-bytes']) {
+    const value = options[Camel(name)];
+    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: a positive integer`);
+  }
+  if (!Number.isSafeInteger(options.seed)) throw new Error('--seed: an integer below 2^53');
+  if (options.minBytes > options.maxBytes) throw new Error('--min-bytes: above --max-bytes');
+  if (!(options.timeout > 0)) throw new Error('--timeout: positive');
+  const methods = List(options.methods);
+  if (methods.length === 0) throw new Error('--methods: no methods');
+  for (const method of methods) {
+    if (!kMethods.includes(method)) throw new Error(`--methods: unknown method "${method}"`);
+  }
+  const ratios = List(options.ratios).map((entry) => {
+    const ratio = Number(entry);
+    if (!(ratio > 0 && ratio <= 1)) throw new Error(`--ratios: not in (0, 1]: "${entry}"`);
+    return ratio;
+  });
+  if (ratios.length === 0) throw new Error('--ratios: no ratios');
+  const RatiosOf = (method) => (kFullCacheMethods.has(method) ? [1] : [...new Set(ratios)]);
+  return [...new Set(methods)].flatMap((method) =>
+    RatiosOf(method).map((ratio) => ({ method, ratio })));
+}
