@@ -30,6 +30,10 @@ absl::Status SchedulerConfig::Validate() const {
     return invalid("max_queued_requests must be at least 1, got ", max_queued_requests);
   }
   if (max_n < 1) return invalid("max_n must be at least 1, got ", max_n);
+  if (compression_tokens_per_step < 1) {
+    return invalid("compression_tokens_per_step must be at least 1, got ",
+                   compression_tokens_per_step);
+  }
   return absl::OkStatus();
 }
 

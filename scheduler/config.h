@@ -29,6 +29,11 @@ struct SchedulerConfig {
   int32_t max_queued_requests = 4096;
   // Completions per request (`n`), at most. Default 16.
   int32_t max_n = 16;
+  // Tokens of document compression each step is guaranteed while compressions wait (at most
+  // what the running requests leave of max_num_batched_tokens): running requests go first,
+  // then this share, then waiting requests; compressions also take whatever budget is left.
+  // At least 1. Default 512.
+  int32_t compression_tokens_per_step = 512;
 
   [[nodiscard]] absl::Status Validate() const;
 };

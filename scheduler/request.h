@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cache_store/store/document_payload.h"
 #include "engine/sampling.h"
 
 namespace kvd::scheduler {
@@ -23,11 +25,21 @@ struct TenantPolicy {
   int32_t max_queued_requests = 0;
 };
 
+// A stored document a request continues: its compressed cache is the prompt's prefix. Requests
+// with the same key share one copy of the cache's blocks, read-only.
+struct DocumentPrefix {
+  std::string key;  // names this exact cache: tenant, document id and cache identity
+  std::shared_ptr<const cache_store::DocumentPayload> payload;
+};
+
 struct Request {
   TenantPolicy tenant;
   // Lower values are served first (as vLLM's `priority`); equal priorities share fairly.
   int32_t priority = 0;
-  std::vector<int32_t> prompt;  // token ids, BOS included where the model wants one
+  // Token ids, BOS included where the model wants one; with a document, the tokens after it.
+  std::vector<int32_t> prompt;
+  // The prompt continues this document's cache, at positions after its original length.
+  std::optional<DocumentPrefix> document;
   engine::SamplingParams sampling;
   int32_t n = 1;  // completions of the same prompt; they share the prompt's KV blocks
   int32_t max_tokens = 16;
@@ -48,7 +60,8 @@ enum class FinishReason {
 std::string_view FinishReasonName(FinishReason reason);
 
 struct Usage {
-  int32_t prompt_tokens = 0;
+  int32_t prompt_tokens = 0;  // a document's original length included
+  int32_t cached_tokens = 0;  // of those, the tokens of a stored document (not computed)
   int32_t completion_tokens = 0;  // over all n completions
   int32_t total_tokens() const { return prompt_tokens + completion_tokens; }
 };

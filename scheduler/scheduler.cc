@@ -5,7 +5,9 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "cache_store/kvzip/document_kv.h"
 #include "scheduler/internal/batch_engine.h"
+#include "scheduler/internal/compression_channel.h"
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence.h"
 #include "scheduler/internal/wakeup.h"
@@ -92,10 +94,29 @@ absl::Status Scheduler::Validate(const Request& request) const {
                    request.min_tokens);
   }
   const int64_t prompt = static_cast<int64_t>(request.prompt.size());
-  if (prompt + request.max_tokens > config.max_position_embeddings) {
+  int64_t document_tokens = 0;
+  if (request.document) {
+    const cache_store::DocumentPayload* payload = request.document->payload.get();
+    if (payload == nullptr || request.document->key.empty()) {
+      return invalid("a document prefix needs its cache and a key");
+    }
+    if (payload->num_layers != config.num_layers || payload->num_kv_heads != config.num_kv_heads ||
+        payload->head_dim != config.head_dim) {
+      return invalid("the document's cache was computed for another model geometry");
+    }
+    document_tokens = payload->original_length;
+    const int64_t heads = int64_t{config.num_layers} * config.num_kv_heads;
+    const int64_t blocks = cache_store::DocumentBlocks(*payload, config_.block_size) +
+                           heads * ((prompt + config_.block_size) / config_.block_size + 1);
+    if (blocks > engine_->pool().num_blocks()) {
+      return invalid("the document's cache and the prompt need ", blocks,
+                     " KV blocks; the cache has ", engine_->pool().num_blocks());
+    }
+  }
+  if (document_tokens + prompt + request.max_tokens > config.max_position_embeddings) {
     return invalid("this model's maximum context length is ", config.max_position_embeddings,
-                   " tokens; the prompt has ", prompt, " tokens and max_tokens is ",
-                   request.max_tokens);
+                   " tokens; the prompt has ", document_tokens + prompt,
+                   " tokens and max_tokens is ", request.max_tokens);
   }
   if (prompt + 1 > max_sequence_tokens_) {
     return invalid("the prompt has ", prompt, " tokens; the KV cache holds at most ",
@@ -161,6 +182,24 @@ absl::StatusOr<RequestHandle> Scheduler::Submit(Request request) {
   return RequestHandle(std::move(channel));
 }
 
+absl::StatusOr<CompressionHandle> Scheduler::SubmitCompression(
+    std::unique_ptr<cache_store::DocumentCompressor> compressor) {
+  const int64_t blocks = compressor->PeakBlocks(config_.block_size);
+  if (blocks > engine_->pool().num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compressing this document takes ", blocks, " KV blocks; the cache has ",
+        engine_->pool().num_blocks()));
+  }
+  auto channel = std::make_shared<internal::CompressionChannel>(wakeup_);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return absl::UnavailableError("the scheduler is stopping");
+    compression_inbox_.push_back({std::move(compressor), channel});
+  }
+  wakeup_->Notify();
+  return CompressionHandle(std::move(channel));
+}
+
 void Scheduler::OnDequeued(const internal::RequestState& request) {
   std::lock_guard lock(mu_);
   --queued_;
@@ -170,11 +209,16 @@ void Scheduler::OnDequeued(const internal::RequestState& request) {
 
 void Scheduler::DrainInbox() {
   std::vector<std::shared_ptr<internal::RequestState>> arrived;
+  std::vector<PendingCompression> compressions;
   {
     std::lock_guard lock(mu_);
     arrived.swap(inbox_);
+    compressions.swap(compression_inbox_);
   }
   for (auto& request : arrived) engine_->Add(std::move(request));
+  for (auto& job : compressions) {
+    engine_->AddCompression(std::move(job.compressor), std::move(job.channel));
+  }
 }
 
 absl::StatusOr<StepReport> Scheduler::Step() {

@@ -14,7 +14,9 @@
 #include "absl/status/statusor.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
+#include "cache_store/kvzip/document_compressor.h"
 #include "scheduler/clock.h"
+#include "scheduler/compression_handle.h"
 #include "scheduler/config.h"
 #include "scheduler/metrics.h"
 #include "scheduler/request.h"
@@ -24,6 +26,7 @@
 namespace kvd::scheduler {
 namespace internal {
 class BatchEngine;
+class CompressionChannel;
 class Wakeup;
 struct RequestState;
 }  // namespace internal
@@ -41,6 +44,12 @@ class Scheduler {
   // a prompt beyond the context or beyond what the KV cache can ever hold), ResourceExhausted
   // (the tenant's queue is full), Unavailable (the global queue is full, or stopping).
   [[nodiscard]] absl::StatusOr<RequestHandle> Submit(Request request);
+
+  // Thread-safe. Queues a document compression, which runs in the steps beside the requests.
+  // Errors: InvalidArgument (it needs more KV blocks than the cache has), Unavailable
+  // (stopping).
+  [[nodiscard]] absl::StatusOr<CompressionHandle> SubmitCompression(
+      std::unique_ptr<cache_store::DocumentCompressor> compressor);
 
   // Starts the engine thread, which steps whenever there is work.
   void Start();
@@ -79,6 +88,11 @@ class Scheduler {
 
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<internal::RequestState>> inbox_;  // guarded by mu_
+  struct PendingCompression {
+    std::unique_ptr<cache_store::DocumentCompressor> compressor;
+    std::shared_ptr<internal::CompressionChannel> channel;
+  };
+  std::vector<PendingCompression> compression_inbox_;  // guarded by mu_
   std::map<std::string, int32_t> queued_by_tenant_;             // guarded by mu_
   int32_t queued_ = 0;                                          // guarded by mu_
   uint64_t next_id_ = 1;                                        // guarded by mu_

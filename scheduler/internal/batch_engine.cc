@@ -32,7 +32,9 @@ BatchEngine::BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPo
       on_dequeued_(std::move(on_dequeued)),
       watermark_blocks_(
           static_cast<int32_t>(std::ceil(config.admission_watermark * pool_->num_blocks()))),
-      seeds_(std::random_device{}()) {
+      seeds_(std::random_device{}()),
+      documents_(model.config(), *pool_),
+      jobs_(*pool_) {
   PublishGauges();
 }
 
@@ -67,17 +69,39 @@ void BatchEngine::Add(std::shared_ptr<RequestState> request) {
   waiting_.Push(std::move(sequence));
 }
 
+void BatchEngine::AddCompression(std::unique_ptr<cache_store::DocumentCompressor> compressor,
+                                 std::shared_ptr<CompressionChannel> channel) {
+  jobs_.Add(std::move(compressor), std::move(channel));
+}
+
 absl::StatusOr<StepReport> BatchEngine::Step() {
   const absl::Time start = clock_.Now();
   StepReport report;
   DropCancelled();
+  jobs_.DropCancelled();
   int32_t budget = config_.max_num_batched_tokens;
   std::vector<Scheduled> scheduled;
   ScheduleRunning(budget, scheduled, report);
+  // Compressions are guaranteed a share after the running requests, so a stream of arrivals
+  // cannot starve them, and take whatever the waiting requests leave.
+  const int32_t compression_share =
+      jobs_.empty() ? 0 : std::min(budget, config_.compression_tokens_per_step);
+  budget -= compression_share;
   // Admitting while evicting would only preempt again.
   if (report.preempted.empty()) AdmitWaiting(budget, scheduled, report);
-  absl::Status status = RunForward(scheduled, report);
-  if (status.ok()) ProcessOutputs(scheduled, clock_.Now());
+  std::vector<engine::SequenceStep> compression;
+  if (report.preempted.empty()) {
+    report.num_compression_tokens = jobs_.Plan(budget + compression_share,
+                                               running_.empty() ? 0 : watermark_blocks_,
+                                               compression);
+  }
+  absl::Status status = RunForward(scheduled, compression, report);
+  if (status.ok()) {
+    ProcessOutputs(scheduled, clock_.Now());
+    jobs_.Commit(clock_.Now());
+  } else {
+    jobs_.FailPlanned(status);
+  }
 
   report.num_running = static_cast<int32_t>(running_.size());
   report.num_waiting = static_cast<int32_t>(waiting_.size());
@@ -111,6 +135,9 @@ void BatchEngine::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& sched
     const int32_t count = std::min(sequence->uncomputed(), budget);
     bool reserved = false;
     while (!(reserved = sequence->kv->Reserve(*pool_, count).ok())) {
+      if (MakeRoom(pool_->num_free_blocks() + sequence->kv->BlocksToReserve(*pool_, count))) {
+        continue;
+      }
       if (running_.size() == 1) {
         // Alone and still out of blocks: the sequence has filled the whole cache.
         Close(TakeRunning(sequence), FinishReason::kLength, /*event_sent=*/false);
@@ -136,9 +163,10 @@ void BatchEngine::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& schedule
     const size_t slots = 1 + static_cast<size_t>(candidate->pending_forks);
     if (running_.size() + slots > static_cast<size_t>(config_.max_num_seqs)) return;
     const int32_t count = std::min(candidate->uncomputed(), budget);
+    if (!AttachDocument(*candidate)) return;
     // Keep a margin of free blocks for the running sequences' growth, unless none run.
     const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
-    if (pool_->num_free_blocks() - candidate->kv->BlocksToReserve(*pool_, count) < margin) return;
+    if (!MakeRoom(candidate->kv->BlocksToReserve(*pool_, count) + margin)) return;
     if (!candidate->kv->Reserve(*pool_, count).ok()) {
       candidate->kv->Release(*pool_);
       return;
@@ -160,10 +188,29 @@ void BatchEngine::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& schedule
   }
 }
 
-absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled, StepReport& report) {
-  if (scheduled.empty()) return absl::OkStatus();
+bool BatchEngine::AttachDocument(Sequence& candidate) {
+  const std::optional<DocumentPrefix>& document = candidate.request->request.document;
+  // A sequence holds its document from admission until it is preempted or ends.
+  if (!document || candidate.kv->next_position() > 0) return true;
+  const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
+  if (!MakeRoom(documents_.BlocksToLoad(*document) + margin + 1)) return false;
+  absl::StatusOr<const engine::SequenceKv*> loaded = documents_.Acquire(*document);
+  if (!loaded.ok()) {
+    if (!absl::IsResourceExhausted(loaded.status())) {
+      FailRequests({candidate.request}, loaded.status());
+    }
+    return false;
+  }
+  candidate.kv->ShareFrom(**loaded, *pool_);
+  return true;
+}
+
+absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled,
+                                     std::span<const engine::SequenceStep> compression,
+                                     StepReport& report) {
+  if (scheduled.empty() && compression.empty()) return absl::OkStatus();
   std::vector<engine::SequenceStep> steps;
-  steps.reserve(scheduled.size());
+  steps.reserve(scheduled.size() + compression.size());
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
     const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
@@ -174,7 +221,9 @@ absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled, StepR
     const bool decoding = sequence.generated > 0 && item.count == 1 && completes;
     (decoding ? report.num_decode_tokens : report.num_prefill_tokens) += item.count;
   }
-  report.num_sequences = static_cast<int32_t>(scheduled.size());
+  // Compression parts ask for no logits, so the rows of the sequences' logits stay in order.
+  steps.insert(steps.end(), compression.begin(), compression.end());
+  report.num_sequences = static_cast<int32_t>(steps.size());
   const absl::Time start = clock_.Now();
   absl::Status status = model_.Forward(steps, *pool_, logits_);
   report.forward_time = clock_.Now() - start;
@@ -295,7 +344,10 @@ void BatchEngine::FinishRequest(RequestState& request, const absl::Status& statu
   Event event;
   event.final = true;
   event.status = status;
-  event.usage.prompt_tokens = static_cast<int32_t>(request.request.prompt.size());
+  const auto& document = request.request.document;
+  event.usage.cached_tokens = document ? document->payload->original_length : 0;
+  event.usage.prompt_tokens =
+      static_cast<int32_t>(request.request.prompt.size()) + event.usage.cached_tokens;
   event.usage.completion_tokens = request.completion_tokens;
   metrics_.RecordRequestDone(Seconds(clock_.Now() - request.arrival));
   request.channel->Push(std::move(event));
@@ -323,6 +375,7 @@ void BatchEngine::FailAll(const absl::Status& status) {
     all.push_back(sequence->request);
   }
   FailRequests(all, status);
+  jobs_.FailAll(status);
   PublishGauges();
 }
 

@@ -15,7 +15,9 @@
 #include "engine/tokenizer.h"
 #include "scheduler/clock.h"
 #include "scheduler/config.h"
+#include "scheduler/internal/compression_jobs.h"
 #include "scheduler/internal/fair_queue.h"
+#include "scheduler/internal/resident_documents.h"
 #include "scheduler/internal/sequence.h"
 #include "scheduler/metrics.h"
 #include "scheduler/step_report.h"
@@ -32,10 +34,13 @@ class BatchEngine {
 
   // Queues a validated request.
   void Add(std::shared_ptr<RequestState> request);
+  // Queues a document compression.
+  void AddCompression(std::unique_ptr<cache_store::DocumentCompressor> compressor,
+                      std::shared_ptr<CompressionChannel> channel);
   // One step. An error (a failed forward pass) has already ended the requests it touched.
   [[nodiscard]] absl::StatusOr<StepReport> Step();
-  bool HasWork() const { return !running_.empty() || waiting_.size() > 0; }
-  // Ends every request with `status`.
+  bool HasWork() const { return !running_.empty() || waiting_.size() > 0 || !jobs_.empty(); }
+  // Ends every request and compression with `status`.
   void FailAll(const absl::Status& status);
 
   const engine::KvBlockPool& pool() const { return *pool_; }
@@ -49,7 +54,14 @@ class BatchEngine {
   void DropCancelled();
   void ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
   void AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
-  [[nodiscard]] absl::Status RunForward(std::span<const Scheduled> scheduled, StepReport& report);
+  // Shares the cache of the candidate's document, loading it if needed. False when the pool
+  // cannot hold it now; a document that can never load fails the request.
+  bool AttachDocument(Sequence& candidate);
+  // Frees idle documents until `blocks` blocks are free; whether they are.
+  bool MakeRoom(int64_t blocks) { return documents_.MakeRoom(blocks); }
+  [[nodiscard]] absl::Status RunForward(std::span<const Scheduled> scheduled,
+                                        std::span<const engine::SequenceStep> compression,
+                                        StepReport& report);
   void ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now);
   // Branches the pending completions off `parent`, sharing its KV blocks, and samples their
   // first tokens from `logits`.
@@ -83,6 +95,8 @@ class BatchEngine {
   const int32_t watermark_blocks_;
   std::mt19937_64 seeds_;  // seeds for requests that set none
 
+  ResidentDocuments documents_;
+  CompressionJobs jobs_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;
   engine::StepLogits logits_;

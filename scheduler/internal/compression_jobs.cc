@@ -1,0 +1,76 @@
+#include "scheduler/internal/compression_jobs.h"
+
+#include <algorithm>
+
+#include "cache_store/kvzip/compression_spec.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::scheduler::internal {
+
+void CompressionJobs::Add(std::unique_ptr<cache_store::DocumentCompressor> compressor,
+                          std::shared_ptr<CompressionChannel> channel) {
+  jobs_.push_back({std::move(compressor), std::move(channel)});
+}
+
+void CompressionJobs::End(Job& job, absl::StatusOr<cache_store::DocumentPayload> result) {
+  job.compressor->Release(pool_);
+  job.channel->Finish(std::move(result));
+}
+
+void CompressionJobs::DropCancelled() {
+  for (Job& job : jobs_) {
+    if (job.channel->cancelled()) End(job, absl::CancelledError("the compression was cancelled"));
+  }
+  std::erase_if(jobs_, [](const Job& job) { return job.channel->cancelled(); });
+}
+
+int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free,
+                              std::vector<engine::SequenceStep>& steps) {
+  int32_t planned = 0;
+  for (Job& job : jobs_) {
+    if (budget - planned <= 0 || pool_.num_free_blocks() <= keep_free) break;
+    const int32_t count = job.compressor->Plan(budget - planned, pool_, steps);
+    job.planned = count > 0;
+    planned += count;
+  }
+  return planned;
+}
+
+void CompressionJobs::Commit(absl::Time now) {
+  for (Job& job : jobs_) {
+    if (!job.planned) continue;
+    job.planned = false;
+    cache_store::DocumentCompressor& compressor = *job.compressor;
+    if (!job.started) {
+      job.started = now;
+      spdlog::info("document compression started: method={} tokens={} work={} tokens",
+                   cache_store::CompressionMethodName(compressor.spec().method),
+                   compressor.input().length(), compressor.total_tokens());
+    }
+    compressor.Commit(pool_);
+    job.channel->SetProgress(static_cast<double>(compressor.done_tokens()) /
+                             static_cast<double>(compressor.total_tokens()));
+    if (!compressor.scored()) continue;
+    absl::StatusOr<cache_store::DocumentPayload> payload = compressor.Finish(pool_);
+    spdlog::info("document compressed: method={} tokens={} kept={} in {:.3f}s",
+                 cache_store::CompressionMethodName(compressor.spec().method),
+                 compressor.input().length(), payload.ok() ? payload->kept_entries() : 0,
+                 absl::ToDoubleSeconds(now - *job.started));
+    End(job, std::move(payload));
+  }
+  std::erase_if(jobs_, [](const Job& job) { return job.compressor->scored(); });
+}
+
+void CompressionJobs::FailPlanned(const absl::Status& status) {
+  for (Job& job : jobs_) {
+    if (job.planned) End(job, status);
+  }
+  std::erase_if(jobs_, [](const Job& job) { return job.planned; });
+}
+
+void CompressionJobs::FailAll(const absl::Status& status) {
+  for (Job& job : jobs_) End(job, status);
+  jobs_.clear();
+}
+
+}  // namespace kvd::scheduler::internal

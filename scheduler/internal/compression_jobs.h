@@ -1,0 +1,55 @@
+// Document compressions waiting for or taking part in steps: each step they get the token
+// budget the live requests leave (and a guaranteed share), one part per job, in arrival order.
+// Thread: scheduler.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "cache_store/kvzip/document_compressor.h"
+#include "engine/kv_cache.h"
+#include "engine/model.h"
+#include "scheduler/internal/compression_channel.h"
+
+namespace kvd::scheduler::internal {
+
+class CompressionJobs {
+ public:
+  explicit CompressionJobs(engine::KvBlockPool& pool) : pool_(pool) {}
+
+  void Add(std::unique_ptr<cache_store::DocumentCompressor> compressor,
+           std::shared_ptr<CompressionChannel> channel);
+  bool empty() const { return jobs_.empty(); }
+  int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
+
+  // Ends cancelled jobs (result Cancelled) and frees their blocks.
+  void DropCancelled();
+  // Adds the jobs' next parts to `steps`, at most `budget` tokens in all, while more than
+  // `keep_free` blocks stay free. Returns the tokens planned.
+  int32_t Plan(int32_t budget, int64_t keep_free, std::vector<engine::SequenceStep>& steps);
+  // After the planned parts ran: records them, and finishes the jobs that are done.
+  void Commit(absl::Time now);
+  // After the planned parts failed: ends those jobs with `status`.
+  void FailPlanned(const absl::Status& status);
+  // Ends every job with `status`.
+  void FailAll(const absl::Status& status);
+
+ private:
+  struct Job {
+    std::unique_ptr<cache_store::DocumentCompressor> compressor;
+    std::shared_ptr<CompressionChannel> channel;
+    bool planned = false;
+    std::optional<absl::Time> started;
+  };
+  void End(Job& job, absl::StatusOr<cache_store::DocumentPayload> result);
+
+  engine::KvBlockPool& pool_;
+  std::deque<Job> jobs_;
+};
+
+}  // namespace kvd::scheduler::internal

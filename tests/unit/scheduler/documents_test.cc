@@ -1,0 +1,198 @@
+// Documents in the scheduler: compressions run in the steps beside live decodes without
+// stalling them, their caches answer as the full prompt does, concurrent questions share one
+// copy of the blocks, idle documents give way under pressure, and cancellation frees blocks.
+#include <gtest/gtest.h>
+
+#include "cache_store/kvzip/document_compressor.h"
+#include "cache_store/kvzip/document_kv.h"
+#include "engine/chat_template.h"
+#include "scheduler_fixture.h"
+#include "tests/unit/cache_store/key_value_documents.h"
+
+namespace kvd::scheduler {
+namespace {
+
+using testing::Outcome;
+
+class DocumentsTest : public testing::SchedulerTest {
+ protected:
+  void SetUp() override {
+    const auto dir = engine::testing::BundledModelDir();
+    chat_template_ = *engine::ChatTemplate::FromTokenizerConfig(dir);
+    prompts_ = *cache_store::PrepareDocumentPrompts(*chat_template_, *tokenizer_,
+                                                    engine::DocumentRole::kUser);
+    std::mt19937 random(42);
+    document_ = cache_store::testing::MakeKeyValueDocument(random, 600);
+    input_ = *cache_store::PrepareDocument(*chat_template_, *tokenizer_, document_.text,
+                                           engine::DocumentRole::kUser);
+  }
+
+  std::unique_ptr<cache_store::DocumentCompressor> Compressor(cache_store::CompressionSpec spec) {
+    return *cache_store::DocumentCompressor::Create(model_->config(), input_, prompts_, {}, spec);
+  }
+  // Compresses the document on `scheduler`, stepping it until the result is ready.
+  cache_store::DocumentPayload Compress(Scheduler& scheduler, cache_store::CompressionSpec spec) {
+    auto handle = scheduler.SubmitCompression(Compressor(spec));
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    RunUntilIdle(scheduler);
+    auto result = handle->TakeResult(absl::ZeroDuration());
+    EXPECT_TRUE(result.has_value() && result->ok());
+    return **std::move(result);
+  }
+  std::vector<int32_t> Question(const std::string& key) const {
+    return cache_store::QuestionTokens(*tokenizer_, prompts_, "Q:" + key);
+  }
+  Request Ask(const std::shared_ptr<const cache_store::DocumentPayload>& payload,
+              const std::string& key) const {
+    Request request = Greedy(Question(key), 8);
+    request.ignore_eos = false;
+    request.document = DocumentPrefix{"tenant/doc", payload};
+    return request;
+  }
+  Request AskWithFullPrompt(const std::string& key) const {
+    std::vector<int32_t> prompt = input_.prefix_ids;
+    prompt.insert(prompt.end(), input_.document_ids.begin(), input_.document_ids.end());
+    const std::vector<int32_t> question = Question(key);
+    prompt.insert(prompt.end(), question.begin(), question.end());
+    Request request = Greedy(std::move(prompt), 8);
+    request.ignore_eos = false;
+    return request;
+  }
+
+  std::unique_ptr<engine::ChatTemplate> chat_template_;
+  cache_store::DocumentPrompts prompts_;
+  cache_store::testing::KeyValueDocument document_;
+  cache_store::DocumentInput input_;
+};
+
+TEST_F(DocumentsTest, CompressionInterleavesWithDecodesAndNeverStallsThem) {
+  SchedulerConfig config = SmallConfig();
+  config.max_num_seqs = 8;
+  config.max_num_batched_tokens = 64;
+  config.compression_tokens_per_step = 16;
+  auto scheduler = NewScheduler(config);
+  std::mt19937 random(1);
+  auto live = scheduler->Submit(Greedy(RandomPrompt(random, 20), 200));
+  ASSERT_TRUE(live.ok());
+  ASSERT_TRUE(scheduler->Step().ok());  // the live request's prompt
+  auto handle = scheduler->SubmitCompression(
+      Compressor({.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.3}));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  double progress = 0.0;
+  int32_t compression_steps = 0;
+  std::optional<absl::StatusOr<cache_store::DocumentPayload>> result;
+  while (!(result = handle->TakeResult(absl::ZeroDuration()))) {
+    auto report = scheduler->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->num_decode_tokens, 1) << "the live decode must run every step";
+    EXPECT_GT(report->num_compression_tokens, 0);
+    EXPECT_LE(report->num_compression_tokens, config.max_num_batched_tokens - 1);
+    EXPECT_GE(handle->progress(), progress);
+    progress = handle->progress();
+    ++compression_steps;
+  }
+  ASSERT_TRUE(result->ok()) << result->status();
+  EXPECT_EQ(handle->progress(), 1.0);
+  EXPECT_GT(compression_steps, 3) << "the work should span several steps";
+  live->Cancel();
+  RunUntilIdle(*scheduler);
+  EXPECT_EQ(scheduler->Metrics().kv_blocks_free, scheduler->Metrics().kv_blocks_total);
+}
+
+TEST_F(DocumentsTest, StoredCacheAnswersConcurrentQuestionsAsTheFullPromptDoes) {
+  auto scheduler = NewScheduler(SmallConfig());
+  auto payload = std::make_shared<const cache_store::DocumentPayload>(
+      Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone}));
+  std::vector<RequestHandle> with_document, full_prompt;
+  for (const auto& [key, value] : document_.records) {
+    with_document.push_back(*scheduler->Submit(Ask(payload, key)));
+    full_prompt.push_back(*scheduler->Submit(AskWithFullPrompt(key)));
+  }
+  RunUntilIdle(*scheduler);
+  for (size_t i = 0; i < with_document.size(); ++i) {
+    Outcome stored, full;
+    testing::Drain(with_document[i], stored);
+    testing::Drain(full_prompt[i], full);
+    ASSERT_TRUE(stored.ended && stored.status.ok()) << stored.status;
+    EXPECT_EQ(stored.tokens, full.tokens) << document_.records[i].first;
+    EXPECT_EQ(stored.usage.prompt_tokens, full.usage.prompt_tokens);
+    EXPECT_EQ(stored.usage.cached_tokens, input_.length());
+    EXPECT_EQ(full.usage.cached_tokens, 0);
+  }
+}
+
+TEST_F(DocumentsTest, ConcurrentQuestionsShareOneCopyOfTheDocument) {
+  auto scheduler = NewScheduler(SmallConfig());
+  auto payload = std::make_shared<const cache_store::DocumentPayload>(
+      Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone}));
+  const int64_t document_blocks = cache_store::DocumentBlocks(*payload, 16);
+  std::vector<RequestHandle> handles;
+  for (int i = 0; i < 6; ++i) handles.push_back(*scheduler->Submit(Ask(payload, "bab")));
+  ASSERT_TRUE(scheduler->Step().ok());
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_EQ(metrics.num_running, 6);
+  const int64_t used = metrics.kv_blocks_total - metrics.kv_blocks_free;
+  // One copy of the document plus each question's own blocks (and copies of partial blocks).
+  EXPECT_LT(used, 2 * document_blocks) << "questions must share the document's blocks";
+  EXPECT_GE(used, document_blocks);
+  RunUntilIdle(*scheduler);
+}
+
+TEST_F(DocumentsTest, IdleDocumentsGiveWayWhenBlocksRunShort) {
+  SchedulerConfig config = SmallConfig();
+  auto probe = NewScheduler(config);
+  auto payload = std::make_shared<const cache_store::DocumentPayload>(
+      Compress(*probe, {.method = cache_store::CompressionMethod::kNone}));
+  // Room for one document and a question, not for two documents.
+  config.kv_cache_bytes = KvBytesForTokens(input_.length() * 3 / 2);
+  auto scheduler = NewScheduler(config);
+  for (const char* key : {"first", "second", "first"}) {
+    Request request = Ask(payload, document_.records[0].first);
+    request.document->key = key;
+    auto handle = scheduler->Submit(std::move(request));
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    RunUntilIdle(*scheduler);
+    Outcome outcome;
+    testing::Drain(*handle, outcome);
+    EXPECT_TRUE(outcome.ended && outcome.status.ok()) << key << ": " << outcome.status;
+    EXPECT_EQ(outcome.text[0], document_.records[0].second) << key;
+  }
+}
+
+TEST_F(DocumentsTest, CancelledCompressionFreesItsBlocks) {
+  auto scheduler = NewScheduler(SmallConfig());
+  auto handle = scheduler->SubmitCompression(
+      Compressor({.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.5}));
+  ASSERT_TRUE(handle.ok());
+  ASSERT_TRUE(scheduler->Step().ok());
+  EXPECT_LT(scheduler->Metrics().kv_blocks_free, scheduler->Metrics().kv_blocks_total);
+  handle->Cancel();
+  RunUntilIdle(*scheduler);
+  ASSERT_TRUE(scheduler->Step().ok());
+  EXPECT_EQ(scheduler->Metrics().kv_blocks_free, scheduler->Metrics().kv_blocks_total);
+  auto result = handle->TakeResult(absl::ZeroDuration());
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST_F(DocumentsTest, RefusesWorkTheCacheCanNeverHold) {
+  SchedulerConfig config = SmallConfig();
+  config.kv_cache_bytes = KvBytesForTokens(input_.length() / 2);
+  auto scheduler = NewScheduler(config);
+  auto handle = scheduler->SubmitCompression(
+      Compressor({.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.5}));
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kInvalidArgument) << handle.status();
+
+  auto big = NewScheduler(SmallConfig());
+  auto payload = std::make_shared<const cache_store::DocumentPayload>(
+      Compress(*big, {.method = cache_store::CompressionMethod::kNone}));
+  auto question = scheduler->Submit(Ask(payload, "bab"));
+  EXPECT_EQ(question.status().code(), absl::StatusCode::kInvalidArgument) << question.status();
+  Request long_answer = Ask(payload, "bab");
+  long_answer.max_tokens = model_->config().max_position_embeddings;
+  EXPECT_EQ(big->Submit(std::move(long_answer)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvd::scheduler
