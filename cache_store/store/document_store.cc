@@ -222,4 +222,24 @@ absl::StatusOr<int64_t> DocumentStore::DeleteExpired(absl::Time now) {
   return count;
 }
 
+absl::StatusOr<int64_t> DocumentStore::ForEachMeta(
+    const std::function<void(const DocumentMeta&)>& visit) const {
+  int64_t unreadable = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    absl::StatusOr<DocumentMeta> meta = DecodeMeta(it->value().ToString());
+    if (meta.ok()) {
+      visit(*meta);
+    } else {
+      ++unreadable;
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "cannot scan the documents");
+  return unreadable;
+}
+
+absl::Status DocumentStore::Flush() {
+  return FromRocks(db_->Flush(rocksdb::FlushOptions(), handles_), "cannot flush the store");
+}
+
 }  // namespace kvd::cache_store

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cache_store/kvzip/document_kv.h"
+#include "cache_store/kvzip/recut.h"
 #include "engine/chat_template.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -277,6 +278,28 @@ TEST_F(DocumentCompressorTest, CompressedCachesStillAnswerTheDocumentsQuestions)
   EXPECT_GE(kvzip_correct, full_correct - 1)
       << "KVzip at 0.3 answered " << kvzip_correct << " of " << asked << ", the full cache "
       << full_correct;
+}
+
+TEST_F(DocumentCompressorTest, RecutFromStoredScoresEqualsCompressingAtTheSmallerRatio) {
+  const auto document = Document(7);
+  for (CompressionMethod method : {CompressionMethod::kKvzip, CompressionMethod::kStreaming}) {
+    SCOPED_TRACE(CompressionMethodName(method));
+    const DocumentPayload half = Compress(document.text, {.method = method, .ratio = 0.5});
+    const DocumentPayload direct = Compress(document.text, {.method = method, .ratio = 0.25});
+    const int64_t heads = static_cast<int64_t>(half.heads.size());
+    const int32_t tokens = DocumentTokens(half);
+    EXPECT_EQ(tokens, static_cast<int32_t>(Input(document.text).document_ids.size()));
+    EXPECT_EQ(DocumentEntries(half), std::llround(0.5 * tokens * heads));
+    auto cut = CutPayload(half, method, std::llround(0.25 * tokens * heads));
+    ASSERT_TRUE(cut.ok()) << cut.status();
+    EXPECT_TRUE(cut->Validate().ok());
+    EXPECT_EQ(*cut, direct);
+    EXPECT_EQ(CutPayload(half, method, DocumentEntries(half) + 1).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+  const DocumentPayload none = Compress(document.text, {.method = CompressionMethod::kNone});
+  EXPECT_EQ(CutPayload(none, CompressionMethod::kNone, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(DocumentCompressorTest, RefusesWorkBeyondTheModelsContext) {

@@ -245,6 +245,20 @@ TEST_F(DocumentStoreTest, DeleteExpiredRemovesOnlyExpired) {
   EXPECT_EQ(*store_->DeleteExpired(now), 0);
 }
 
+TEST_F(DocumentStoreTest, ForEachMetaVisitsEveryTenantAndSkipsUnreadableMetas) {
+  for (const auto& [tenant, id] : {std::pair{"acme", "doc-a"}, std::pair{"globex", "doc-b"},
+                                   std::pair{"acme", "doc-c"}}) {
+    ASSERT_TRUE(store_->Put(Meta(tenant, id), SmallPayload()).ok());
+  }
+  ASSERT_TRUE(store_->Flush().ok());
+  std::vector<std::string> seen;
+  absl::StatusOr<int64_t> unreadable =
+      store_->ForEachMeta([&](const DocumentMeta& meta) { seen.push_back(meta.tenant + "/" + meta.id); });
+  ASSERT_TRUE(unreadable.ok()) << unreadable.status();
+  EXPECT_EQ(*unreadable, 0);
+  EXPECT_EQ(seen, (std::vector<std::string>{"acme/doc-a", "acme/doc-c", "globex/doc-b"}));
+}
+
 TEST(DocumentIdTest, IdsAreUrlSafeUniqueAndLong) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i) {

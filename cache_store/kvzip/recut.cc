@@ -1,0 +1,87 @@
+#include "cache_store/kvzip/recut.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "cache_store/kvzip/selection.h"
+
+namespace kvd::cache_store {
+namespace {
+
+int32_t PrefixLength(const DocumentPayload& payload) {
+  if (payload.heads.empty()) return 0;
+  const std::vector<float>& scores = payload.heads.front().scores;
+  int32_t prefix = 0;
+  while (prefix < static_cast<int32_t>(scores.size()) && std::isinf(scores[prefix]) &&
+         scores[prefix] > 0) {
+    ++prefix;
+  }
+  return prefix;
+}
+
+}  // namespace
+
+int32_t DocumentTokens(const DocumentPayload& payload) {
+  return payload.original_length - PrefixLength(payload);
+}
+
+int64_t DocumentEntries(const DocumentPayload& payload) {
+  const int32_t prefix = PrefixLength(payload);
+  int64_t entries = 0;
+  for (const HeadKv& head : payload.heads) entries += head.kept() - std::min(prefix, head.kept());
+  return entries;
+}
+
+absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, CompressionMethod method,
+                                           int64_t keep) {
+  if (method == CompressionMethod::kNone) {
+    return absl::InvalidArgumentError("a cache compressed with method none has no scores to cut by");
+  }
+  const int32_t prefix = PrefixLength(source);
+  const int64_t available = DocumentEntries(source);
+  if (keep < 0 || keep > available) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the stored cache holds ", available, " document entries, fewer than the ", keep,
+        " asked for; a larger cut needs a document uploaded with keep_full"));
+  }
+  // Scores of the entries still held; the others can never be chosen.
+  const int32_t document = source.original_length - prefix;
+  constexpr float kDropped = -std::numeric_limits<float>::infinity();
+  HeadScores scores(source.heads.size(), std::vector<float>(document, kDropped));
+  for (size_t h = 0; h < source.heads.size(); ++h) {
+    const HeadKv& head = source.heads[h];
+    for (int32_t i = 0; i < head.kept(); ++i) {
+      const int32_t position = head.positions[i];
+      if (position >= prefix) scores[h][position - prefix] = head.scores[position];
+    }
+  }
+  const HeadSelection selection = SelectEntries(method, scores, keep);
+
+  DocumentPayload cut = source;
+  for (size_t h = 0; h < source.heads.size(); ++h) {
+    const HeadKv& from = source.heads[h];
+    HeadKv& to = cut.heads[h];
+    to.keys.clear();
+    to.values.clear();
+    to.log_votes.clear();
+    to.positions.clear();
+    std::vector<bool> chosen(document, false);
+    // A per-head rule may pick positions the cache no longer holds; they stay dropped.
+    for (int32_t p : selection[h]) chosen[p] = scores[h][p] != kDropped;
+    const size_t dim = static_cast<size_t>(source.head_dim);
+    for (int32_t i = 0; i < from.kept(); ++i) {
+      const int32_t position = from.positions[i];
+      if (position >= prefix && !chosen[position - prefix]) continue;
+      to.positions.push_back(position);
+      to.log_votes.push_back(from.log_votes[i]);
+      to.keys.insert(to.keys.end(), from.keys.begin() + i * dim, from.keys.begin() + (i + 1) * dim);
+      to.values.insert(to.values.end(), from.values.begin() + i * dim,
+                       from.values.begin() + (i + 1) * dim);
+    }
+  }
+  return cut;
+}
+
+}  // namespace kvd::cache_store
