@@ -63,6 +63,7 @@ std::string EncodeMeta(const DocumentMeta& meta) {
       {"stored_bytes", meta.stored_bytes},
       {"method", meta.method},
       {"ratio", meta.ratio},
+      {"keep_full", meta.keep_full},
       {"metadata", meta.metadata},
       {"identity",
        {{"model_digest", meta.identity.model_digest},
@@ -98,6 +99,7 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     meta.stored_bytes = json.at("stored_bytes").get<int64_t>();
     meta.method = json.at("method").get<std::string>();
     meta.ratio = json.at("ratio").get<double>();
+    meta.keep_full = json.value("keep_full", false);  // absent in metas written before it
     meta.metadata = json.at("metadata");
     const nlohmann::json& identity = json.at("identity");
     meta.identity.model_digest = identity.at("model_digest").get<std::string>();

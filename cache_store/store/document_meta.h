@@ -29,6 +29,9 @@ struct DocumentMeta {
   int64_t stored_bytes = 0;                     // encoded payload size; DocumentStore::Put sets it
   std::string method;                           // compression method, e.g. "kvzip"
   double ratio = 1.0;                           // fraction kept
+  // The payload holds every entry and `ratio` is cut from it on load, so a re-cut may also
+  // keep more than before.
+  bool keep_full = false;
   nlohmann::json metadata = nlohmann::json::object();  // free-form, from the client
   CacheIdentity identity;
 

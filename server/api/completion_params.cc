@@ -39,6 +39,7 @@ const std::set<std::string>& CommonKeys() {
                                              "stream",
                                              "stream_options",
                                              "priority",
+                                             "documents",
                                              "skip_special_tokens"};
   return keys;
 }
@@ -170,13 +171,15 @@ absl::Status ParseTokenIds(const json& array, std::string_view param, int32_t vo
 }
 
 // `prompt`: a string, strings, token ids, or lists of token ids.
-absl::Status ParsePrompts(const json& body, const ModelInfo& model, CompletionParams& params) {
+absl::Status ParsePrompts(const json& body, const ModelInfo& model, bool continues_document,
+                          CompletionParams& params) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return Invalid("prompt", "'prompt' is required");
   const json& prompt = *it;
   const int32_t vocab = model.config->vocab_size;
   auto add_text = [&](const std::string& text) {
-    params.prompts.push_back(model.tokenizer->Encode(text, /*add_special=*/true));
+    // After a document the text goes on from its cache: no second BOS.
+    params.prompts.push_back(model.tokenizer->Encode(text, /*add_special=*/!continues_document));
     params.prompt_texts.push_back(text);
   };
   auto add_ids = [&](const json& ids) -> absl::Status {
@@ -236,7 +239,8 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
   return text;
 }
 
-absl::Status ParseMessages(const json& body, const ModelInfo& model, CompletionParams& params) {
+absl::Status ParseMessages(const json& body, const ModelInfo& model,
+                           const DocumentContext* document, CompletionParams& params) {
   if (model.chat_template == nullptr) {
     return Invalid("messages", "this model has no chat template; use /v1/completions");
   }
@@ -274,6 +278,24 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model, CompletionP
       return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     }
     extra = *kwargs;
+  }
+  if (document != nullptr) {
+    const auto ordered = [](const json& value) { return nlohmann::ordered_json::parse(value.dump()); };
+    auto split = engine::SplitDocumentChat(*model.chat_template, document->text,
+                                           ordered(messages), add_generation_prompt,
+                                           ordered(extra), document->role);
+    if (!split.ok()) {
+      return Invalid("messages", absl::StrCat("cannot place the document in this conversation: ",
+                                              std::string(split.status().message())));
+    }
+    if (split->prefix != document->prefix.payload->prefix_text) {
+      return Invalid("messages",
+                     "the conversation renders the text before the document differently from "
+                     "when the document was uploaded (chat_template_kwargs change it)");
+    }
+    params.prompts.push_back(model.tokenizer->Encode(split->suffix, /*add_special=*/false));
+    params.prompt_texts.push_back(split->suffix);
+    return absl::OkStatus();
   }
   auto rendered = model.chat_template->Render(messages, add_generation_prompt, extra);
   if (!rendered.ok()) {
@@ -404,7 +426,8 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind, int32_t n) {
 }  // namespace
 
 absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind kind,
-                                                       const ModelInfo& model) {
+                                                       const ModelInfo& model,
+                                                       const DocumentContext* document) {
   if (!body.is_object()) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
@@ -444,10 +467,11 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
   }
   if (kind == ApiKind::kCompletion) {
     KVD_RETURN_IF_ERROR(fields.Boolean("echo", params.echo));
-    KVD_RETURN_IF_ERROR(ParsePrompts(body, model, params));
+    KVD_RETURN_IF_ERROR(ParsePrompts(body, model, document != nullptr, params));
   } else {
-    KVD_RETURN_IF_ERROR(ParseMessages(body, model, params));
+    KVD_RETURN_IF_ERROR(ParseMessages(body, model, document, params));
   }
+  if (document != nullptr) request.document = document->prefix;
   KVD_RETURN_IF_ERROR(ParseSampling(fields, request));
   KVD_RETURN_IF_ERROR(ParseLogitBias(fields, model.config->vocab_size, request.sampling));
   KVD_RETURN_IF_ERROR(ParseLogprobs(fields, kind, params));
@@ -459,9 +483,13 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
 
   // max_tokens: OpenAI's default is 16 for completions; chat may use the rest of the context.
   const int32_t context = model.config->max_position_embeddings;
+  // A document's tokens count towards the context like the prompt's own.
+  const size_t document_tokens =
+      document != nullptr ? static_cast<size_t>(document->prefix.payload->original_length) : 0;
   size_t longest_prompt = 0;
-  for (const auto& prompt : params.prompts)
-    longest_prompt = std::max(longest_prompt, prompt.size());
+  for (const auto& prompt : params.prompts) {
+    longest_prompt = std::max(longest_prompt, document_tokens + prompt.size());
+  }
   const std::string max_key = kind == ApiKind::kChat && fields.Get("max_completion_tokens")
                                   ? "max_completion_tokens"
                                   : "max_tokens";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/chat_document.h"
 #include "engine/chat_template.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
@@ -41,10 +42,20 @@ struct ModelInfo {
   std::string name;
 };
 
+// A stored document the prompt continues (the request's `documents`, resolved). Completions:
+// the prompt's text follows the document's cache directly (no BOS of its own). Chat: the
+// document opens the conversation's `role` turn (engine/chat_document.h) and the rendering
+// up to it must be the text the cache was computed from.
+struct DocumentContext {
+  scheduler::DocumentPrefix prefix;
+  std::string text;  // the document's own text
+  engine::DocumentRole role = engine::DocumentRole::kUser;
+};
+
 // Parses `body` (already JSON). InvalidArgument with a param payload for every problem;
-// NotFound when `model` names another model.
-[[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(const nlohmann::json& body,
-                                                                     ApiKind kind,
-                                                                     const ModelInfo& model);
+// NotFound when `model` names another model. With `document`, the prompts continue it.
+[[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(
+    const nlohmann::json& body, ApiKind kind, const ModelInfo& model,
+    const DocumentContext* document = nullptr);
 
 }  // namespace kvd::server

@@ -103,6 +103,7 @@ void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
     if (event->final) {
       ended_[prompt] = true;
       usage_.prompt_tokens += event->usage.prompt_tokens;
+      usage_.cached_tokens += event->usage.cached_tokens;
       usage_.completion_tokens += event->usage.completion_tokens;
       if (!event->status.ok() && error_.ok()) error_ = event->status;
       return;

@@ -19,9 +19,26 @@ json BytesJson(const std::string& text) {
 }  // namespace
 
 json UsageJson(const scheduler::Usage& usage) {
-  return {{"prompt_tokens", usage.prompt_tokens},
-          {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.total_tokens()}};
+  json result = {{"prompt_tokens", usage.prompt_tokens},
+                 {"completion_tokens", usage.completion_tokens},
+                 {"total_tokens", usage.total_tokens()}};
+  if (usage.cached_tokens > 0) {
+    result["prompt_tokens_details"] = {{"cached_tokens", usage.cached_tokens}};
+  }
+  return result;
+}
+
+absl::StatusOr<json> ParseJsonObjectBody(std::string_view body) {
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    return absl::InvalidArgumentError(
+        "the request body is not valid JSON; send a JSON object with Content-Type: "
+        "application/json");
+  }
+  if (!parsed.is_object()) {
+    return absl::InvalidArgumentError("the request body must be a JSON object");
+  }
+  return parsed;
 }
 
 json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,

@@ -1,10 +1,12 @@
-// JSON pieces of OpenAI responses: usage, and the logprobs formats of the completions API
-// (parallel arrays) and of the chat API (a list of token objects).
+// JSON pieces of OpenAI requests and responses: a request body, usage, and the logprobs
+// formats of the completions API (parallel arrays) and of the chat API (a list of token objects).
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -12,7 +14,12 @@
 
 namespace kvd::server {
 
+// {prompt_tokens, completion_tokens, total_tokens}, and prompt_tokens_details.cached_tokens
+// when a stored document supplied some of the prompt.
 nlohmann::json UsageJson(const scheduler::Usage& usage);
+
+// A request body that must be a JSON object; InvalidArgument otherwise.
+[[nodiscard]] absl::StatusOr<nlohmann::json> ParseJsonObjectBody(std::string_view body);
 
 // Completions `logprobs` for `tokens` whose text starts at `text_offset` in the choice's text.
 nlohmann::json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,

@@ -7,6 +7,8 @@
 #include "nlohmann/json.hpp"
 #include "server/api/completion_reply.h"
 #include "server/api/openai_json.h"
+#include "server/api/request_auth.h"
+#include "server/documents/document_service.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
 #include "server/version.h"
@@ -22,15 +24,7 @@ HttpResponse JsonResponse(const json& body, int status = 200) {
 }
 
 absl::StatusOr<json> ParseBody(const HttpRequest& request) {
-  json body = json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    return absl::InvalidArgumentError(
-        "the request body is not valid JSON; send a JSON object with Content-Type: "
-        "application/json");
-  }
-  if (!body.is_object())
-    return absl::InvalidArgumentError("the request body must be a JSON object");
-  return body;
+  return ParseJsonObjectBody(request.body);
 }
 
 class Api {
@@ -38,10 +32,7 @@ class Api {
   explicit Api(ServingContext& context) : context_(context) {}
 
   absl::StatusOr<std::shared_ptr<Tenant>> Authenticate(const HttpRequest& request) const {
-    if (context_.draining.load()) {
-      return WithRetryAfter(absl::UnavailableError("the server is shutting down"), 1);
-    }
-    return context_.tenants->current()->Authenticate(request.header("authorization"));
+    return AuthenticateRequest(context_, request);
   }
 
   HandlerResult Completions(HttpRequest& request, ApiKind kind) {
@@ -52,7 +43,10 @@ class Api {
     }
     auto body = ParseBody(request);
     if (!body.ok()) return Refuse(request, (*tenant)->id(), body.status(), start);
-    auto params = ParseCompletionParams(*body, kind, context_.model);
+    auto document = ResolveDocument(*body, (*tenant)->id());
+    if (!document.ok()) return Refuse(request, (*tenant)->id(), document.status(), start);
+    auto params = ParseCompletionParams(*body, kind, context_.model,
+                                        document->has_value() ? &**document : nullptr);
     if (!params.ok()) return Refuse(request, (*tenant)->id(), params.status(), start);
 
     int64_t tokens = 0;
@@ -199,6 +193,30 @@ class Api {
   }
 
  private:
+  // The stored document `documents` names, if any: one id of the caller's own documents.
+  absl::StatusOr<std::optional<DocumentContext>> ResolveDocument(const json& body,
+                                                                 const std::string& tenant) {
+    const auto it = body.find("documents");
+    if (it == body.end() || it->is_null()) return std::nullopt;
+    auto invalid = [](std::string message) {
+      return WithParam(absl::InvalidArgumentError(std::move(message)), "documents");
+    };
+    if (context_.documents == nullptr) {
+      return invalid("documents are not enabled on this server (documents.enabled)");
+    }
+    if (!it->is_array() || it->size() > 1 || (it->size() == 1 && !(*it)[0].is_string())) {
+      return invalid("'documents' must be an array of at most one document id");
+    }
+    if (it->empty()) return std::nullopt;
+    auto resolved = context_.documents->Resolve(tenant, (*it)[0].get<std::string>());
+    if (!resolved.ok()) {
+      absl::Status status = WithParam(resolved.status(), "documents");
+      return absl::IsNotFound(status) ? WithErrorCode(status, "document_not_found") : status;
+    }
+    return DocumentContext{std::move(resolved->prefix), std::move(resolved->text),
+                           context_.documents->role()};
+  }
+
   json ModelJson() const {
     return {{"id", context_.model.name},
             {"object", "model"},

@@ -11,13 +11,15 @@
 
 namespace kvd::server {
 
+class DocumentService;
 class MetricsExporter;
 
 struct ServingContext {
   ModelInfo model;
   scheduler::Scheduler* scheduler = nullptr;
   const TenantDirectory* tenants = nullptr;
-  MetricsExporter* metrics = nullptr;  // null when metrics are off
+  MetricsExporter* metrics = nullptr;    // null when metrics are off
+  DocumentService* documents = nullptr;  // null when documents are off
   bool log_requests = true;
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests

@@ -43,6 +43,8 @@ Tenant::Tenant(const TenantConfig& config, const scheduler::Clock& clock)
       policy_(config.Policy()),
       priority_(config.priority),
       max_concurrent_(config.max_concurrent_requests),
+      max_documents_(config.max_documents),
+      max_stored_bytes_(static_cast<int64_t>(config.max_stored_bytes)),
       requests_bucket_(config.requests_per_minute, clock.Now()),
       tokens_bucket_(config.tokens_per_minute, clock.Now()) {}
 
@@ -52,6 +54,8 @@ void Tenant::Reconfigure(const TenantConfig& config) {
   policy_ = config.Policy();
   priority_ = config.priority;
   max_concurrent_ = config.max_concurrent_requests;
+  max_documents_ = config.max_documents;
+  max_stored_bytes_ = static_cast<int64_t>(config.max_stored_bytes);
   requests_bucket_.Resize(config.requests_per_minute, now);
   tokens_bucket_.Resize(static_cast<double>(config.tokens_per_minute), now);
 }
@@ -64,6 +68,16 @@ scheduler::TenantPolicy Tenant::policy() {
 int32_t Tenant::priority() {
   std::lock_guard lock(mu_);
   return priority_;
+}
+
+int64_t Tenant::max_documents() {
+  std::lock_guard lock(mu_);
+  return max_documents_;
+}
+
+int64_t Tenant::max_stored_bytes() {
+  std::lock_guard lock(mu_);
+  return max_stored_bytes_;
 }
 
 absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refusal& refusal) {

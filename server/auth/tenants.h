@@ -53,6 +53,9 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   // What the scheduler needs: weight and its own limits.
   scheduler::TenantPolicy policy();
   int32_t priority();
+  // Its own document limits (TenantConfig::max_documents, max_stored_bytes); 0: the server's.
+  int64_t max_documents();
+  int64_t max_stored_bytes();
 
   // Takes a concurrent slot, one request and `tokens` (prompt plus max_tokens) from the
   // tenant's limits, or refuses with ResourceExhausted carrying Retry-After; `refusal` says
@@ -69,6 +72,8 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   scheduler::TenantPolicy policy_;  // guarded by mu_
   int32_t priority_;                // guarded by mu_
   int32_t max_concurrent_;          // guarded by mu_
+  int64_t max_documents_;           // guarded by mu_
+  int64_t max_stored_bytes_;        // guarded by mu_
   int32_t concurrent_ = 0;          // guarded by mu_
   TokenBucket requests_bucket_;     // guarded by mu_
   TokenBucket tokens_bucket_;       // guarded by mu_

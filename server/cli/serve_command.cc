@@ -13,6 +13,7 @@
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
+#include "server/api/document_routes.h"
 #include "server/api/openai_routes.h"
 #include "server/api/serving_context.h"
 #include "server/auth/tenants.h"
@@ -20,6 +21,7 @@
 #include "server/cli/logging_setup.h"
 #include "server/cli/signal_watch.h"
 #include "server/config/config_loader.h"
+#include "server/documents/document_service.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
 #include "spdlog/spdlog.h"
@@ -157,8 +159,21 @@ absl::Status RunServe(const ServeFlags& flags) {
                                                 [engine] { return engine->Metrics(); });
     context.metrics = metrics.get();
   }
+  std::unique_ptr<DocumentService> documents;
+  if (config->documents.enabled) {
+    auto opened = DocumentService::Open(
+        config->documents, config->store.data_dir,
+        {.scheduler = scheduler->get(),
+         .model = context.model,
+         .model_dir = config->model.path,
+         .kv_dtype = "f32"});
+    if (!opened.ok()) return opened.status();
+    documents = *std::move(opened);
+    context.documents = documents.get();
+  }
   Router router;
   AddApiRoutes(router, context);
+  AddDocumentRoutes(router, context);
 
   auto http = HttpServer::Create(HttpOptions(config->server), router);
   if (!http.ok()) return http.status();
@@ -171,6 +186,8 @@ absl::Status RunServe(const ServeFlags& flags) {
   while ((*signals)->Next() == SIGHUP) ReloadTenants(flags, tenants);
   Drain(context, **signals, absl::Seconds(config->server.drain_timeout_seconds));
   (*http)->Stop();
+  // Compressions still running end failed; what finished is written and the store flushed.
+  if (documents != nullptr) documents->Shutdown();
   (*scheduler)->Stop();
   return absl::OkStatus();
 }

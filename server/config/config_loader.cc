@@ -54,6 +54,7 @@ void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::Sc
   r.Read("admission_watermark", &c.admission_watermark);
   r.Read("max_queued_requests", &c.max_queued_requests);
   r.Read("max_n", &c.max_n);
+  r.Read("compression_tokens_per_step", &c.compression_tokens_per_step);
   r.Finish();
 }
 
@@ -82,12 +83,30 @@ void ReadTenant(YamlDocument& document, const YAML::Node& node, std::string path
   r.Read("max_running_sequences", &t.max_running_sequences);
   r.Read("requests_per_minute", &t.requests_per_minute);
   r.Read("tokens_per_minute", &t.tokens_per_minute);
+  r.Read("max_documents", &t.max_documents);
+  r.ReadByteSize("max_stored_bytes", &t.max_stored_bytes);
   r.Finish();
 }
 
 void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
   YamlMapReader r(document, node, "store");
   r.Read("data_dir", &c.data_dir);
+  r.Finish();
+}
+
+void ReadDocuments(YamlDocument& document, const YAML::Node& node, DocumentsConfig& c) {
+  YamlMapReader r(document, node, "documents");
+  r.Read("enabled", &c.enabled);
+  r.Read("chat_role", &c.chat_role);
+  r.Read("default_method", &c.default_method);
+  r.Read("default_ratio", &c.default_ratio);
+  r.ReadByteSize("max_document_bytes", &c.max_document_bytes);
+  r.Read("upload_wait_seconds", &c.upload_wait_seconds);
+  r.ReadByteSize("memory_tier_bytes", &c.memory_tier_bytes);
+  r.Read("default_ttl_seconds", &c.default_ttl_seconds);
+  r.Read("expiry_sweep_seconds", &c.expiry_sweep_seconds);
+  r.Read("max_documents_per_tenant", &c.max_documents_per_tenant);
+  r.ReadByteSize("max_stored_bytes_per_tenant", &c.max_stored_bytes_per_tenant);
   r.Finish();
 }
 
@@ -118,6 +137,7 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
     }
   }
   if (auto section = r.Find("store")) ReadStore(document, *section, config.store);
+  if (auto section = r.Find("documents")) ReadDocuments(document, *section, config.documents);
   if (auto section = r.Find("metrics")) ReadMetrics(document, *section, config.metrics);
   if (auto section = r.Find("logging")) ReadLogging(document, *section, config.logging);
   r.Finish();

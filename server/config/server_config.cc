@@ -32,7 +32,8 @@ absl::Status SchedulerKeyError(const absl::Status& status) {
                                                  "kv_cache_memory_fraction",
                                                  "admission_watermark",
                                                  "max_queued_requests",
-                                                 "max_n"};
+                                                 "max_n",
+                                                 "compression_tokens_per_step"};
   constexpr std::string_view kPrefix = "scheduler config: ";
   std::string_view message(status.message().data(), status.message().size());
   if (message.starts_with(kPrefix)) message.remove_prefix(kPrefix.size());
@@ -195,6 +196,7 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
         {"max_running_sequences", t.max_running_sequences},
         {"requests_per_minute", t.requests_per_minute},
         {"tokens_per_minute", t.tokens_per_minute},
+        {"max_documents", t.max_documents},
     };
     for (const auto& [name, value] : limits) {
       if (value < 0) {
@@ -202,6 +204,43 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
                         absl::StrCat("must be at least 0 (0: unlimited), got ", value));
       }
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDocuments(const DocumentsConfig& d) {
+  if (auto s = CheckOneOf("documents.chat_role", d.chat_role, {"user", "system"}); !s.ok()) {
+    return s;
+  }
+  if (auto s = CheckOneOf("documents.default_method", d.default_method,
+                          {"none", "kvzip", "h2o", "streaming"});
+      !s.ok()) {
+    return s;
+  }
+  if (!(d.default_ratio > 0.0 && d.default_ratio <= 1.0)) {
+    return KeyError("documents.default_ratio",
+                    absl::StrCat("must be in (0, 1], got ", d.default_ratio));
+  }
+  if (d.default_method == "none" && d.default_ratio != 1.0) {
+    return KeyError("documents.default_ratio", "must be 1 when default_method is none");
+  }
+  if (d.max_document_bytes < 1) return KeyError("documents.max_document_bytes", "must be >= 1");
+  if (!(d.upload_wait_seconds >= 0.0 && d.upload_wait_seconds <= 600.0)) {
+    return KeyError("documents.upload_wait_seconds",
+                    absl::StrCat("must be in [0, 600], got ", d.upload_wait_seconds));
+  }
+  if (!(d.default_ttl_seconds >= 0.0 && std::isfinite(d.default_ttl_seconds))) {
+    return KeyError("documents.default_ttl_seconds",
+                    absl::StrCat("must be at least 0 (0: forever), got ", d.default_ttl_seconds));
+  }
+  if (!(d.expiry_sweep_seconds > 0.0 && d.expiry_sweep_seconds <= 86400.0)) {
+    return KeyError("documents.expiry_sweep_seconds",
+                    absl::StrCat("must be in (0, 86400], got ", d.expiry_sweep_seconds));
+  }
+  if (d.max_documents_per_tenant < 0) {
+    return KeyError("documents.max_documents_per_tenant",
+                    absl::StrCat("must be at least 0 (0: unlimited), got ",
+                                 d.max_documents_per_tenant));
   }
   return absl::OkStatus();
 }
@@ -238,6 +277,7 @@ absl::Status ServerConfig::Validate() const {
   if (auto s = scheduler.Validate(); !s.ok()) return SchedulerKeyError(s);
   if (auto s = ValidateTenants(tenants); !s.ok()) return s;
   if (store.data_dir.empty()) return KeyError("store.data_dir", "must not be empty");
+  if (auto s = ValidateDocuments(documents); !s.ok()) return s;
   if (auto s = CheckOneOf("logging.level", logging.level,
                           {"trace", "debug", "info", "warn", "error", "off"});
       !s.ok()) {

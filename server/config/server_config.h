@@ -96,6 +96,12 @@ struct TenantConfig {
   // Prompt and completion tokens per minute; requests over it are refused (429). 0: unlimited.
   // Default 0.
   int64_t tokens_per_minute = 0;
+  // Documents the tenant may store at once (more: 429); 0 uses
+  // documents.max_documents_per_tenant. Default 0.
+  int64_t max_documents = 0;
+  // Bytes of compressed caches the tenant may store (more: 429); 0 uses
+  // documents.max_stored_bytes_per_tenant. Default 0.
+  size_t max_stored_bytes = 0;
 
   // Every digest that authenticates this tenant: key_sha256, then key_env_sha256 if set.
   std::vector<std::string> KeyDigests() const;
@@ -112,6 +118,43 @@ struct StoreConfig {
   std::string data_dir = "data";
 
   bool operator==(const StoreConfig&) const = default;
+};
+
+// Section `documents`: uploaded documents (POST /v1/documents), their compression and the
+// memory tier that keeps hot ones loaded. The store lives in store.data_dir. Not reloadable.
+struct DocumentsConfig {
+  // Serve /v1/documents and `documents` in completions. Default true.
+  bool enabled = true;
+  // The chat turn a document opens: "user" (KVzip's prompts; the bundled model's format; a
+  // conversation with a document then has no system message) or "system". Default "user".
+  std::string chat_role = "user";
+  // Compression when an upload names none: "none", "kvzip", "h2o" or "streaming" ("snapkv"
+  // needs a query, so it is never a default). Default "kvzip".
+  std::string default_method = "kvzip";
+  // Fraction of document entries kept when an upload sets neither ratio nor budget_tokens,
+  // in (0, 1]. Default 0.3.
+  double default_ratio = 0.3;
+  // Largest document text accepted, in bytes (larger: 413), at least 1. Default 1 MiB.
+  size_t max_document_bytes = size_t{1} << 20;
+  // Seconds an upload waits for its compression before answering 202 (processing) instead
+  // of 201 (ready), in [0, 600]. Default 2.
+  double upload_wait_seconds = 2.0;
+  // Bytes of compressed caches kept loaded in memory, least recently used leaving first;
+  // 0 keeps none (every question reads the store). Default 512 MiB.
+  size_t memory_tier_bytes = size_t{512} << 20;
+  // Lifetime of a document whose upload sets no ttl_seconds, in seconds; 0: forever.
+  // Default 0.
+  double default_ttl_seconds = 0.0;
+  // Seconds between sweeps that delete expired documents, in (0, 86400]. Default 60.
+  double expiry_sweep_seconds = 60.0;
+  // Documents a tenant may store at once (more: 429); 0: unlimited. A tenant's
+  // max_documents overrides it. Default 1000.
+  int64_t max_documents_per_tenant = 1000;
+  // Bytes of compressed caches a tenant may store (more: 429; one document alone over it:
+  // 413); 0: unlimited. A tenant's max_stored_bytes overrides it. Default 4 GiB.
+  size_t max_stored_bytes_per_tenant = size_t{4} << 30;
+
+  bool operator==(const DocumentsConfig&) const = default;
 };
 
 // Section `metrics`: Prometheus exposition. Not reloadable.
@@ -143,6 +186,7 @@ struct ServerConfig {
   // authenticated. Default: none.
   std::vector<TenantConfig> tenants;
   StoreConfig store;      // section `store`; not reloadable
+  DocumentsConfig documents;  // section `documents`; not reloadable
   MetricsConfig metrics;  // section `metrics`; not reloadable
   LoggingConfig logging;  // section `logging`; not reloadable
 

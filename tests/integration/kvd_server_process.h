@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -26,8 +28,18 @@ namespace kvd::testing {
 
 class KvdServer {
  public:
-  // Starts `kvd serve --host 127.0.0.1 --port 0 ARGS` and waits until it listens.
-  explicit KvdServer(const std::vector<std::string>& args) {
+  // Starts `kvd serve --host 127.0.0.1 --port 0 ARGS` and waits until it listens. Without a
+  // --data-dir in ARGS the server gets a fresh one of its own, removed afterwards, so servers
+  // of tests running side by side never share a store.
+  explicit KvdServer(std::vector<std::string> args) {
+    if (std::find(args.begin(), args.end(), "--data-dir") == args.end()) {
+      static std::atomic<int> counter = 0;
+      own_data_dir_ = std::filesystem::temp_directory_path() /
+                      ("kvd_data_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+      std::filesystem::remove_all(own_data_dir_);
+      args.push_back("--data-dir");
+      args.push_back(own_data_dir_.string());
+    }
     int pipe_fds[2];
     if (pipe(pipe_fds) != 0) return;
     posix_spawn_file_actions_t actions;
@@ -50,7 +62,10 @@ class KvdServer {
     }
   }
 
-  ~KvdServer() { Stop(); }
+  ~KvdServer() {
+    Stop();
+    if (!own_data_dir_.empty()) std::filesystem::remove_all(own_data_dir_);
+  }
 
   int port() const { return port_; }
   std::string url(const std::string& path) const {
@@ -94,6 +109,7 @@ class KvdServer {
     cv_.notify_all();
   }
 
+  std::filesystem::path own_data_dir_;
   pid_t pid_ = -1;
   int exit_status_ = -1;
   std::thread reader_;

@@ -38,7 +38,7 @@ before(async () => {
     '',
   ].join('\n'));
   server = spawn(kvd, ['serve', '--config', config, '--model', join(source, 'models/kvd-tiny'),
-                       '--host', '127.0.0.1', '--port', '0']);
+                       '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0']);
   await new Promise((resolve, reject) => {
     server.stderr.on('data', (data) => {
       logs += data;

@@ -54,6 +54,7 @@ void ExpectSchedulerEq(const scheduler::SchedulerConfig& a, const scheduler::Sch
   EXPECT_EQ(a.admission_watermark, b.admission_watermark);
   EXPECT_EQ(a.max_queued_requests, b.max_queued_requests);
   EXPECT_EQ(a.max_n, b.max_n);
+  EXPECT_EQ(a.compression_tokens_per_step, b.compression_tokens_per_step);
 }
 
 // Field by field, so that a failure names the field.
@@ -78,6 +79,18 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   ExpectSchedulerEq(a.scheduler, b.scheduler);
   EXPECT_EQ(a.store.data_dir, b.store.data_dir);
   EXPECT_TRUE(a.store == b.store);
+  EXPECT_EQ(a.documents.enabled, b.documents.enabled);
+  EXPECT_EQ(a.documents.chat_role, b.documents.chat_role);
+  EXPECT_EQ(a.documents.default_method, b.documents.default_method);
+  EXPECT_EQ(a.documents.default_ratio, b.documents.default_ratio);
+  EXPECT_EQ(a.documents.max_document_bytes, b.documents.max_document_bytes);
+  EXPECT_EQ(a.documents.upload_wait_seconds, b.documents.upload_wait_seconds);
+  EXPECT_EQ(a.documents.memory_tier_bytes, b.documents.memory_tier_bytes);
+  EXPECT_EQ(a.documents.default_ttl_seconds, b.documents.default_ttl_seconds);
+  EXPECT_EQ(a.documents.expiry_sweep_seconds, b.documents.expiry_sweep_seconds);
+  EXPECT_EQ(a.documents.max_documents_per_tenant, b.documents.max_documents_per_tenant);
+  EXPECT_EQ(a.documents.max_stored_bytes_per_tenant, b.documents.max_stored_bytes_per_tenant);
+  EXPECT_TRUE(a.documents == b.documents);
   EXPECT_EQ(a.metrics.enabled, b.metrics.enabled);
   EXPECT_TRUE(a.metrics == b.metrics);
   EXPECT_EQ(a.logging.level, b.logging.level);
@@ -128,6 +141,7 @@ TEST(ConfigLoaderTest, ExampleFileDocumentsEveryKey) {
       "model: {unknown_key: 1}\n",
       "scheduler: {unknown_key: 1}\n",
       "store: {unknown_key: 1}\n",
+      "documents: {unknown_key: 1}\n",
       "metrics: {unknown_key: 1}\n",
       "logging: {unknown_key: 1}\n",
       "tenants: [{id: a, key_sha256: [" + std::string(kDigestAbc) + "], unknown_key: 1}]\n",
@@ -412,16 +426,22 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "tenants, store, metrics, logging)");
+            "tenants, store, documents, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads)");
   EXPECT_EQ(ParseError("scheduler:\n  max_seqs: 2\n"),
             "config.yaml:2: scheduler.max_seqs: unknown key (expected one of max_num_seqs, "
             "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
-            "admission_watermark, max_queued_requests, max_n)");
+            "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
             "config.yaml:2: store.dir: unknown key (expected one of data_dir)");
+  EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
+              HasSubstr("config.yaml:2: documents.chat_role"));
+  EXPECT_THAT(ParseError("documents:\n  default_method: none\n"),
+              HasSubstr("documents.default_ratio: must be 1"));
+  EXPECT_THAT(ParseError("documents:\n  default_method: snapkv\n"),
+              HasSubstr("documents.default_method"));
   EXPECT_EQ(ParseError("metrics:\n  enable: true\n"),
             "config.yaml:2: metrics.enable: unknown key (expected one of enabled)");
   EXPECT_EQ(ParseError("logging:\n  lvl: info\n"),
@@ -430,7 +450,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
                        "]\n  - id: b\n    key_sha256: [" + kDigestEmpty + "]\n    wieght: 2\n"),
             "config.yaml:6: tenants[1].wieght: unknown key (expected one of id, key_sha256, "
             "key_env, weight, priority, max_concurrent_requests, max_queued_requests, "
-            "max_running_sequences, requests_per_minute, tokens_per_minute)");
+            "max_running_sequences, requests_per_minute, tokens_per_minute, max_documents, "
+            "max_stored_bytes)");
   // key_env_sha256 is filled by the loader, never read from the file.
   EXPECT_THAT(ParseError(std::string("tenants:\n  - id: a\n    key_env_sha256: ") + kDigestAbc),
               HasSubstr("config.yaml:3: tenants[0].key_env_sha256: unknown key"));

@@ -1,0 +1,32 @@
+// The JSON of the documents API: an upload or re-cut body checked field by field (unknown
+// fields refused, every error naming its parameter), and a document as the API reports it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "server/config/server_config.h"
+#include "server/documents/document_service.h"
+
+namespace kvd::server {
+
+// POST /v1/documents: {"text", "compression": {"method", "ratio" | "budget_tokens", "query"},
+// "keep_full", "ttl_seconds", "metadata"}; what is left out comes from `config`.
+[[nodiscard]] absl::StatusOr<DocumentUpload> ParseDocumentUpload(const nlohmann::json& body,
+                                                                 const DocumentsConfig& config);
+
+struct RecutRequest {
+  std::optional<double> ratio;
+  std::optional<int64_t> budget_tokens;
+};
+// POST /v1/documents/{id}/recut: {"ratio"} or {"budget_tokens"}.
+[[nodiscard]] absl::StatusOr<RecutRequest> ParseRecut(const nlohmann::json& body);
+
+// {"id", "object": "document", "status", "progress", "failure_reason", "created_at",
+//  "expires_at", "token_count", "kept_entries", "stored_bytes", "ratio", "method",
+//  "keep_full", "metadata"}; times in Unix seconds, expires_at null for never.
+nlohmann::json DocumentJson(const DocumentView& view);
+
+}  // namespace kvd::server

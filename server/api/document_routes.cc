@@ -1,0 +1,157 @@
+#include "server/api/document_routes.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/api/document_json.h"
+#include "server/api/openai_json.h"
+#include "server/api/request_auth.h"
+#include "server/documents/document_service.h"
+#include "server/http/error_response.h"
+#include "server/http/query_string.h"
+#include "server/metrics/metrics_exporter.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int32_t kDefaultPageSize = 20;
+constexpr int32_t kMaxPageSize = 100;
+
+class DocumentApi {
+ public:
+  explicit DocumentApi(ServingContext& context)
+      : context_(context), documents_(*context.documents) {}
+
+  HandlerResult Upload(HttpRequest& request) {
+    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+      auto body = ParseJsonObjectBody(request.body);
+      if (!body.ok()) return ErrorResponse(body.status());
+      auto upload = ParseDocumentUpload(*body, documents_.config());
+      if (!upload.ok()) return ErrorResponse(upload.status());
+      auto view = documents_.Upload(tenant.id(), Quota(tenant), *std::move(upload));
+      if (!view.ok()) return ErrorResponse(view.status());
+      const bool processing = view->meta.status == cache_store::DocumentStatus::kProcessing;
+      return HttpResponse{.status = processing ? 202 : 201, .body = Dump(DocumentJson(*view))};
+    });
+  }
+
+  HandlerResult List(HttpRequest& request) {
+    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+      auto params = ParseQueryString(request.query);
+      if (!params.ok()) return ErrorResponse(params.status());
+      int32_t limit = kDefaultPageSize;
+      std::string after;
+      for (const auto& [name, value] : *params) {
+        if (name == "limit") {
+          if (!absl::SimpleAtoi(value, &limit) || limit < 1 || limit > kMaxPageSize) {
+            return ErrorResponse(WithParam(
+                absl::InvalidArgumentError(absl::StrCat("'limit' must be an integer in [1, ",
+                                                        kMaxPageSize, "]")),
+                "limit"));
+          }
+        } else if (name == "after") {
+          after = value;
+        } else {
+          return ErrorResponse(WithParam(
+              absl::InvalidArgumentError(absl::StrCat("unsupported query parameter '", name, "'")),
+              name));
+        }
+      }
+      auto page = documents_.List(tenant.id(), after, limit);
+      if (!page.ok()) return ErrorResponse(page.status());
+      json data = json::array();
+      for (const DocumentView& view : page->documents) data.push_back(DocumentJson(view));
+      json list = {{"object", "list"},
+                   {"data", data},
+                   {"has_more", !page->next_page_token.empty()},
+                   {"first_id", data.empty() ? json() : data.front()["id"]},
+                   {"last_id", data.empty() ? json() : data.back()["id"]}};
+      return HttpResponse{.status = 200, .body = Dump(list)};
+    });
+  }
+
+  HandlerResult Get(HttpRequest& request) {
+    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+      auto view = documents_.Get(tenant.id(), request.path_params["id"]);
+      if (!view.ok()) return ErrorResponse(view.status());
+      return HttpResponse{.status = 200, .body = Dump(DocumentJson(*view))};
+    });
+  }
+
+  HandlerResult Delete(HttpRequest& request) {
+    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+      const std::string id = request.path_params["id"];
+      if (auto status = documents_.Delete(tenant.id(), id); !status.ok()) {
+        return ErrorResponse(status);
+      }
+      return HttpResponse{
+          .status = 200,
+          .body = Dump({{"id", id}, {"object", "document.deleted"}, {"deleted", true}})};
+    });
+  }
+
+  HandlerResult Recut(HttpRequest& request) {
+    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+      auto body = ParseJsonObjectBody(request.body);
+      if (!body.ok()) return ErrorResponse(body.status());
+      auto recut = ParseRecut(*body);
+      if (!recut.ok()) return ErrorResponse(recut.status());
+      auto view = documents_.Recut(tenant.id(), request.path_params["id"], recut->ratio,
+                                   recut->budget_tokens);
+      if (!view.ok()) return ErrorResponse(view.status());
+      return HttpResponse{.status = 200, .body = Dump(DocumentJson(*view))};
+    });
+  }
+
+ private:
+  DocumentQuota Quota(Tenant& tenant) const {
+    const DocumentsConfig& config = documents_.config();
+    const int64_t documents = tenant.max_documents();
+    const int64_t bytes = tenant.max_stored_bytes();
+    return {documents > 0 ? documents : config.max_documents_per_tenant,
+            bytes > 0 ? bytes : static_cast<int64_t>(config.max_stored_bytes_per_tenant)};
+  }
+
+  // Authenticates, runs `handle`, counts and logs the answer.
+  template <typename Handle>
+  HttpResponse Answer(const HttpRequest& request, Handle handle) {
+    const absl::Time start = absl::Now();
+    auto tenant = AuthenticateRequest(context_, request);
+    HttpResponse response = tenant.ok() ? handle(**tenant) : ErrorResponse(tenant.status());
+    const std::string tenant_id = tenant.ok() ? (*tenant)->id() : "-";
+    if (context_.metrics != nullptr) {
+      context_.metrics->RecordRequest(tenant_id, response.status);
+      if (!tenant.ok() && tenant.status().code() == absl::StatusCode::kUnauthenticated) {
+        context_.metrics->RecordRejection(tenant_id, RejectionReason::kUnauthenticated);
+      }
+    }
+    if (context_.log_requests) {
+      spdlog::info("{} {} tenant={} status={} {:.3f}s", request.method, request.path, tenant_id,
+                   response.status, absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    return response;
+  }
+
+  ServingContext& context_;
+  DocumentService& documents_;
+};
+
+}  // namespace
+
+void AddDocumentRoutes(Router& router, ServingContext& context) {
+  if (context.documents == nullptr) return;
+  auto api = std::make_shared<DocumentApi>(context);
+  router.Add("POST", "/v1/documents", [api](HttpRequest& r) { return api->Upload(r); });
+  router.Add("GET", "/v1/documents", [api](HttpRequest& r) { return api->List(r); });
+  router.Add("GET", "/v1/documents/{id}", [api](HttpRequest& r) { return api->Get(r); });
+  router.Add("DELETE", "/v1/documents/{id}", [api](HttpRequest& r) { return api->Delete(r); });
+  router.Add("POST", "/v1/documents/{id}/recut", [api](HttpRequest& r) { return api->Recut(r); });
+}
+
+}  // namespace kvd::server

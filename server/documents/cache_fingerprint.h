@@ -1,0 +1,28 @@
+// What a stored document cache was computed with, as digests: the model (config and weights)
+// and the text pipeline (tokenizer, chat template, the turn a document opens). A cache is
+// reused only where both match (cache_store/store/cache_identity.h).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/chat_document.h"
+
+namespace kvd::server {
+
+struct CacheFingerprint {
+  std::string model_digest;
+  std::string tokenizer_digest;
+};
+
+// SHA-256 digests, lower-case hex. The model digest covers config.json whole and, for every
+// *.safetensors file in name order, its name, size, header (names, dtypes, shapes, offsets)
+// and 16 windows of 64 KiB spread evenly over the data: weights of the same shapes from
+// another training run differ in every window, while a multi-gigabyte checkpoint is not read
+// in full at each start. The tokenizer digest covers tokenizer.json, tokenizer_config.json
+// (the chat template) and the document role. IO errors name the file.
+[[nodiscard]] absl::StatusOr<CacheFingerprint> FingerprintModel(
+    const std::filesystem::path& model_dir, engine::DocumentRole role);
+
+}  // namespace kvd::server

@@ -1,0 +1,183 @@
+// Upload-once documents: compression through the scheduler, persistence in the document
+// store, the memory tier, quotas, re-cuts and expiry. The HTTP and gRPC handlers both go
+// through it, so documents are validated, authorised and mapped to statuses in one place.
+// Thread-safe; store writes happen on its own worker thread, never on the engine thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cache_store/kvzip/compression_spec.h"
+#include "cache_store/kvzip/document_prompts.h"
+#include "cache_store/store/document_store.h"
+#include "nlohmann/json.hpp"
+#include "scheduler/metrics.h"
+#include "scheduler/scheduler.h"
+#include "server/api/completion_params.h"
+#include "server/config/server_config.h"
+#include "server/documents/cache_fingerprint.h"
+#include "server/documents/document_tier.h"
+
+namespace kvd::server {
+
+struct DocumentUpload {
+  std::string text;
+  cache_store::CompressionSpec compression;
+  // Store every entry and cut the served cache from it, so a later re-cut may grow.
+  bool keep_full = false;
+  std::optional<absl::Duration> ttl;  // unset: documents.default_ttl_seconds
+  nlohmann::json metadata = nlohmann::json::object();
+};
+
+// A tenant's document limits; 0 means unlimited.
+struct DocumentQuota {
+  int64_t max_documents = 0;
+  int64_t max_bytes = 0;
+};
+
+// What the API reports about one document.
+struct DocumentView {
+  cache_store::DocumentMeta meta;
+  double progress = 1.0;  // while processing: the fraction of the compression done
+};
+
+struct DocumentViewPage {
+  std::vector<DocumentView> documents;
+  std::string next_page_token;  // empty on the last page
+};
+
+// A ready document as a request uses it.
+struct ResolvedDocument {
+  scheduler::DocumentPrefix prefix;
+  std::string text;  // the document's own text, for placing it in a chat
+};
+
+struct DocumentStats {
+  int64_t documents = 0;     // stored, every tenant, any status
+  int64_t stored_bytes = 0;  // encoded payloads
+  int64_t compressions_running = 0;
+  int64_t compressions_failed = 0;
+  TierStats tier;
+  scheduler::HistogramSnapshot compression_seconds;  // upload to stored, per document
+  scheduler::HistogramSnapshot load_seconds;         // store read on a tier miss
+  scheduler::HistogramSnapshot kept_ratio;           // ratio of each stored document
+};
+
+class DocumentService {
+ public:
+  // What the service borrows; everything must outlive it.
+  struct Dependencies {
+    scheduler::Scheduler* scheduler = nullptr;
+    ModelInfo model;
+    std::filesystem::path model_dir;
+    std::string kv_dtype;  // the dtype KV caches are computed in, part of their identity
+  };
+
+  // Opens (or creates) the store in `data_dir`/documents, fingerprints the model, marks
+  // documents a previous process left processing as failed, and starts the worker. Errors:
+  // the store's, the fingerprint's, InvalidArgument when the chat template cannot hold a
+  // document in `config.chat_role`.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentService>> Open(
+      const DocumentsConfig& config, const std::filesystem::path& data_dir, Dependencies deps);
+  ~DocumentService();
+  DocumentService(const DocumentService&) = delete;
+  DocumentService& operator=(const DocumentService&) = delete;
+
+  engine::DocumentRole role() const { return role_; }
+  const DocumentsConfig& config() const { return config_; }
+
+  // Starts compressing, waits up to documents.upload_wait_seconds, and reports the document
+  // as it then is (ready, processing or failed). InvalidArgument for a bad upload (code
+  // request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted over
+  // the tenant's quota, Unavailable while shutting down.
+  [[nodiscard]] absl::StatusOr<DocumentView> Upload(const std::string& tenant,
+                                                    const DocumentQuota& quota,
+                                                    DocumentUpload upload);
+  // NotFound for another tenant's document exactly as for a missing one.
+  [[nodiscard]] absl::StatusOr<DocumentView> Get(const std::string& tenant,
+                                                 const std::string& id) const;
+  [[nodiscard]] absl::StatusOr<DocumentViewPage> List(const std::string& tenant,
+                                                      const std::string& page_token,
+                                                      int32_t limit) const;
+  // Deletes the document, cancelling its compression if one runs.
+  [[nodiscard]] absl::Status Delete(const std::string& tenant, const std::string& id);
+  // Keeps another fraction (or token budget) of a ready document from its stored scores,
+  // without rescoring. InvalidArgument when it would grow a cache stored without keep_full
+  // or the method has no scores; FailedPrecondition when the document is not ready.
+  [[nodiscard]] absl::StatusOr<DocumentView> Recut(const std::string& tenant,
+                                                   const std::string& id,
+                                                   std::optional<double> ratio,
+                                                   std::optional<int64_t> budget_tokens);
+  // The cache a request continues: from the memory tier, or read, checked and kept there.
+  // NotFound as Get; FailedPrecondition when not ready or computed by another model or
+  // pipeline; DataLoss when the stored cache is corrupt.
+  [[nodiscard]] absl::StatusOr<ResolvedDocument> Resolve(const std::string& tenant,
+                                                         const std::string& id);
+
+  // Refuses new uploads, cancels running compressions (their documents end failed), waits
+  // for the worker to write what it has, and flushes the store. Idempotent.
+  void Shutdown();
+  DocumentStats Stats() const;
+
+ private:
+  struct Job;
+  struct Usage {
+    int64_t documents = 0;
+    int64_t bytes = 0;
+  };
+  DocumentService(const DocumentsConfig& config, engine::DocumentRole role, Dependencies deps,
+                  std::unique_ptr<cache_store::DocumentStore> store, CacheFingerprint fingerprint,
+                  cache_store::DocumentPrompts prompts, std::string template_prefix);
+
+  cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
+  // The stored payload of a ready document (all entries when keep_full).
+  absl::StatusOr<cache_store::DocumentPayload> ReadPayload(const cache_store::DocumentMeta& meta);
+  // The payload a request is served: the stored one, cut to meta.ratio when keep_full.
+  absl::StatusOr<cache_store::DocumentPayload> ServedPayload(
+      const cache_store::DocumentMeta& meta, cache_store::DocumentPayload stored) const;
+  // Counts every stored document again (after expiry sweeps and at start).
+  absl::Status Recount();
+  void RunWorker();
+  void Persist(Job& job);
+
+  const DocumentsConfig config_;
+  const engine::DocumentRole role_;
+  const Dependencies deps_;
+  const std::unique_ptr<cache_store::DocumentStore> store_;
+  const CacheFingerprint fingerprint_;
+  const cache_store::DocumentPrompts prompts_;
+  const std::string template_prefix_;  // the rendered text before any document
+  DocumentTier tier_;
+
+  // Shared with the scheduler's completion listeners, which may outlive the service.
+  struct Inbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<Job>> finished;  // guarded by mu
+  };
+  const std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
+
+  mutable std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mu_; by tenant and id
+  std::map<std::string, Usage> usage_;                // guarded by mu_; by tenant
+  bool stopping_ = false;                             // guarded by mu_
+  int64_t compressions_failed_ = 0;                   // guarded by mu_
+  scheduler::Histogram compression_seconds_;          // guarded by mu_
+  scheduler::Histogram load_seconds_;                 // guarded by mu_
+  scheduler::Histogram kept_ratio_;                   // guarded by mu_
+  std::thread worker_;
+};
+
+}  // namespace kvd::server
