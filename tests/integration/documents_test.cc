@@ -1,0 +1,395 @@
+// Upload-once documents through `kvd serve` over real HTTP (curl): questions on a stored cache
+// answer as the full prompt does (concurrently, at ratio 1 and compressed), documents survive
+// a restart, stay private to their tenant, a corrupted payload is a clear error, re-cuts, quotas,
+// expiry, and every bad input's status.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cache_store/store/internal/keys.h"
+#include "nlohmann/json.hpp"
+#include "rocksdb/db.h"
+#include "tests/integration/kvd_server_process.h"
+#include "tests/unit/cache_store/key_value_documents.h"
+
+namespace kvd::testing {
+namespace {
+
+using json = nlohmann::json;
+using cache_store::testing::KeyValueDocument;
+
+const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+std::string Shell(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t read;
+  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, read);
+  pclose(pipe);
+  return output;
+}
+
+std::string Digest(const std::string& key) {
+  std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + key);
+  while (!digest.empty() && digest.back() == '\n') digest.pop_back();
+  return digest;
+}
+
+KeyValueDocument Document(uint32_t seed, size_t bytes = 600) {
+  std::mt19937 random(seed);
+  return cache_store::testing::MakeKeyValueDocument(random, bytes);
+}
+
+class DocumentsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("kvd_documents_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (server_ != nullptr) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    server_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // (Re)starts the server on this test's data directory with `documents` settings appended.
+  void Start(const std::string& documents_yaml = "") {
+    if (server_ != nullptr) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    std::string yaml = "tenants:\n";
+    for (const char* id : {"alpha", "beta", "gamma"}) {
+      yaml += std::string("  - id: ") + id + "\n    key_sha256: [\"" +
+              Digest(std::string("key-") + id) + "\"]\n";
+      if (std::string(id) == "gamma") yaml += "    max_documents: 1\n";
+    }
+    yaml += "documents:\n" + documents_yaml;
+    if (documents_yaml.find("upload_wait_seconds") == std::string::npos) {
+      yaml += "  upload_wait_seconds: 30\n";  // uploads answer when ready: 201
+    }
+    std::ofstream(dir_ / "config.yaml") << yaml;
+    server_ = std::make_unique<KvdServer>(std::vector<std::string>{
+        "--model", kModel, "--config", (dir_ / "config.yaml").string(), "--data-dir",
+        (dir_ / "data").string(), "--threads", "2"});
+    ASSERT_GT(server_->port(), 0) << server_->logs();
+  }
+
+  HttpResult Call(const std::string& method, const std::string& path, const json& body = {},
+                  const std::string& key = "key-alpha") const {
+    return Curl(method, server_->url(path), body.is_null() ? "" : body.dump(),
+                "-H 'Authorization: Bearer " + key + "'");
+  }
+  // Uploads and returns the document JSON; expects 201.
+  json Upload(const std::string& text, const json& compression, const std::string& key = "key-alpha",
+              json extra = json::object()) const {
+    extra["text"] = text;
+    extra["compression"] = compression;
+    const HttpResult result = Call("POST", "/v1/documents", extra, key);
+    EXPECT_EQ(result.status, 201) << result.body;
+    return json::parse(result.body, nullptr, false);
+  }
+  HttpResult AskResult(const std::string& id, const std::string& question,
+                       const std::string& key = "key-alpha") const {
+    return Call("POST", "/v1/chat/completions",
+                {{"model", "kvd-tiny"},
+                 {"messages", json::array({{{"role", "user"}, {"content", question}}})},
+                 {"documents", json::array({id})},
+                 {"max_tokens", 8},
+                 {"temperature", 0}},
+                key);
+  }
+  std::string Ask(const std::string& id, const std::string& question) const {
+    const HttpResult result = AskResult(id, question);
+    EXPECT_EQ(result.status, 200) << result.body;
+    const json body = json::parse(result.body, nullptr, false);
+    return body.is_object() ? body["choices"][0]["message"]["content"].get<std::string>() : "";
+  }
+  // The same question with the document inline: a full prefill.
+  std::string AskInline(const std::string& text, const std::string& question) const {
+    const HttpResult result =
+        Call("POST", "/v1/chat/completions",
+             {{"model", "kvd-tiny"},
+              {"messages", json::array({{{"role", "user"}, {"content", text + "\n\n" + question}}})},
+              {"max_tokens", 8},
+              {"temperature", 0}});
+    EXPECT_EQ(result.status, 200) << result.body;
+    return json::parse(result.body)["choices"][0]["message"]["content"].get<std::string>();
+  }
+  static void ExpectError(const HttpResult& result, int status, const std::string& param = "") {
+    EXPECT_EQ(result.status, status) << result.body;
+    const json body = json::parse(result.body, nullptr, false);
+    ASSERT_TRUE(body.is_object() && body.contains("error")) << result.body;
+    EXPECT_TRUE(body["error"]["message"].is_string());
+    if (!param.empty()) {
+      EXPECT_EQ(body["error"]["param"], param) << result.body;
+    }
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<KvdServer> server_;
+};
+
+TEST_F(DocumentsTest, ConcurrentQuestionsMatchTheFullPromptAndStayCorrectCompressed) {
+  Start();
+  for (uint32_t seed : {1u, 2u}) {
+    const KeyValueDocument document = Document(seed);
+    const json full = Upload(document.text, {{"method", "none"}});
+    const json compressed = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}});
+    ASSERT_EQ(full["status"], "ready");
+    ASSERT_EQ(compressed["status"], "ready");
+    EXPECT_LT(compressed["stored_bytes"].get<int64_t>(), full["stored_bytes"].get<int64_t>() / 2);
+    std::vector<std::future<std::string>> stored, small;
+    for (const auto& [key, value] : document.records) {
+      stored.push_back(std::async(std::launch::async,
+                                  [&, key] { return Ask(full["id"], "Q:" + key); }));
+      small.push_back(std::async(std::launch::async,
+                                 [&, key] { return Ask(compressed["id"], "Q:" + key); }));
+    }
+    int inline_correct = 0, compressed_correct = 0;
+    for (size_t i = 0; i < document.records.size(); ++i) {
+      const auto& [key, value] = document.records[i];
+      const std::string inline_answer = AskInline(document.text, "Q:" + key);
+      EXPECT_EQ(stored[i].get(), inline_answer) << key;
+      inline_correct += inline_answer == value;
+      compressed_correct += small[i].get() == value;
+    }
+    EXPECT_GE(inline_correct, static_cast<int>(document.records.size()) - 1);
+    EXPECT_GE(compressed_correct, inline_correct - 1) << "seed " << seed;
+  }
+}
+
+TEST_F(DocumentsTest, CompletionsContinueTheDocumentAndReportCachedTokens) {
+  Start();
+  const KeyValueDocument document = Document(3);
+  const json uploaded = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}});
+  const auto& [key, value] = document.records[0];
+  const HttpResult result =
+      Call("POST", "/v1/completions",
+           {{"model", "kvd-tiny"},
+            {"prompt", "\n\nQ:" + key + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+            {"documents", json::array({uploaded["id"]})},
+            {"max_tokens", 8},
+            {"temperature", 0}});
+  ASSERT_EQ(result.status, 200) << result.body;
+  const json body = json::parse(result.body);
+  EXPECT_EQ(body["choices"][0]["text"], value);
+  EXPECT_EQ(body["usage"]["prompt_tokens_details"]["cached_tokens"], uploaded["token_count"]);
+  EXPECT_GT(body["usage"]["prompt_tokens"].get<int64_t>(), uploaded["token_count"].get<int64_t>());
+}
+
+TEST_F(DocumentsTest, DocumentsSurviveARestartAndAnswerTheSame) {
+  Start();
+  const KeyValueDocument document = Document(4);
+  const json uploaded = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}},
+                               "key-alpha", {{"metadata", {{"title", "restart"}}}});
+  const std::string id = uploaded["id"];
+  std::vector<std::string> before;
+  for (const auto& [key, value] : document.records) before.push_back(Ask(id, "Q:" + key));
+  Start();
+  const HttpResult got = Call("GET", "/v1/documents/" + id);
+  ASSERT_EQ(got.status, 200) << got.body;
+  const json reread = json::parse(got.body);
+  EXPECT_EQ(reread["status"], "ready");
+  EXPECT_EQ(reread["metadata"]["title"], "restart");
+  EXPECT_EQ(reread["stored_bytes"], uploaded["stored_bytes"]);
+  for (size_t i = 0; i < document.records.size(); ++i) {
+    EXPECT_EQ(Ask(id, "Q:" + document.records[i].first), before[i]);
+  }
+}
+
+TEST_F(DocumentsTest, AnotherTenantsDocumentIsNotFoundExactlyLikeAMissingOne) {
+  Start();
+  const json uploaded = Upload(Document(5).text, {{"method", "kvzip"}, {"ratio", 0.3}});
+  const std::string id = uploaded["id"];
+  const HttpResult theirs = Call("GET", "/v1/documents/" + id, {}, "key-beta");
+  const HttpResult missing = Call("GET", "/v1/documents/doc-AAAAAAAAAAAAAAAAAAAAAA", {}, "key-beta");
+  ExpectError(theirs, 404);
+  ExpectError(missing, 404);
+  // Same answer but for the id itself.
+  std::string theirs_body = theirs.body, missing_body = missing.body;
+  theirs_body.replace(theirs_body.find(id), id.size(), "ID");
+  missing_body.replace(missing_body.find("doc-AAAAAAAAAAAAAAAAAAAAAA"), 26, "ID");
+  EXPECT_EQ(theirs_body, missing_body);
+  ExpectError(Call("DELETE", "/v1/documents/" + id, {}, "key-beta"), 404);
+  ExpectError(AskResult(id, "Q:bab", "key-beta"), 404, "documents");
+  ExpectError(Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.1}}, "key-beta"), 404);
+  const json list = json::parse(Call("GET", "/v1/documents", {}, "key-beta").body);
+  EXPECT_TRUE(list["data"].empty());
+  EXPECT_EQ(Call("GET", "/v1/documents/" + id).status, 200) << "the owner still sees it";
+}
+
+TEST_F(DocumentsTest, CorruptedPayloadIsAClearErrorNotACrashOrAWrongAnswer) {
+  Start();
+  const KeyValueDocument document = Document(6);
+  const std::string corrupt = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}})["id"];
+  const std::string intact = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}})["id"];
+  EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+  {
+    std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+        {rocksdb::kDefaultColumnFamilyName, {}},
+        {cache_store::internal::kMetaFamily, {}},
+        {cache_store::internal::kKvFamily, {}}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open({}, (dir_ / "data/documents").string(), families, &handles, &raw)
+                    .ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    const std::string key = cache_store::internal::DocumentKey("alpha", corrupt);
+    std::string value;
+    ASSERT_TRUE(db->Get({}, handles[2], key, &value).ok());
+    value[value.size() / 2] ^= 0x40;
+    ASSERT_TRUE(db->Put({}, handles[2], key, value).ok());
+    for (auto* handle : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(handle).ok());
+    ASSERT_TRUE(db->Close().ok());
+  }
+  server_.reset();
+  Start();
+  const HttpResult asked = AskResult(corrupt, "Q:" + document.records[0].first);
+  EXPECT_EQ(asked.status, 500) << asked.body;
+  EXPECT_NE(asked.body.find("corrupt"), std::string::npos) << asked.body;
+  EXPECT_EQ(Ask(intact, "Q:" + document.records[0].first), document.records[0].second);
+  EXPECT_EQ(Curl("GET", server_->url("/health")).status, 200);
+}
+
+TEST_F(DocumentsTest, RecutKeepsFewerEntriesAndGrowsOnlyWithKeepFull) {
+  Start();
+  const KeyValueDocument document = Document(7);
+  const json half = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}});
+  const std::string id = half["id"];
+  const HttpResult cut = Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.25}});
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  const json smaller = json::parse(cut.body);
+  EXPECT_NEAR(smaller["ratio"].get<double>(), 0.25, 0.01);
+  EXPECT_LT(smaller["stored_bytes"].get<int64_t>(), half["stored_bytes"].get<int64_t>());
+  EXPECT_LT(smaller["kept_entries"].get<int64_t>(), half["kept_entries"].get<int64_t>());
+  EXPECT_EQ(Ask(id, "Q:" + document.records[0].first), document.records[0].second);
+  ExpectError(Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.5}}), 400, "ratio");
+
+  const json full = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.2}}, "key-alpha",
+                           {{"keep_full", true}});
+  const HttpResult grown =
+      Call("POST", "/v1/documents/" + full["id"].get<std::string>() + "/recut", {{"ratio", 0.6}});
+  ASSERT_EQ(grown.status, 200) << grown.body;
+  EXPECT_NEAR(json::parse(grown.body)["ratio"].get<double>(), 0.6, 0.01);
+  EXPECT_EQ(Ask(full["id"], "Q:" + document.records[1].first), document.records[1].second);
+
+  const json none = Upload(document.text, {{"method", "none"}});
+  ExpectError(Call("POST", "/v1/documents/" + none["id"].get<std::string>() + "/recut",
+                   {{"ratio", 0.5}}),
+              400);
+}
+
+TEST_F(DocumentsTest, SlowCompressionAnswers202AndReportsProgressUntilReady) {
+  Start("  upload_wait_seconds: 0\n");
+  const HttpResult posted =
+      Call("POST", "/v1/documents",
+           {{"text", Document(8, 900).text}, {"compression", {{"method", "kvzip"}}}});
+  // The upload answers before the engine can have run the compression's first step.
+  ASSERT_EQ(posted.status, 202) << posted.body;
+  const json accepted = json::parse(posted.body);
+  EXPECT_EQ(accepted["status"], "processing");
+  EXPECT_TRUE(accepted["progress"].is_number());
+  std::string status = accepted["status"];
+  for (int i = 0; i < 2000 && status == "processing"; ++i) {
+    status = json::parse(Call("GET", "/v1/documents/" + accepted["id"].get<std::string>()).body)
+                 ["status"];
+  }
+  EXPECT_EQ(status, "ready");
+  EXPECT_NEAR(accepted["ratio"].get<double>(), 0.3, 0.01) << "the server's default ratio";
+}
+
+TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
+  Start("  expiry_sweep_seconds: 0.1\n");
+  std::vector<std::string> ids;
+  for (uint32_t seed = 10; seed < 13; ++seed) {
+    ids.push_back(Upload(Document(seed, 200).text, {{"method", "streaming"}, {"ratio", 0.5}})["id"]);
+  }
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::string> listed;
+  std::string after;
+  for (int page = 0; page < 5; ++page) {
+    const json list = json::parse(
+        Call("GET", "/v1/documents?limit=2" + (after.empty() ? "" : "&after=" + after)).body);
+    for (const json& document : list["data"]) listed.push_back(document["id"]);
+    if (!list["has_more"].get<bool>()) break;
+    after = list["last_id"];
+  }
+  EXPECT_EQ(listed, ids);
+  ExpectError(Call("GET", "/v1/documents?limit=0"), 400, "limit");
+  ExpectError(Call("GET", "/v1/documents?colour=red"), 400, "colour");
+
+  const HttpResult deleted = Call("DELETE", "/v1/documents/" + ids[0]);
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(json::parse(deleted.body)["deleted"], true);
+  ExpectError(Call("GET", "/v1/documents/" + ids[0]), 404);
+  ExpectError(Call("DELETE", "/v1/documents/" + ids[0]), 404);
+
+  const json short_lived =
+      Upload(Document(20, 200).text, {{"method", "none"}}, "key-alpha", {{"ttl_seconds", 0.5}});
+  EXPECT_TRUE(short_lived["expires_at"].is_number());
+  int status = 200;
+  for (int i = 0; i < 3000 && status == 200; ++i) {
+    status = Call("GET", "/v1/documents/" + short_lived["id"].get<std::string>()).status;
+  }
+  EXPECT_EQ(status, 404) << "an expired document is swept";
+}
+
+TEST_F(DocumentsTest, QuotasAndBadInputsGetClearErrors) {
+  Start("  max_document_bytes: 2000\n");
+  const std::string text = Document(30, 300).text;
+  ExpectError(Call("POST", "/v1/documents", {{"compression", {{"method", "kvzip"}}}}), 400, "text");
+  ExpectError(Call("POST", "/v1/documents", {{"text", ""}}), 400, "text");
+  ExpectError(Call("POST", "/v1/documents", {{"text", std::string(2001, 'a')}}), 413, "text");
+  ExpectError(Call("POST", "/v1/documents", {{"text", text}, {"compression", {{"method", "zip"}}}}),
+              400, "compression.method");
+  ExpectError(Call("POST", "/v1/documents", {{"text", text}, {"compression", {{"ratio", 1.5}}}}),
+              400, "compression.ratio");
+  ExpectError(Call("POST", "/v1/documents",
+                   {{"text", text}, {"compression", {{"method", "snapkv"}, {"ratio", 0.3}}}}),
+              400, "compression");
+  ExpectError(Call("POST", "/v1/documents", {{"text", text}, {"colour", "red"}}), 400, "colour");
+  ExpectError(Call("POST", "/v1/documents", {{"text", text}, {"ttl_seconds", -1}}), 400,
+              "ttl_seconds");
+  ExpectError(Curl("POST", server_->url("/v1/documents"), "{not json",
+                   "-H 'Authorization: Bearer key-alpha'"),
+              400);
+  ExpectError(Call("POST", "/v1/documents", {{"text", text}}, "key-wrong"), 401);
+
+  // gamma may store one document.
+  Upload(text, {{"method", "none"}}, "key-gamma");
+  HttpResult over = Call("POST", "/v1/documents", {{"text", text}}, "key-gamma");
+  ExpectError(over, 429);
+  EXPECT_FALSE(over.headers["retry-after"].empty());
+
+  const std::string id = Upload(text, {{"method", "kvzip"}, {"ratio", 0.5}})["id"];
+  const json ask = {{"model", "kvd-tiny"},
+                    {"messages", json::array({{{"role", "user"}, {"content", "Q:bab"}}})}};
+  json two = ask;
+  two["documents"] = json::array({id, id});
+  ExpectError(Call("POST", "/v1/chat/completions", two), 400, "documents");
+  json wrong_type = ask;
+  wrong_type["documents"] = id;
+  ExpectError(Call("POST", "/v1/chat/completions", wrong_type), 400, "documents");
+  json unknown = ask;
+  unknown["documents"] = json::array({"doc-AAAAAAAAAAAAAAAAAAAAAA"});
+  ExpectError(Call("POST", "/v1/chat/completions", unknown), 404, "documents");
+  json with_system = ask;
+  with_system["documents"] = json::array({id});
+  with_system["messages"] = json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                         {{"role", "user"}, {"content", "Q:bab"}}});
+  ExpectError(Call("POST", "/v1/chat/completions", with_system), 400, "messages");
+  json too_long = ask;
+  too_long["documents"] = json::array({id});
+  too_long["max_tokens"] = 2048;
+  ExpectError(Call("POST", "/v1/chat/completions", too_long), 400);
+  ExpectError(Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.2}, {"budget_tokens", 3}}),
+              400, "ratio");
+  EXPECT_EQ(Curl("GET", server_->url("/health")).status, 200);
+}
+
+}  // namespace
+}  // namespace kvd::testing
