@@ -170,6 +170,9 @@ absl::Status RunServe(const ServeFlags& flags) {
     if (!opened.ok()) return opened.status();
     documents = *std::move(opened);
     context.documents = documents.get();
+    if (metrics != nullptr) {
+      metrics->AddDocuments([service = documents.get()] { return service->Stats(); });
+    }
   }
   Router router;
   AddApiRoutes(router, context);

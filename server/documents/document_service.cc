@@ -549,6 +549,7 @@ DocumentStats DocumentService::Stats() const {
     stats.documents += usage.documents;
     stats.stored_bytes += usage.bytes;
   }
+  stats.tenants = usage_;
   stats.compressions_running = static_cast<int64_t>(jobs_.size());
   stats.compressions_failed = compressions_failed_;
   stats.compression_seconds = compression_seconds_.snapshot();

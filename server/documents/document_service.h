@@ -63,9 +63,15 @@ struct ResolvedDocument {
   std::string text;  // the document's own text, for placing it in a chat
 };
 
+struct TenantDocuments {
+  int64_t documents = 0;
+  int64_t bytes = 0;
+};
+
 struct DocumentStats {
   int64_t documents = 0;     // stored, every tenant, any status
   int64_t stored_bytes = 0;  // encoded payloads
+  std::map<std::string, TenantDocuments> tenants;
   int64_t compressions_running = 0;
   int64_t compressions_failed = 0;
   TierStats tier;
@@ -132,10 +138,7 @@ class DocumentService {
 
  private:
   struct Job;
-  struct Usage {
-    int64_t documents = 0;
-    int64_t bytes = 0;
-  };
+  using Usage = TenantDocuments;
   DocumentService(const DocumentsConfig& config, engine::DocumentRole role, Dependencies deps,
                   std::unique_ptr<cache_store::DocumentStore> store, CacheFingerprint fingerprint,
                   cache_store::DocumentPrompts prompts, std::string template_prefix);

@@ -6,6 +6,7 @@
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/metrics/document_collector.h"
 #include "server/metrics/scheduler_collector.h"
 
 namespace kvd::server {
@@ -45,6 +46,7 @@ std::string_view RejectionReasonName(RejectionReason reason) {
 MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string> tenants,
                                  std::function<scheduler::MetricsSnapshot()> snapshot)
     : tenants_(tenants),
+      model_name_(model_name),
       scheduler_(std::make_unique<SchedulerCollector>(model_name, TenantLabels(tenants),
                                                       std::move(snapshot))),
       registry_(std::make_unique<prometheus::Registry>()),
@@ -72,6 +74,10 @@ MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string
 
 MetricsExporter::~MetricsExporter() = default;
 
+void MetricsExporter::AddDocuments(std::function<DocumentStats()> stats) {
+  documents_ = std::make_unique<DocumentCollector>(model_name_, tenants_, std::move(stats));
+}
+
 void MetricsExporter::RecordRequest(const std::string& tenant, int http_status) {
   // Family::Add is thread-safe and returns the existing series for known labels.
   requests_->Add({{"tenant", tenants_.Of(tenant)}, {"status", StatusClass(http_status)}})
@@ -86,6 +92,11 @@ void MetricsExporter::RecordRejection(const std::string& tenant, RejectionReason
 
 std::string MetricsExporter::Render() const {
   std::vector<prometheus::MetricFamily> families = scheduler_->Collect();
+  if (documents_ != nullptr) {
+    for (prometheus::MetricFamily& family : documents_->Collect()) {
+      families.push_back(std::move(family));
+    }
+  }
   for (prometheus::MetricFamily& family : registry_->Collect()) {
     families.push_back(std::move(family));
   }

@@ -20,6 +20,8 @@ class Family;
 
 namespace kvd::server {
 
+class DocumentCollector;
+struct DocumentStats;
 class SchedulerCollector;
 
 // Why the server refused a request before it reached the scheduler (or the scheduler's queue).
@@ -51,6 +53,10 @@ class MetricsExporter {
   MetricsExporter(const MetricsExporter&) = delete;
   MetricsExporter& operator=(const MetricsExporter&) = delete;
 
+  // Adds the document store's families (document_collector.h), read from `stats` at each
+  // scrape. Call before the first Render.
+  void AddDocuments(std::function<DocumentStats()> stats);
+
   // A request answered with `http_status`. Thread-safe.
   void RecordRequest(const std::string& tenant, int http_status);
   // A request refused for `reason`. Thread-safe.
@@ -64,7 +70,9 @@ class MetricsExporter {
 
  private:
   TenantLabels tenants_;
+  std::string model_name_;
   std::unique_ptr<SchedulerCollector> scheduler_;
+  std::unique_ptr<DocumentCollector> documents_;  // null until AddDocuments
   std::unique_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;    // owned by registry_
   prometheus::Family<prometheus::Counter>* rejections_;  // owned by registry_

@@ -1,71 +1,20 @@
 #include "server/metrics/scheduler_collector.h"
 
-#include <limits>
 #include <map>
 #include <utility>
 
-#include "prometheus/client_metric.h"
-#include "prometheus/metric_type.h"
+#include "server/metrics/metric_families.h"
 
 namespace kvd::server {
-namespace {
 
-using prometheus::ClientMetric;
+using metric_families::AddValue;
+using metric_families::Family;
+using metric_families::Histogram;
+using metric_families::Labels;
+using metric_families::Single;
+using metric_families::With;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-using Labels = std::vector<ClientMetric::Label>;
-
-Labels With(Labels labels, std::string name, std::string value) {
-  labels.push_back({std::move(name), std::move(value)});
-  return labels;
-}
-
-MetricFamily Family(std::string name, std::string help, MetricType type) {
-  MetricFamily family;
-  family.name = std::move(name);
-  family.help = std::move(help);
-  family.type = type;
-  return family;
-}
-
-void AddValue(MetricFamily& family, Labels labels, double value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  if (family.type == MetricType::Counter) {
-    metric.counter.value = value;
-  } else {
-    metric.gauge.value = value;
-  }
-  family.metric.push_back(std::move(metric));
-}
-
-// A family of one series.
-MetricFamily Single(std::string name, std::string help, MetricType type, const Labels& labels,
-                    double value) {
-  MetricFamily family = Family(std::move(name), std::move(help), type);
-  AddValue(family, labels, value);
-  return family;
-}
-
-// Prometheus buckets are cumulative; the snapshot's are per bucket. +Inf holds the count.
-MetricFamily Histogram(std::string name, std::string help, const Labels& labels,
-                       const scheduler::HistogramSnapshot& data) {
-  MetricFamily family = Family(std::move(name), std::move(help), MetricType::Histogram);
-  ClientMetric metric;
-  metric.label = labels;
-  metric.histogram.sample_count = data.count;
-  metric.histogram.sample_sum = data.sum;
-  uint64_t cumulative = 0;
-  for (size_t i = 0; i < data.bounds.size(); ++i) {
-    if (i < data.counts.size()) cumulative += data.counts[i];
-    metric.histogram.bucket.push_back({cumulative, data.bounds[i]});
-  }
-  metric.histogram.bucket.push_back({data.count, std::numeric_limits<double>::infinity()});
-  family.metric.push_back(std::move(metric));
-  return family;
-}
-
-}  // namespace
 
 SchedulerCollector::SchedulerCollector(std::string model_name, TenantLabels tenants,
                                        std::function<scheduler::MetricsSnapshot()> snapshot)

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "server/documents/document_service.h"
 #include "server/metrics/metrics_exporter.h"
 
 namespace kvd::server {
@@ -127,8 +129,27 @@ MetricsSnapshot SampleSnapshot() {
   return s;
 }
 
-MetricsExporter MakeExporter(MetricsSnapshot snapshot = SampleSnapshot()) {
-  return MetricsExporter(kModel, {"alpha", "beta"}, [snapshot] { return snapshot; });
+DocumentStats SampleDocumentStats() {
+  DocumentStats s;
+  s.documents = 7;
+  s.stored_bytes = 9000;
+  s.tenants["alpha"] = {.documents = 4, .bytes = 5000};
+  s.tenants["stranger"] = {.documents = 2, .bytes = 3000};
+  s.tenants["intruder"] = {.documents = 1, .bytes = 1000};
+  s.compressions_running = 2;
+  s.compressions_failed = 1;
+  s.tier = {.hits = 30, .misses = 6, .documents = 3, .bytes = 4000};
+  s.compression_seconds = MakeHistogram({0.1, 1}, {2, 3, 0}, 2.5);
+  s.load_seconds = MakeHistogram({0.01}, {5, 1}, 0.04);
+  s.kept_ratio = MakeHistogram({0.2, 0.5}, {1, 4, 0}, 1.6);
+  return s;
+}
+
+std::unique_ptr<MetricsExporter> MakeExporter(MetricsSnapshot snapshot = SampleSnapshot()) {
+  auto exporter = std::make_unique<MetricsExporter>(kModel, std::vector<std::string>{"alpha", "beta"},
+                                                    [snapshot] { return snapshot; });
+  exporter->AddDocuments(SampleDocumentStats);
+  return exporter;
 }
 
 struct FamilyType {
@@ -163,10 +184,22 @@ constexpr FamilyType kFamilies[] = {
     {"kvd_scheduler_step_seconds_total", "counter"},
     {"kvd_scheduler_forward_seconds_total", "counter"},
     {"kvd_scheduler_computed_tokens_total", "counter"},
+    {"kvd_documents", "gauge"},
+    {"kvd_document_stored_bytes", "gauge"},
+    {"kvd_tenant_documents", "gauge"},
+    {"kvd_tenant_document_bytes", "gauge"},
+    {"kvd_document_compressions_running", "gauge"},
+    {"kvd_document_compressions_failed_total", "counter"},
+    {"kvd_document_compression_seconds", "histogram"},
+    {"kvd_document_kept_ratio", "histogram"},
+    {"kvd_document_load_seconds", "histogram"},
+    {"kvd_document_tier_requests_total", "counter"},
+    {"kvd_document_tier_bytes", "gauge"},
+    {"kvd_document_tier_documents", "gauge"},
 };
 
 TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
-  const std::string text = MakeExporter().Render();
+  const std::string text = MakeExporter()->Render();
   for (const FamilyType& family : kFamilies) {
     EXPECT_NE(text.find("# TYPE " + std::string(family.name) + " " + family.type + "\n"),
               std::string::npos)
@@ -175,13 +208,13 @@ TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
     ASSERT_NE(help, std::string::npos) << family.name;
     const std::string line = text.substr(help, text.find('\n', help) - help);
     EXPECT_TRUE(std::regex_search(
-        line, std::regex(R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks)\b)")))
+        line, std::regex(R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups)\b)")))
         << "no unit in: " << line;
   }
 }
 
 TEST(MetricsExporterTest, EverySeriesCarriesTheModelNameAndVllmOnesTheEngine) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   ASSERT_FALSE(samples.empty());
   for (const Sample& sample : samples) {
     EXPECT_EQ(sample.labels.at("model_name"), kModel) << sample.name;
@@ -194,7 +227,7 @@ TEST(MetricsExporterTest, EverySeriesCarriesTheModelNameAndVllmOnesTheEngine) {
 }
 
 TEST(MetricsExporterTest, GaugesAndCountersCarryTheSnapshot) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   EXPECT_EQ(ValueOf(samples, "vllm:num_requests_running"), 3);
   EXPECT_EQ(ValueOf(samples, "vllm:num_requests_waiting"), 5);
   EXPECT_EQ(ValueOf(samples, "vllm:kv_cache_usage_perc"), 0.75);
@@ -211,7 +244,7 @@ TEST(MetricsExporterTest, GaugesAndCountersCarryTheSnapshot) {
 }
 
 TEST(MetricsExporterTest, EveryFinishReasonIsPresent) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   EXPECT_EQ(Find(samples, "vllm:request_success_total").size(), 3u);
   EXPECT_EQ(ValueOf(samples, "vllm:request_success_total", {{"finished_reason", "stop"}}), 4);
   EXPECT_EQ(ValueOf(samples, "vllm:request_success_total", {{"finished_reason", "length"}}), 1);
@@ -219,7 +252,7 @@ TEST(MetricsExporterTest, EveryFinishReasonIsPresent) {
 }
 
 TEST(MetricsExporterTest, HistogramBucketsAreCumulativeAndInfIsTheCount) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   const std::string ttft = "vllm:time_to_first_token_seconds";
   // Per-bucket counts {2, 0, 3, 1} over edges {0.1, 0.5, 1}.
   EXPECT_EQ(Find(samples, ttft + "_bucket").size(), 4u);
@@ -244,7 +277,7 @@ TEST(MetricsExporterTest, HistogramBucketsAreCumulativeAndInfIsTheCount) {
 }
 
 TEST(MetricsExporterTest, InterTokenLatencyIsAlsoTimePerOutputToken) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   for (const char* le : {"0.01", "0.025", "+Inf"}) {
     EXPECT_EQ(ValueOf(samples, "vllm:inter_token_latency_seconds_bucket", {{"le", le}}),
               ValueOf(samples, "vllm:time_per_output_token_seconds_bucket", {{"le", le}}));
@@ -254,7 +287,7 @@ TEST(MetricsExporterTest, InterTokenLatencyIsAlsoTimePerOutputToken) {
 }
 
 TEST(MetricsExporterTest, EmptySnapshotStillHasEverySeries) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter(MetricsSnapshot()).Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter(MetricsSnapshot())->Render());
   EXPECT_EQ(ValueOf(samples, "vllm:request_success_total", {{"finished_reason", "abort"}}), 0);
   EXPECT_EQ(ValueOf(samples, "vllm:e2e_request_latency_seconds_bucket", {{"le", "+Inf"}}), 0);
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_requests_running", {{"tenant", "beta"}}), 0);
@@ -262,7 +295,7 @@ TEST(MetricsExporterTest, EmptySnapshotStillHasEverySeries) {
 }
 
 TEST(MetricsExporterTest, TenantsOutsideTheConfiguredOnesAreOther) {
-  const std::vector<Sample> samples = ParseSamples(MakeExporter().Render());
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
   for (const Sample& sample : samples) {
     const auto tenant = sample.labels.find("tenant");
     if (tenant == sample.labels.end()) continue;
@@ -281,23 +314,42 @@ TEST(MetricsExporterTest, TenantsOutsideTheConfiguredOnesAreOther) {
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_generation_tokens_total", {{"tenant", "other"}}), 6);
 }
 
+TEST(MetricsExporterTest, DocumentFamiliesCarryTheStatsWithBoundedTenants) {
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
+  EXPECT_EQ(ValueOf(samples, "kvd_documents"), 7);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_stored_bytes"), 9000);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_documents", {{"tenant", "alpha"}}), 4);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_documents", {{"tenant", "beta"}}), 0);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_documents", {{"tenant", "other"}}), 3);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_document_bytes", {{"tenant", "other"}}), 4000);
+  EXPECT_EQ(Find(samples, "kvd_tenant_documents").size(), 3u);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_compressions_running"), 2);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_compressions_failed_total"), 1);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_tier_requests_total", {{"result", "hit"}}), 30);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_tier_requests_total", {{"result", "miss"}}), 6);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_tier_bytes"), 4000);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_compression_seconds_bucket", {{"le", "1"}}), 5);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_kept_ratio_count"), 5);
+  EXPECT_EQ(ValueOf(samples, "kvd_document_load_seconds_sum"), 0.04);
+}
+
 TEST(MetricsExporterTest, RequestsCountByTenantAndStatusClass) {
-  MetricsExporter exporter = MakeExporter();
-  std::vector<Sample> samples = ParseSamples(exporter.Render());
+  std::unique_ptr<MetricsExporter> exporter = MakeExporter();
+  std::vector<Sample> samples = ParseSamples(exporter->Render());
   // Three status classes for alpha, beta and other, all at 0 before any request.
   EXPECT_EQ(Find(samples, "kvd_tenant_requests_total").size(), 9u);
   for (const Sample& sample : Find(samples, "kvd_tenant_requests_total")) {
     EXPECT_EQ(sample.value, 0);
   }
 
-  exporter.RecordRequest("alpha", 200);
-  exporter.RecordRequest("alpha", 201);
-  exporter.RecordRequest("alpha", 429);
-  exporter.RecordRequest("beta", 503);
-  exporter.RecordRequest("stranger", 404);
-  exporter.RecordRequest("intruder", 401);
-  exporter.RecordRequest("alpha", 0);  // no status at all: a server fault
-  samples = ParseSamples(exporter.Render());
+  exporter->RecordRequest("alpha", 200);
+  exporter->RecordRequest("alpha", 201);
+  exporter->RecordRequest("alpha", 429);
+  exporter->RecordRequest("beta", 503);
+  exporter->RecordRequest("stranger", 404);
+  exporter->RecordRequest("intruder", 401);
+  exporter->RecordRequest("alpha", 0);  // no status at all: a server fault
+  samples = ParseSamples(exporter->Render());
   const std::string name = "kvd_tenant_requests_total";
   EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "2xx"}}), 2);
   EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "4xx"}}), 1);
@@ -309,9 +361,9 @@ TEST(MetricsExporterTest, RequestsCountByTenantAndStatusClass) {
 }
 
 TEST(MetricsExporterTest, RejectionsCountByTenantAndReason) {
-  MetricsExporter exporter = MakeExporter();
+  std::unique_ptr<MetricsExporter> exporter = MakeExporter();
   const std::string name = "kvd_tenant_rejections_total";
-  std::vector<Sample> samples = ParseSamples(exporter.Render());
+  std::vector<Sample> samples = ParseSamples(exporter->Render());
   for (const char* tenant : {"alpha", "beta", "other"}) {
     for (const char* reason : {"rate_limit", "token_limit", "concurrency", "queue_full",
                                "overloaded", "unauthenticated"}) {
@@ -320,11 +372,11 @@ TEST(MetricsExporterTest, RejectionsCountByTenantAndReason) {
   }
   EXPECT_EQ(Find(samples, name).size(), 18u);
 
-  exporter.RecordRejection("alpha", RejectionReason::kRateLimit);
-  exporter.RecordRejection("alpha", RejectionReason::kRateLimit);
-  exporter.RecordRejection("beta", RejectionReason::kQueueFull);
-  exporter.RecordRejection("nobody", RejectionReason::kUnauthenticated);
-  samples = ParseSamples(exporter.Render());
+  exporter->RecordRejection("alpha", RejectionReason::kRateLimit);
+  exporter->RecordRejection("alpha", RejectionReason::kRateLimit);
+  exporter->RecordRejection("beta", RejectionReason::kQueueFull);
+  exporter->RecordRejection("nobody", RejectionReason::kUnauthenticated);
+  samples = ParseSamples(exporter->Render());
   EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"reason", "rate_limit"}}), 2);
   EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"reason", "token_limit"}}), 0);
   EXPECT_EQ(ValueOf(samples, name, {{"tenant", "beta"}, {"reason", "queue_full"}}), 1);
@@ -333,23 +385,23 @@ TEST(MetricsExporterTest, RejectionsCountByTenantAndReason) {
 }
 
 TEST(MetricsExporterTest, RecordsAndRendersFromManyThreads) {
-  MetricsExporter exporter = MakeExporter();
+  std::unique_ptr<MetricsExporter> exporter = MakeExporter();
   constexpr int kThreads = 4;
   constexpr int kPerThread = 500;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&exporter, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        exporter.RecordRequest(t % 2 == 0 ? "alpha" : "unknown", 200);
-        exporter.RecordRejection("beta", RejectionReason::kOverloaded);
+        exporter->RecordRequest(t % 2 == 0 ? "alpha" : "unknown", 200);
+        exporter->RecordRejection("beta", RejectionReason::kOverloaded);
         if (i % 100 == 0) {
-          EXPECT_FALSE(exporter.Render().empty());
+          EXPECT_FALSE(exporter->Render().empty());
         }
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
-  const std::vector<Sample> samples = ParseSamples(exporter.Render());
+  const std::vector<Sample> samples = ParseSamples(exporter->Render());
   const std::string requests = "kvd_tenant_requests_total";
   EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "alpha"}, {"status", "2xx"}}),
             kThreads / 2 * kPerThread);
@@ -435,10 +487,10 @@ LintResult Promtool(const std::string& exposition) {
 }
 
 std::string RenderWithTraffic() {
-  MetricsExporter exporter = MakeExporter();
-  exporter.RecordRequest("alpha", 200);
-  exporter.RecordRejection("stranger", RejectionReason::kTokenLimit);
-  return exporter.Render();
+  std::unique_ptr<MetricsExporter> exporter = MakeExporter();
+  exporter->RecordRequest("alpha", 200);
+  exporter->RecordRejection("stranger", RejectionReason::kTokenLimit);
+  return exporter->Render();
 }
 
 TEST(MetricsExporterPromtoolTest, KvdFamiliesPassTheLinter) {
