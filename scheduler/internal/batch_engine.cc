@@ -93,7 +93,7 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   if (report.preempted.empty()) {
     report.num_compression_tokens = jobs_.Plan(budget + compression_share,
                                                running_.empty() ? 0 : watermark_blocks_,
-                                               compression);
+                                               clock_.Now(), compression);
   }
   absl::Status status = RunForward(scheduled, compression, report);
   if (status.ok()) {

@@ -24,7 +24,7 @@ void CompressionJobs::DropCancelled() {
   std::erase_if(jobs_, [](const Job& job) { return job.channel->cancelled(); });
 }
 
-int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free,
+int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
                               std::vector<engine::SequenceStep>& steps) {
   int32_t planned = 0;
   for (Job& job : jobs_) {
@@ -32,6 +32,12 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free,
     const int32_t count = job.compressor->Plan(budget - planned, pool_, steps);
     job.planned = count > 0;
     planned += count;
+    if (job.planned && !job.started) {
+      job.started = now;
+      spdlog::info("document compression started: method={} tokens={} work={} tokens",
+                   cache_store::CompressionMethodName(job.compressor->spec().method),
+                   job.compressor->input().length(), job.compressor->total_tokens());
+    }
   }
   return planned;
 }
@@ -41,12 +47,6 @@ void CompressionJobs::Commit(absl::Time now) {
     if (!job.planned) continue;
     job.planned = false;
     cache_store::DocumentCompressor& compressor = *job.compressor;
-    if (!job.started) {
-      job.started = now;
-      spdlog::info("document compression started: method={} tokens={} work={} tokens",
-                   cache_store::CompressionMethodName(compressor.spec().method),
-                   compressor.input().length(), compressor.total_tokens());
-    }
     compressor.Commit(pool_);
     job.channel->SetProgress(static_cast<double>(compressor.done_tokens()) /
                              static_cast<double>(compressor.total_tokens()));

@@ -30,8 +30,10 @@ class CompressionJobs {
   // Ends cancelled jobs (result Cancelled) and frees their blocks.
   void DropCancelled();
   // Adds the jobs' next parts to `steps`, at most `budget` tokens in all, while more than
-  // `keep_free` blocks stay free. Returns the tokens planned.
-  int32_t Plan(int32_t budget, int64_t keep_free, std::vector<engine::SequenceStep>& steps);
+  // `keep_free` blocks stay free; a job's clock starts with its first part (`now`). Returns the
+  // tokens planned.
+  int32_t Plan(int32_t budget, int64_t keep_free, absl::Time now,
+               std::vector<engine::SequenceStep>& steps);
   // After the planned parts ran: records them, and finishes the jobs that are done.
   void Commit(absl::Time now);
   // After the planned parts failed: ends those jobs with `status`.

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/document_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
@@ -22,7 +23,45 @@ struct BenchOptions {
   bench::ThroughputOptions throughput;
   bool scheduler = false;
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
+  bool documents = false;
+  bench::DocumentBenchOptions document;
 };
+
+absl::Status RunDocumentBench(const BenchOptions& options, engine::Model& model) {
+  bench::DocumentBenchOptions bench_options = options.document;
+  bench_options.seed = options.throughput.seed;
+  auto result = bench::MeasureDocuments(model, bench_options);
+  if (!result.ok()) return result.status();
+  std::printf(
+      "model %s, backend %s, documents: prefix %d + document %d tokens, question %d tokens, "
+      "KVzip chunks of %d tokens, %d tokens per step\n",
+      options.model_dir.c_str(), options.backend.c_str(), result->prefix_tokens,
+      result->document_tokens, result->question_tokens, bench_options.chunk_tokens,
+      bench_options.max_num_batched_tokens);
+  std::printf("\n| compression (kept ratio 1) | forward tokens | s |\n|---|---:|---:|\n");
+  std::printf("| none: prefill | %lld | %.3f |\n",
+              static_cast<long long>(result->prefill_work_tokens), result->prefill_seconds);
+  std::printf("| kvzip: prefill + scoring | %lld | %.3f |\n",
+              static_cast<long long>(result->kvzip_work_tokens), result->kvzip_seconds);
+  std::printf("| scoring alone (kvzip - none) | %lld | %.3f |\n",
+              static_cast<long long>(result->kvzip_work_tokens - result->prefill_work_tokens),
+              result->scoring_seconds());
+  std::printf(
+      "\nscoring / prefill: %.2f\n",
+      result->prefill_seconds > 0.0 ? result->scoring_seconds() / result->prefill_seconds : 0.0);
+  std::printf("from scratch (prefix + document + question): TTFT %.1f ms\n",
+              result->scratch_ttft_ms);
+  std::printf(
+      "\n| kept ratio | kept entries | stored bytes | TTFT cold ms | TTFT warm ms | cold / scratch "
+      "| warm / scratch |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& row : result->ratios) {
+    std::printf("| %.2f | %lld | %zu | %.1f | %.1f | %.3f%% | %.3f%% |\n", row.ratio,
+                static_cast<long long>(row.kept_entries), row.stored_bytes, row.cold_ttft_ms,
+                row.warm_ttft_ms, 100.0 * row.cold_ttft_ms / result->scratch_ttft_ms,
+                100.0 * row.warm_ttft_ms / result->scratch_ttft_ms);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model) {
   const auto tokenizer_path = std::filesystem::path(options.model_dir) / "tokenizer.json";
@@ -57,6 +96,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
+  if (options.documents) return RunDocumentBench(options, **model);
   if (options.scheduler) return RunSchedulerBench(options, **model);
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
@@ -99,6 +139,20 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--concurrency", options->concurrency,
                    "Concurrent requests to measure, with --scheduler")
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_flag("--documents", options->documents,
+                 "Measure what a stored, compressed document buys: time to first token from "
+                 "scratch, compression time, and time to first token over the stored cache")
+      ->excludes(command->get_option("--scheduler"));
+  command
+      ->add_option("--document-tokens", options->document.document_tokens,
+                   "Document length, with --documents")
+      ->capture_default_str();
+  command
+      ->add_option("--ratios", options->document.ratios,
+                   "Kept ratios of the stored cache to measure, with --documents")
       ->delimiter(',')
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
