@@ -69,12 +69,27 @@ absl::StatusOr<std::unique_ptr<DocumentStore>> DocumentStore::Open(
       new DocumentStore(std::unique_ptr<rocksdb::DB>(db), std::move(handles)));
 }
 
-absl::StatusOr<std::string> DocumentStore::NewDocumentId() {
+namespace {
+constexpr size_t kRandomIdChars = 22;  // 128 bits in unpadded base64
+constexpr std::string_view kIdPrefix = "doc-";
+}  // namespace
+
+absl::StatusOr<std::string> DocumentStore::NewDocumentId(const std::string& replica) {
   std::array<unsigned char, 16> random;
   if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
     return absl::InternalError("the CSPRNG failed to produce a document id");
   }
-  return absl::StrCat("doc-", absl::WebSafeBase64Escape(std::string(random.begin(), random.end())));
+  return absl::StrCat(std::string(kIdPrefix), replica.empty() ? "" : replica + "-",
+                      absl::WebSafeBase64Escape(std::string(random.begin(), random.end())));
+}
+
+std::string DocumentStore::ReplicaOfDocumentId(const std::string& id) {
+  // "doc-" REPLICA "-" RANDOM: the random part has a fixed length, so the replica's own
+  // dashes (kvd-0) need no escaping.
+  if (!id.starts_with(kIdPrefix) || id.size() < kIdPrefix.size() + kRandomIdChars + 2) return "";
+  const size_t dash = id.size() - kRandomIdChars - 1;
+  if (id[dash] != '-') return "";
+  return id.substr(kIdPrefix.size(), dash - kIdPrefix.size());
 }
 
 DocumentStore::DocumentStore(std::unique_ptr<rocksdb::DB> db,

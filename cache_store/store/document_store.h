@@ -38,9 +38,12 @@ class DocumentStore {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentStore>> Open(
       const std::filesystem::path& dir);
 
-  // A fresh document id: "doc-" then 128 random bits from OpenSSL's CSPRNG, URL-safe base64
-  // without padding (26 characters in all). Internal when the CSPRNG fails.
-  [[nodiscard]] static absl::StatusOr<std::string> NewDocumentId();
+  // A fresh document id: "doc-", the replica's name and "-" when it has one, then 128 random
+  // bits from OpenSSL's CSPRNG in URL-safe base64 without padding (22 characters). Internal
+  // when the CSPRNG fails.
+  [[nodiscard]] static absl::StatusOr<std::string> NewDocumentId(const std::string& replica = "");
+  // The replica named in a document id ("" when it names none or is not an id of this form).
+  static std::string ReplicaOfDocumentId(const std::string& id);
 
   DocumentStore(const DocumentStore&) = delete;
   DocumentStore& operator=(const DocumentStore&) = delete;

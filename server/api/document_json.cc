@@ -179,6 +179,10 @@ json DocumentJson(const DocumentView& view) {
       {"keep_full", meta.keep_full},
       {"metadata", meta.metadata},
   };
+  if (const std::string replica = cache_store::DocumentStore::ReplicaOfDocumentId(meta.id);
+      !replica.empty()) {
+    document["replica"] = replica;
+  }
   if (meta.status == cache_store::DocumentStatus::kProcessing) {
     document["progress"] = std::round(view.progress * 1000.0) / 10.0;  // percent, 0.1 steps
   }

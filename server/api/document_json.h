@@ -26,7 +26,8 @@ struct RecutRequest {
 
 // {"id", "object": "document", "status", "progress", "failure_reason", "created_at",
 //  "expires_at", "token_count", "kept_entries", "stored_bytes", "ratio", "method",
-//  "keep_full", "metadata"}; times in Unix seconds, expires_at null for never.
+//  "keep_full", "metadata", "replica"}; times in Unix seconds, expires_at null for never;
+// replica (the one that stores it) only when the id names one.
 nlohmann::json DocumentJson(const DocumentView& view);
 
 }  // namespace kvd::server

@@ -124,6 +124,10 @@ class DocumentApi {
     const absl::Time start = absl::Now();
     auto tenant = AuthenticateRequest(context_, request);
     HttpResponse response = tenant.ok() ? handle(**tenant) : ErrorResponse(tenant.status());
+    // Where this replica's documents live, for clients and gateways that route by it.
+    if (!documents_.replica().empty()) {
+      response.headers.emplace_back("X-Kvd-Replica", documents_.replica());
+    }
     const std::string tenant_id = tenant.ok() ? (*tenant)->id() : "-";
     if (context_.metrics != nullptr) {
       context_.metrics->RecordRequest(tenant_id, response.status);

@@ -36,6 +36,7 @@ struct ServeFlags {
   std::optional<int32_t> port;
   std::optional<int32_t> grpc_port;
   std::optional<std::string> data_dir;
+  std::optional<std::string> replica;
   std::optional<std::string> backend;
   std::optional<int32_t> threads;
 };
@@ -53,6 +54,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
   if (flags.port) config.server.port = *flags.port;
   if (flags.grpc_port) config.server.grpc_port = *flags.grpc_port;
   if (flags.data_dir) config.store.data_dir = *flags.data_dir;
+  if (flags.replica) config.store.replica = *flags.replica;
   if (flags.backend) config.model.backend = *flags.backend;
   if (flags.threads) config.model.threads = *flags.threads;
   if (auto status = config.Validate(); !status.ok()) return status;
@@ -166,7 +168,8 @@ absl::Status RunServe(const ServeFlags& flags) {
         {.scheduler = scheduler->get(),
          .model = context.model,
          .model_dir = config->model.path,
-         .kv_dtype = "f32"});
+         .kv_dtype = "f32",
+         .replica = config->store.replica});
     if (!opened.ok()) return opened.status();
     documents = *std::move(opened);
     context.documents = documents.get();
@@ -207,6 +210,8 @@ void AddServeCommand(CLI::App& app) {
   command->add_option("--port", flags->port, "HTTP port, 0 for any free one (server.port)");
   command->add_option("--grpc-port", flags->grpc_port, "gRPC port, 0 for none (server.grpc_port)");
   command->add_option("--data-dir", flags->data_dir, "Data directory (store.data_dir)");
+  command->add_option("--replica", flags->replica,
+                      "This replica's name, carried in its document ids (store.replica)");
   command->add_option("--backend", flags->backend, "cpu or cuda (model.backend)");
   command->add_option("--threads", flags->threads, "CPU threads, 0 for all (model.threads)");
   command->callback([flags] { ExitWith(RunServe(*flags)); });

@@ -91,6 +91,18 @@ void ReadTenant(YamlDocument& document, const YAML::Node& node, std::string path
 void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
   YamlMapReader r(document, node, "store");
   r.Read("data_dir", &c.data_dir);
+  r.Read("replica", &c.replica);
+  if (r.Read("replica_env", &c.replica_env) && !c.replica_env.empty() && c.replica.empty()) {
+    // Read once, here, like key_env: a replica without its name would mint unroutable ids.
+    const char* value = std::getenv(c.replica_env.c_str());
+    if (value == nullptr || *value == '\0') {
+      document.FailAtPath(r.PathOf("replica_env"),
+                          absl::StrCat("environment variable ", c.replica_env,
+                                       value == nullptr ? " is not set" : " is empty"));
+    } else {
+      c.replica = value;
+    }
+  }
   r.Finish();
 }
 

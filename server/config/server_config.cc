@@ -1,5 +1,7 @@
 #include "server/config/server_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <initializer_list>
 #include <string_view>
@@ -277,6 +279,13 @@ absl::Status ServerConfig::Validate() const {
   if (auto s = scheduler.Validate(); !s.ok()) return SchedulerKeyError(s);
   if (auto s = ValidateTenants(tenants); !s.ok()) return s;
   if (store.data_dir.empty()) return KeyError("store.data_dir", "must not be empty");
+  if (store.replica.size() > 63 ||
+      !std::all_of(store.replica.begin(), store.replica.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      })) {
+    return KeyError(store.replica_env.empty() ? "store.replica" : "store.replica_env",
+                    absl::StrCat("must match [A-Za-z0-9._-]{0,63}, got \"", store.replica, "\""));
+  }
   if (auto s = ValidateDocuments(documents); !s.ok()) return s;
   if (auto s = CheckOneOf("logging.level", logging.level,
                           {"trace", "debug", "info", "warn", "error", "off"});

@@ -116,6 +116,13 @@ struct StoreConfig {
   // Directory for persistent state, created when missing; relative paths are relative to the
   // working directory. Non-empty. Default "data".
   std::string data_dir = "data";
+  // This replica's name, carried in the ids of the documents it stores so that a gateway can
+  // route questions to the replica that holds the document (deploy/k8s/README.md);
+  // [A-Za-z0-9._-]{0,63}, "" for a single server. Default "".
+  std::string replica;
+  // Name of an environment variable holding the replica's name (a StatefulSet passes the pod
+  // name), read at start into `replica` when that is empty. "" reads none. Default "".
+  std::string replica_env;
 
   bool operator==(const StoreConfig&) const = default;
 };

@@ -129,6 +129,17 @@ cache_store::CacheIdentity DocumentService::Identity(const std::string& method,
       .ratio = ratio};
 }
 
+absl::Status DocumentService::CheckReplica(const std::string& id) const {
+  if (deps_.replica.empty()) return absl::OkStatus();
+  const std::string home = cache_store::DocumentStore::ReplicaOfDocumentId(id);
+  if (home.empty() || home == deps_.replica) return absl::OkStatus();
+  return WithErrorCode(
+      absl::FailedPreconditionError(absl::StrCat(
+          "document ", id, " lives on replica ", home, ", not on ", deps_.replica,
+          "; send its requests with the header X-Kvd-Replica: ", home)),
+      "misdirected_request");
+}
+
 absl::Status DocumentService::Recount() {
   std::map<std::string, Usage> usage;
   auto unreadable = store_->ForEachMeta([&](const DocumentMeta& meta) {
@@ -189,7 +200,7 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
 
   auto job = std::make_shared<Job>();
   DocumentMeta& meta = job->meta;
-  absl::StatusOr<std::string> id = cache_store::DocumentStore::NewDocumentId();
+  absl::StatusOr<std::string> id = cache_store::DocumentStore::NewDocumentId(deps_.replica);
   if (!id.ok()) return id.status();
   meta.id = *id;
   meta.tenant = tenant;
@@ -368,6 +379,7 @@ void DocumentService::Persist(Job& job) {
 
 absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
                                                   const std::string& id) const {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
   {
     std::lock_guard lock(mu_);
     if (auto it = jobs_.find(JobKey(tenant, id)); it != jobs_.end() && !it->second->deleted) {
@@ -399,6 +411,7 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
 }
 
 absl::Status DocumentService::Delete(const std::string& tenant, const std::string& id) {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
   absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   {
@@ -443,6 +456,7 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
                                                     const std::string& id,
                                                     std::optional<double> ratio,
                                                     std::optional<int64_t> budget_tokens) {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
   absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   if (meta->status != DocumentStatus::kReady) {

@@ -88,6 +88,7 @@ class DocumentService {
     ModelInfo model;
     std::filesystem::path model_dir;
     std::string kv_dtype;  // the dtype KV caches are computed in, part of their identity
+    std::string replica;   // store.replica: carried in new ids; others' ids are misdirected
   };
 
   // Opens (or creates) the store in `data_dir`/documents, fingerprints the model, marks
@@ -101,6 +102,7 @@ class DocumentService {
   DocumentService& operator=(const DocumentService&) = delete;
 
   engine::DocumentRole role() const { return role_; }
+  const std::string& replica() const { return deps_.replica; }
   const DocumentsConfig& config() const { return config_; }
 
   // Starts compressing, waits up to documents.upload_wait_seconds, and reports the document
@@ -110,7 +112,9 @@ class DocumentService {
   [[nodiscard]] absl::StatusOr<DocumentView> Upload(const std::string& tenant,
                                                     const DocumentQuota& quota,
                                                     DocumentUpload upload);
-  // NotFound for another tenant's document exactly as for a missing one.
+  // NotFound for another tenant's document exactly as for a missing one. Every call that
+  // takes an id answers FailedPrecondition with code misdirected_request (HTTP 421) when the id
+  // names another replica than this one: the gateway sent it to the wrong place.
   [[nodiscard]] absl::StatusOr<DocumentView> Get(const std::string& tenant,
                                                  const std::string& id) const;
   [[nodiscard]] absl::StatusOr<DocumentViewPage> List(const std::string& tenant,
@@ -144,6 +148,7 @@ class DocumentService {
                   cache_store::DocumentPrompts prompts, std::string template_prefix);
 
   cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
+  absl::Status CheckReplica(const std::string& id) const;
   // The stored payload of a ready document (all entries when keep_full).
   absl::StatusOr<cache_store::DocumentPayload> ReadPayload(const cache_store::DocumentMeta& meta);
   // The payload a request is served: the stored one, cut to meta.ratio when keep_full.

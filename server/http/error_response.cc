@@ -20,6 +20,7 @@ const char* ErrorType(int http_status) {
   switch (http_status) {
     case 400:
     case 413:
+    case 421:
       return "invalid_request_error";
     case 401:
       return "authentication_error";
@@ -61,8 +62,11 @@ int HttpStatusFor(const absl::Status& status) {
       return 200;
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
-    case absl::StatusCode::kFailedPrecondition:
-      return Payload(status, kCodeUrl) == "request_too_large" ? 413 : 400;
+    case absl::StatusCode::kFailedPrecondition: {
+      const std::string code = Payload(status, kCodeUrl);
+      if (code == "request_too_large") return 413;
+      return code == "misdirected_request" ? 421 : 400;
+    }
     case absl::StatusCode::kUnauthenticated:
       return 401;
     case absl::StatusCode::kPermissionDenied:

@@ -19,7 +19,7 @@ absl::Status WithErrorCode(absl::Status status, std::string_view code);
 absl::Status WithRetryAfter(absl::Status status, int seconds);
 
 // 400 InvalidArgument, OutOfRange, FailedPrecondition; 401 Unauthenticated; 403
-// PermissionDenied; 404 NotFound; 413 when the code is "request_too_large"; 429
+// PermissionDenied; 404 NotFound; 413 when the code is "request_too_large"; 421 for FailedPrecondition with code "misdirected_request"; 429
 // ResourceExhausted; 503 Unavailable; 504 DeadlineExceeded; 500 otherwise.
 int HttpStatusFor(const absl::Status& status);
 

@@ -22,6 +22,7 @@ function renders() {
     ['cpu', join(k8s, 'overlays/cpu')],
     ['gpu', join(k8s, 'overlays/gpu')],
     ['monitoring', join(k8s, 'overlays/monitoring')],
+    ['documents', join(k8s, 'overlays/documents')],
   ];
   // overlays/monitoring with the HPA instead of KEDA (deploy/k8s/README.md).
   const hpa = copyOfK8s();
@@ -179,6 +180,12 @@ function checkKvdObjects(objects) {
   for (const tenant of config.tenants ?? []) {
     if (tenant.key_env) assert.ok(env[tenant.key_env], `Secret has ${tenant.key_env}`);
   }
+
+  // The replica's name is the pod's (downward API), so document ids name their replica.
+  const replicaVariable = container.env?.find((e) => e.name === config.store.replica_env);
+  assert.equal(replicaVariable?.valueFrom?.fieldRef?.fieldPath, 'metadata.name',
+    'store.replica_env names a variable holding the pod name');
+  env[config.store.replica_env] = `${statefulSet.metadata.name}-0`;
   return { statefulSet, container, config, env, podLabels };
 }
 
@@ -242,8 +249,32 @@ test('the example InferencePool and HTTPRoute select kvd pods', { skip }, async 
   assert.ok(pool.spec.targetPorts.some((p) => p.number === config.server.port));
 });
 
+test('overlays/documents routes each replica\'s header to its own pod', { skip }, async () => {
+  const objects = kustomize(join(k8s, 'overlays/documents'));
+  const { statefulSet } = checkKvdObjects(objects);
+  const route = find(objects, 'HTTPRoute');
+  const replicas = statefulSet.spec.replicas;
+  assert.ok(replicas >= 2);
+  const headerRules = route.spec.rules.filter((r) => r.matches.some((m) => m.headers?.length));
+  assert.equal(headerRules.length, replicas, 'one rule per replica');
+  for (let i = 0; i < replicas; ++i) {
+    const pod = `${statefulSet.metadata.name}-${i}`;
+    const service = find(objects, 'Service', pod);
+    assert.ok(service, `a Service for ${pod}`);
+    assert.deepEqual(service.spec.selector, { 'statefulset.kubernetes.io/pod-name': pod,
+      'app.kubernetes.io/name': 'kvd', 'app.kubernetes.io/instance': 'kvd' });
+    const rule = headerRules.find((r) => r.matches.some((m) =>
+      m.headers.some((h) => h.name.toLowerCase() === 'x-kvd-replica' && h.value === pod)));
+    assert.ok(rule, `a rule for X-Kvd-Replica: ${pod}`);
+    assert.deepEqual(rule.backendRefs.map((b) => [b.name, b.port]),
+      [[pod, service.spec.ports[0].port]]);
+  }
+  const fallback = route.spec.rules.find((r) => r.matches.every((m) => !m.headers?.length));
+  assert.deepEqual(fallback.backendRefs.map((b) => b.name), ['kvd'], 'the rest: any ready pod');
+});
+
 test('each rendered configuration starts kvd', { skip }, async (t) => {
-  for (const overlay of ['cpu', 'gpu', 'monitoring']) {
+  for (const overlay of ['cpu', 'gpu', 'monitoring', 'documents']) {
     await t.test(overlay, async () => {
       const { config, env } = checkKvdObjects(kustomize(join(k8s, 'overlays', overlay)));
       // This machine stands in for the pod: the bundled model on the CPU backend, a small KV

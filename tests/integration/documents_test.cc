@@ -59,7 +59,7 @@ class DocumentsTest : public ::testing::Test {
   }
 
   // (Re)starts the server on this test's data directory with `documents` settings appended.
-  void Start(const std::string& documents_yaml = "") {
+  void Start(const std::string& documents_yaml = "", std::vector<std::string> flags = {}) {
     if (server_ != nullptr) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
     std::string yaml = "tenants:\n";
     for (const char* id : {"alpha", "beta", "gamma"}) {
@@ -72,9 +72,10 @@ class DocumentsTest : public ::testing::Test {
       yaml += "  upload_wait_seconds: 30\n";  // uploads answer when ready: 201
     }
     std::ofstream(dir_ / "config.yaml") << yaml;
-    server_ = std::make_unique<KvdServer>(std::vector<std::string>{
-        "--model", kModel, "--config", (dir_ / "config.yaml").string(), "--data-dir",
-        (dir_ / "data").string(), "--threads", "2"});
+    std::vector<std::string> args = {"--model",    kModel, "--config", (dir_ / "config.yaml").string(),
+                                      "--data-dir", (dir_ / "data").string(), "--threads", "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    server_ = std::make_unique<KvdServer>(args);
     ASSERT_GT(server_->port(), 0) << server_->logs();
   }
 
@@ -336,6 +337,32 @@ TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
     status = Call("GET", "/v1/documents/" + short_lived["id"].get<std::string>()).status;
   }
   EXPECT_EQ(status, 404) << "an expired document is swept";
+}
+
+TEST_F(DocumentsTest, IdsNameTheirReplicaAndOtherReplicasIdsAreMisdirected) {
+  Start("", {"--replica", "kvd-0"});
+  const KeyValueDocument document = Document(40, 300);
+  const HttpResult posted =
+      Call("POST", "/v1/documents", {{"text", document.text}, {"compression", {{"ratio", 0.5}}}});
+  ASSERT_EQ(posted.status, 201) << posted.body;
+  EXPECT_EQ(posted.headers.at("x-kvd-replica"), "kvd-0");
+  const json uploaded = json::parse(posted.body);
+  const std::string id = uploaded["id"];
+  EXPECT_EQ(id.rfind("doc-kvd-0-", 0), 0u) << id;
+  EXPECT_EQ(uploaded["replica"], "kvd-0");
+  EXPECT_EQ(Ask(id, "Q:" + document.records[0].first), document.records[0].second);
+
+  // The same id shape from replica kvd-1: 421 and where to go, for every kind of call.
+  const std::string elsewhere = "doc-kvd-1-" + id.substr(id.size() - 22);
+  const HttpResult got = Call("GET", "/v1/documents/" + elsewhere);
+  ExpectError(got, 421);
+  EXPECT_EQ(json::parse(got.body)["error"]["code"], "misdirected_request");
+  EXPECT_NE(got.body.find("X-Kvd-Replica: kvd-1"), std::string::npos) << got.body;
+  ExpectError(Call("DELETE", "/v1/documents/" + elsewhere), 421);
+  ExpectError(Call("POST", "/v1/documents/" + elsewhere + "/recut", {{"ratio", 0.1}}), 421);
+  ExpectError(AskResult(elsewhere, "Q:bab"), 421, "documents");
+  // Ids of a server without a replica name stay valid everywhere: not found here, not 421.
+  ExpectError(Call("GET", "/v1/documents/doc-" + id.substr(id.size() - 22)), 404);
 }
 
 TEST_F(DocumentsTest, QuotasAndBadInputsGetClearErrors) {

@@ -274,6 +274,22 @@ TEST(DocumentIdTest, IdsAreUrlSafeUniqueAndLong) {
   EXPECT_EQ(ids.size(), 1000u);
 }
 
+TEST(DocumentIdTest, IdsCarryTheReplicaThatStoresThem) {
+  for (const std::string replica : {"kvd-0", "a", "kvd.east_1-12"}) {
+    for (int i = 0; i < 200; ++i) {
+      absl::StatusOr<std::string> id = DocumentStore::NewDocumentId(replica);
+      ASSERT_TRUE(id.ok()) << id.status();
+      ASSERT_EQ(id->size(), 4 + replica.size() + 1 + 22) << *id;
+      ASSERT_EQ(DocumentStore::ReplicaOfDocumentId(*id), replica) << *id;
+    }
+  }
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(DocumentStore::ReplicaOfDocumentId(*DocumentStore::NewDocumentId()), "");
+  }
+  EXPECT_EQ(DocumentStore::ReplicaOfDocumentId("report.pdf"), "");
+  EXPECT_EQ(DocumentStore::ReplicaOfDocumentId(""), "");
+}
+
 TEST(DocumentStoreOpenTest, SecondOpenOfTheSameDirectoryFails) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("kvd_store_lock_test_" + std::to_string(::getpid()));

@@ -78,6 +78,8 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_TRUE(a.model == b.model);
   ExpectSchedulerEq(a.scheduler, b.scheduler);
   EXPECT_EQ(a.store.data_dir, b.store.data_dir);
+  EXPECT_EQ(a.store.replica, b.store.replica);
+  EXPECT_EQ(a.store.replica_env, b.store.replica_env);
   EXPECT_TRUE(a.store == b.store);
   EXPECT_EQ(a.documents.enabled, b.documents.enabled);
   EXPECT_EQ(a.documents.chat_role, b.documents.chat_role);
@@ -435,7 +437,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
             "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
-            "config.yaml:2: store.dir: unknown key (expected one of data_dir)");
+            "config.yaml:2: store.dir: unknown key (expected one of data_dir, replica, "
+            "replica_env)");
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
               HasSubstr("config.yaml:2: documents.chat_role"));
   EXPECT_THAT(ParseError("documents:\n  default_method: none\n"),
@@ -596,6 +599,25 @@ TEST(ConfigLoaderTest, KeyEnvMustBeSetAndNonEmpty) {
               "config.yaml:3: tenants[0].key_env: environment variable KVD_CONFIG_TEST_EMPTY is "
               "empty");
   }
+}
+
+TEST(ConfigLoaderTest, ReplicaComesFromTheFileOrTheEnvironment) {
+  EXPECT_EQ(ParseOk("store:\n  replica: kvd-0\n").store.replica, "kvd-0");
+  {
+    ScopedEnv env("KVD_CONFIG_TEST_POD", "kvd-3");
+    EXPECT_EQ(ParseOk("store:\n  replica_env: KVD_CONFIG_TEST_POD\n").store.replica, "kvd-3");
+    // A literal name wins over the variable.
+    EXPECT_EQ(ParseOk("store:\n  replica: a\n  replica_env: KVD_CONFIG_TEST_POD\n").store.replica,
+              "a");
+  }
+  {
+    ScopedEnv env("KVD_CONFIG_TEST_POD", nullptr);
+    EXPECT_EQ(ParseError("store:\n  replica_env: KVD_CONFIG_TEST_POD\n"),
+              "config.yaml:2: store.replica_env: environment variable KVD_CONFIG_TEST_POD is not "
+              "set");
+  }
+  EXPECT_EQ(ParseError("store:\n  replica: \"kvd 0\"\n"),
+            "config.yaml:2: store.replica: must match [A-Za-z0-9._-]{0,63}, got \"kvd 0\"");
 }
 
 TEST(ConfigLoaderTest, LoadNamesTheFile) {
