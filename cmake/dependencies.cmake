@@ -15,6 +15,9 @@ find_package(yaml-cpp CONFIG REQUIRED)  # target `yaml-cpp` (no namespace in 0.7
 find_package(prometheus-cpp CONFIG REQUIRED)  # prometheus-cpp::core only; /metrics is ours
 find_package(OpenSSL REQUIRED)  # SHA-256 of API keys and of stored payloads
 find_package(RocksDB CONFIG REQUIRED)  # RocksDB::rocksdb-shared: the document store
+# gRPC: protobuf has no CMake config on bookworm (module mode), gRPC has one.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
 find_package(GTest CONFIG REQUIRED)
 find_package(benchmark CONFIG REQUIRED)
 find_path(KVD_CBLAS_INCLUDE_DIR cblas.h
