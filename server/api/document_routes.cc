@@ -34,7 +34,7 @@ class DocumentApi {
       if (!body.ok()) return ErrorResponse(body.status());
       auto upload = ParseDocumentUpload(*body, documents_.config());
       if (!upload.ok()) return ErrorResponse(upload.status());
-      auto view = documents_.Upload(tenant.id(), Quota(tenant), *std::move(upload));
+      auto view = documents_.Upload(tenant.id(), documents_.QuotaOf(tenant), *std::move(upload));
       if (!view.ok()) return ErrorResponse(view.status());
       const bool processing = view->meta.status == cache_store::DocumentStatus::kProcessing;
       return HttpResponse{.status = processing ? 202 : 201, .body = Dump(DocumentJson(*view))};
@@ -110,14 +110,6 @@ class DocumentApi {
   }
 
  private:
-  DocumentQuota Quota(Tenant& tenant) const {
-    const DocumentsConfig& config = documents_.config();
-    const int64_t documents = tenant.max_documents();
-    const int64_t bytes = tenant.max_stored_bytes();
-    return {documents > 0 ? documents : config.max_documents_per_tenant,
-            bytes > 0 ? bytes : static_cast<int64_t>(config.max_stored_bytes_per_tenant)};
-  }
-
   // Authenticates, runs `handle`, counts and logs the answer.
   template <typename Handle>
   HttpResponse Answer(const HttpRequest& request, Handle handle) {

@@ -6,9 +6,9 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/api/completion_reply.h"
+#include "server/api/completion_start.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
-#include "server/documents/document_service.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
 #include "server/version.h"
@@ -43,45 +43,11 @@ class Api {
     }
     auto body = ParseBody(request);
     if (!body.ok()) return Refuse(request, (*tenant)->id(), body.status(), start);
-    auto document = ResolveDocument(*body, (*tenant)->id());
-    if (!document.ok()) return Refuse(request, (*tenant)->id(), document.status(), start);
-    auto params = ParseCompletionParams(*body, kind, context_.model,
-                                        document->has_value() ? &**document : nullptr);
-    if (!params.ok()) return Refuse(request, (*tenant)->id(), params.status(), start);
-
-    int64_t tokens = 0;
-    for (const auto& prompt : params->prompts) {
-      tokens += static_cast<int64_t>(prompt.size()) +
-                int64_t{params->request.max_tokens} * params->request.n;
+    auto started = StartCompletion(context_, **tenant, *body, kind);
+    if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
+      return Refuse(request, (*tenant)->id(), refusal->status, start, refusal->rejection);
     }
-    Refusal refusal;
-    auto permit = (*tenant)->Admit(tokens, refusal);
-    if (!permit.ok()) {
-      const RejectionReason reason = refusal == Refusal::kConcurrency
-                                         ? RejectionReason::kConcurrency
-                                     : refusal == Refusal::kTokenRate ? RejectionReason::kTokenLimit
-                                                                      : RejectionReason::kRateLimit;
-      return Refuse(request, (*tenant)->id(), permit.status(), start, reason);
-    }
-
-    params->request.tenant = (*tenant)->policy();
-    params->request.priority += (*tenant)->priority();
-    std::vector<scheduler::RequestHandle> handles;
-    for (const auto& prompt : params->prompts) {
-      scheduler::Request submitted = params->request;
-      submitted.prompt = prompt;
-      auto handle = context_.scheduler->Submit(std::move(submitted));
-      if (!handle.ok()) {
-        (*permit)->Settle(0);
-        absl::Status status = handle.status();
-        if (status.code() == absl::StatusCode::kResourceExhausted ||
-            status.code() == absl::StatusCode::kUnavailable) {
-          status = WithRetryAfter(std::move(status), 1);
-        }
-        return Refuse(request, (*tenant)->id(), status, start, RejectionFor(status));
-      }
-      handles.push_back(*std::move(handle));
-    }
+    StartedCompletion& completion = std::get<StartedCompletion>(started);
     const std::string path = request.path;
     const std::string tenant_id = (*tenant)->id();
     const bool log = context_.log_requests;
@@ -89,8 +55,8 @@ class Api {
     std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
     in_flight->fetch_add(1);
     return std::make_unique<CompletionReply>(
-        *std::move(params), std::move(handles), *context_.model.tokenizer, context_.model.name,
-        *std::move(permit),
+        std::move(completion.params), std::move(completion.handles), *context_.model.tokenizer,
+        context_.model.name, std::move(completion.permit),
         [path, tenant_id, start, log, metrics, in_flight](const ReplyOutcome& outcome) {
           in_flight->fetch_sub(1);
           if (metrics != nullptr) metrics->RecordRequest(tenant_id, outcome.http_status);
@@ -193,50 +159,12 @@ class Api {
   }
 
  private:
-  // The stored document `documents` names, if any: one id of the caller's own documents.
-  absl::StatusOr<std::optional<DocumentContext>> ResolveDocument(const json& body,
-                                                                 const std::string& tenant) {
-    const auto it = body.find("documents");
-    if (it == body.end() || it->is_null()) return std::nullopt;
-    auto invalid = [](std::string message) {
-      return WithParam(absl::InvalidArgumentError(std::move(message)), "documents");
-    };
-    if (context_.documents == nullptr) {
-      return invalid("documents are not enabled on this server (documents.enabled)");
-    }
-    if (!it->is_array() || it->size() > 1 || (it->size() == 1 && !(*it)[0].is_string())) {
-      return invalid("'documents' must be an array of at most one document id");
-    }
-    if (it->empty()) return std::nullopt;
-    auto resolved = context_.documents->Resolve(tenant, (*it)[0].get<std::string>());
-    if (!resolved.ok()) {
-      absl::Status status = WithParam(resolved.status(), "documents");
-      return absl::IsNotFound(status) ? WithErrorCode(status, "document_not_found") : status;
-    }
-    return DocumentContext{std::move(resolved->prefix), std::move(resolved->text),
-                           context_.documents->role()};
-  }
-
   json ModelJson() const {
     return {{"id", context_.model.name},
             {"object", "model"},
             {"created", 0},
             {"owned_by", "kvd"},
             {"max_model_len", context_.model.config->max_position_embeddings}};
-  }
-
-  // The rejection a refusal counts as, if it is one (over a limit, unauthenticated, overloaded).
-  static std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
-    switch (status.code()) {
-      case absl::StatusCode::kUnauthenticated:
-        return RejectionReason::kUnauthenticated;
-      case absl::StatusCode::kResourceExhausted:
-        return RejectionReason::kQueueFull;
-      case absl::StatusCode::kUnavailable:
-        return RejectionReason::kOverloaded;
-      default:
-        return std::nullopt;
-    }
   }
 
   HttpResponse Refuse(const HttpRequest& request, const std::string& tenant,

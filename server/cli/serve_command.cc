@@ -22,6 +22,7 @@
 #include "server/cli/signal_watch.h"
 #include "server/config/config_loader.h"
 #include "server/documents/document_service.h"
+#include "server/grpc/grpc_server.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
 #include "spdlog/spdlog.h"
@@ -184,14 +185,26 @@ absl::Status RunServe(const ServeFlags& flags) {
   auto http = HttpServer::Create(HttpOptions(config->server), router);
   if (!http.ok()) return http.status();
   (*scheduler)->Start();
+  std::unique_ptr<GrpcServer> grpc;
+  if (config->server.grpc_port != 0) {
+    auto started = GrpcServer::Start({.host = config->server.host,
+                                      .port = config->server.grpc_port,
+                                      .max_message_bytes = config->server.max_body_bytes},
+                                     context);
+    if (!started.ok()) return started.status();
+    grpc = *std::move(started);
+    spdlog::info("serving gRPC on {}:{}", config->server.host, grpc->port());
+  }
   (*http)->Start();
   context.ready = true;
   spdlog::info("serving {} on http://{}:{}", context.model.name, config->server.host,
                (*http)->port());
 
   while ((*signals)->Next() == SIGHUP) ReloadTenants(flags, tenants);
+  if (grpc != nullptr) grpc->SetServing(false);  // health checks see the drain at once
   Drain(context, **signals, absl::Seconds(config->server.drain_timeout_seconds));
   (*http)->Stop();
+  if (grpc != nullptr) grpc->Stop(absl::Seconds(1));
   // Compressions still running end failed; what finished is written and the store flushed.
   if (documents != nullptr) documents->Shutdown();
   (*scheduler)->Stop();

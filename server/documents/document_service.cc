@@ -117,6 +117,13 @@ DocumentService::DocumentService(const DocumentsConfig& config, engine::Document
 
 DocumentService::~DocumentService() { Shutdown(); }
 
+DocumentQuota DocumentService::QuotaOf(Tenant& tenant) const {
+  const int64_t documents = tenant.max_documents();
+  const int64_t bytes = tenant.max_stored_bytes();
+  return {documents > 0 ? documents : config_.max_documents_per_tenant,
+          bytes > 0 ? bytes : static_cast<int64_t>(config_.max_stored_bytes_per_tenant)};
+}
+
 cache_store::CacheIdentity DocumentService::Identity(const std::string& method,
                                                      double ratio) const {
   absl::StatusOr<CompressionMethod> parsed = cache_store::ParseCompressionMethod(method);

@@ -25,6 +25,7 @@
 #include "scheduler/metrics.h"
 #include "scheduler/scheduler.h"
 #include "server/api/completion_params.h"
+#include "server/auth/tenants.h"
 #include "server/config/server_config.h"
 #include "server/documents/cache_fingerprint.h"
 #include "server/documents/document_tier.h"
@@ -102,6 +103,8 @@ class DocumentService {
   DocumentService& operator=(const DocumentService&) = delete;
 
   engine::DocumentRole role() const { return role_; }
+  // A tenant's limits: its own max_documents / max_stored_bytes, else the configured defaults.
+  DocumentQuota QuotaOf(Tenant& tenant) const;
   const std::string& replica() const { return deps_.replica; }
   const DocumentsConfig& config() const { return config_; }
 

@@ -1,10 +1,12 @@
-// The one mapping from a Status to an HTTP error: status code, OpenAI-style JSON body
+// The one mapping from a Status to an HTTP error (and the fields a gRPC status carries): status code, OpenAI-style JSON body
 // {"error": {"message", "type", "param", "code"}}, and Retry-After for 429. Details travel with
 // the Status as payloads, so the code that finds the problem also names the parameter.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "server/http/http_message.h"
@@ -27,5 +29,9 @@ int HttpStatusFor(const absl::Status& status);
 std::string ErrorJson(const absl::Status& status);
 
 HttpResponse ErrorResponse(const absl::Status& status);
+
+// The payloads set by WithParam, WithErrorCode and WithRetryAfter, as (name, value) pairs named
+// as gRPC trailers: "kvd-error-param", "kvd-error-code", "retry-after". Absent ones are left out.
+std::vector<std::pair<std::string, std::string>> ErrorFields(const absl::Status& status);
 
 }  // namespace kvd::server

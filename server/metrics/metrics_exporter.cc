@@ -52,7 +52,8 @@ MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string
       registry_(std::make_unique<prometheus::Registry>()),
       requests_(&prometheus::BuildCounter()
                      .Name("kvd_tenant_requests_total")
-                     .Help("HTTP requests answered, by tenant and status class (requests).")
+                     .Help("Requests answered, by tenant, status class and protocol "
+                           "(requests).")
                      .Labels({{"model_name", model_name}})
                      .Register(*registry_)),
       rejections_(&prometheus::BuildCounter()
@@ -64,7 +65,9 @@ MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string
   // Series exist at 0 before their first event, so rate() and absent() see them.
   for (const std::string& tenant : tenants_.values()) {
     for (const char* status : {"2xx", "4xx", "5xx"}) {
-      requests_->Add({{"tenant", tenant}, {"status", status}});
+      for (const char* protocol : {"http", "grpc"}) {
+        requests_->Add({{"tenant", tenant}, {"status", status}, {"protocol", protocol}});
+      }
     }
     for (RejectionReason reason : kRejectionReasons) {
       rejections_->Add({{"tenant", tenant}, {"reason", std::string(RejectionReasonName(reason))}});
@@ -78,9 +81,13 @@ void MetricsExporter::AddDocuments(std::function<DocumentStats()> stats) {
   documents_ = std::make_unique<DocumentCollector>(model_name_, tenants_, std::move(stats));
 }
 
-void MetricsExporter::RecordRequest(const std::string& tenant, int http_status) {
+void MetricsExporter::RecordRequest(const std::string& tenant, int http_status,
+                                    Protocol protocol) {
   // Family::Add is thread-safe and returns the existing series for known labels.
-  requests_->Add({{"tenant", tenants_.Of(tenant)}, {"status", StatusClass(http_status)}})
+  requests_
+      ->Add({{"tenant", tenants_.Of(tenant)},
+             {"status", StatusClass(http_status)},
+             {"protocol", protocol == Protocol::kGrpc ? "grpc" : "http"}})
       .Increment();
 }
 

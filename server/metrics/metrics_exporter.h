@@ -24,6 +24,9 @@ class DocumentCollector;
 struct DocumentStats;
 class SchedulerCollector;
 
+// The API a request came through: the `protocol` label, "http" or "grpc".
+enum class Protocol { kHttp, kGrpc };
+
 // Why the server refused a request before it reached the scheduler (or the scheduler's queue).
 enum class RejectionReason {
   kRateLimit,        // the tenant's request rate limit
@@ -39,8 +42,10 @@ enum class RejectionReason {
 std::string_view RejectionReasonName(RejectionReason reason);
 
 // Server-kept families (labelled model_name, plus):
-//   kvd_tenant_requests_total    counter {tenant, status="2xx|4xx|5xx"} HTTP requests answered, by
-//                                        status class (1xx and 3xx appear only once used)
+//   kvd_tenant_requests_total    counter {tenant, status="2xx|4xx|5xx", protocol="http|grpc"}
+//                                        requests answered, by status class (a gRPC call's status
+//                                        counts as its HTTP equivalent; 1xx and 3xx appear only
+//                                        once used)
 //   kvd_tenant_rejections_total  counter {tenant, reason} requests refused, by RejectionReason
 // Every tenant × status class and tenant × reason series is present from construction, at 0.
 class MetricsExporter {
@@ -57,8 +62,10 @@ class MetricsExporter {
   // scrape. Call before the first Render.
   void AddDocuments(std::function<DocumentStats()> stats);
 
-  // A request answered with `http_status`. Thread-safe.
-  void RecordRequest(const std::string& tenant, int http_status);
+  // A request answered with `http_status` (a gRPC call: its status's HTTP equivalent).
+  // Thread-safe.
+  void RecordRequest(const std::string& tenant, int http_status,
+                     Protocol protocol = Protocol::kHttp);
   // A request refused for `reason`. Thread-safe.
   void RecordRejection(const std::string& tenant, RejectionReason reason);
 

@@ -53,14 +53,18 @@ class DocumentsTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override {
-    if (server_ != nullptr) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    }
     server_.reset();
     std::filesystem::remove_all(dir_);
   }
 
   // (Re)starts the server on this test's data directory with `documents` settings appended.
   void Start(const std::string& documents_yaml = "", std::vector<std::string> flags = {}) {
-    if (server_ != nullptr) EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    if (server_ != nullptr) {
+      EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    }
     std::string yaml = "tenants:\n";
     for (const char* id : {"alpha", "beta", "gamma"}) {
       yaml += std::string("  - id: ") + id + "\n    key_sha256: [\"" +

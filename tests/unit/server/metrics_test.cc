@@ -336,8 +336,8 @@ TEST(MetricsExporterTest, DocumentFamiliesCarryTheStatsWithBoundedTenants) {
 TEST(MetricsExporterTest, RequestsCountByTenantAndStatusClass) {
   std::unique_ptr<MetricsExporter> exporter = MakeExporter();
   std::vector<Sample> samples = ParseSamples(exporter->Render());
-  // Three status classes for alpha, beta and other, all at 0 before any request.
-  EXPECT_EQ(Find(samples, "kvd_tenant_requests_total").size(), 9u);
+  // Three status classes and two protocols for alpha, beta and other, at 0 before any request.
+  EXPECT_EQ(Find(samples, "kvd_tenant_requests_total").size(), 18u);
   for (const Sample& sample : Find(samples, "kvd_tenant_requests_total")) {
     EXPECT_EQ(sample.value, 0);
   }
@@ -349,14 +349,24 @@ TEST(MetricsExporterTest, RequestsCountByTenantAndStatusClass) {
   exporter->RecordRequest("stranger", 404);
   exporter->RecordRequest("intruder", 401);
   exporter->RecordRequest("alpha", 0);  // no status at all: a server fault
+  exporter->RecordRequest("alpha", 200, Protocol::kGrpc);
+  exporter->RecordRequest("beta", 404, Protocol::kGrpc);
   samples = ParseSamples(exporter->Render());
   const std::string name = "kvd_tenant_requests_total";
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "2xx"}}), 2);
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "4xx"}}), 1);
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "5xx"}}), 1);
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "beta"}, {"status", "5xx"}}), 1);
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "other"}, {"status", "4xx"}}), 2);
-  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "other"}, {"status", "2xx"}}), 0);
+  auto http = [](std::map<std::string, std::string> labels) {
+    labels["protocol"] = "http";
+    return labels;
+  };
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "alpha"}, {"status", "2xx"}})), 2);
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "alpha"}, {"status", "4xx"}})), 1);
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "alpha"}, {"status", "5xx"}})), 1);
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "beta"}, {"status", "5xx"}})), 1);
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "other"}, {"status", "4xx"}})), 2);
+  EXPECT_EQ(ValueOf(samples, name, http({{"tenant", "other"}, {"status", "2xx"}})), 0);
+  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "alpha"}, {"status", "2xx"}, {"protocol", "grpc"}}),
+            1);
+  EXPECT_EQ(ValueOf(samples, name, {{"tenant", "beta"}, {"status", "4xx"}, {"protocol", "grpc"}}),
+            1);
   EXPECT_TRUE(Find(samples, name, {{"tenant", "stranger"}}).empty());
 }
 
@@ -403,9 +413,9 @@ TEST(MetricsExporterTest, RecordsAndRendersFromManyThreads) {
   for (std::thread& thread : threads) thread.join();
   const std::vector<Sample> samples = ParseSamples(exporter->Render());
   const std::string requests = "kvd_tenant_requests_total";
-  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "alpha"}, {"status", "2xx"}}),
+  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "alpha"}, {"status", "2xx"}, {"protocol", "http"}}),
             kThreads / 2 * kPerThread);
-  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "other"}, {"status", "2xx"}}),
+  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "other"}, {"status", "2xx"}, {"protocol", "http"}}),
             kThreads / 2 * kPerThread);
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_rejections_total",
                     {{"tenant", "beta"}, {"reason", "overloaded"}}),

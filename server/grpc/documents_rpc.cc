@@ -1,0 +1,224 @@
+#include "server/grpc/documents_rpc.h"
+
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "server/api/document_json.h"
+#include "server/documents/document_service.h"
+#include "server/grpc/call_auth.h"
+#include "server/grpc/grpc_status.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+v1::DocumentStatus ToProto(cache_store::DocumentStatus status) {
+  switch (status) {
+    case cache_store::DocumentStatus::kProcessing:
+      return v1::DOCUMENT_STATUS_PROCESSING;
+    case cache_store::DocumentStatus::kReady:
+      return v1::DOCUMENT_STATUS_READY;
+    case cache_store::DocumentStatus::kFailed:
+      return v1::DOCUMENT_STATUS_FAILED;
+  }
+  return v1::DOCUMENT_STATUS_UNSPECIFIED;
+}
+
+// The same fields as the HTTP API's document JSON (api/document_json.h).
+void ToProto(const DocumentView& view, v1::Document& out) {
+  const json document = DocumentJson(view);
+  out.set_id(view.meta.id);
+  out.set_status(ToProto(view.meta.status));
+  out.set_progress(document.value("progress", view.meta.status ==
+                                                      cache_store::DocumentStatus::kReady
+                                                  ? 100.0
+                                                  : 0.0));
+  out.set_failure_reason(view.meta.failure_reason);
+  out.set_created_at(document["created_at"].get<int64_t>());
+  if (document["expires_at"].is_number()) out.set_expires_at(document["expires_at"].get<int64_t>());
+  out.set_token_count(view.meta.token_count);
+  out.set_kept_entries(view.meta.kept_entries);
+  out.set_stored_bytes(view.meta.stored_bytes);
+  out.set_ratio(view.meta.ratio);
+  out.set_method(view.meta.method);
+  out.set_keep_full(view.meta.keep_full);
+  out.set_metadata_json(view.meta.metadata.dump());
+  out.set_replica(document.value("replica", ""));
+}
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* call, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, *call));
+  return reactor;
+}
+
+// Upload: the header, then the text in pieces; compressing may take up to
+// documents.upload_wait_seconds, so that part runs on a thread of its own, never on gRPC's.
+class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
+ public:
+  UploadCall(ServingContext& context, grpc::CallbackServerContext* call, v1::Document* response)
+      : context_(context), call_(call), response_(response) {
+    auto tenant = AuthenticateCall(context_, *call_);
+    if (!tenant.ok()) {
+      Finish(ToGrpcStatus(tenant.status(), *call_));
+      return;
+    }
+    tenant_ = *std::move(tenant);
+    StartRead(&part_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client finished sending
+      Complete();
+      return;
+    }
+    if (part_.has_header() == header_seen_) {
+      Fail(WithParam(absl::InvalidArgumentError(header_seen_
+                                                    ? "the header comes once, first"
+                                                    : "the first message must be the header"),
+                     "header"));
+      return;
+    }
+    if (part_.has_header()) {
+      header_ = part_.header();
+      header_seen_ = true;
+    } else {
+      text_ += part_.text();
+      const size_t limit = context_.documents->config().max_document_bytes;
+      if (text_.size() > limit) {
+        Fail(WithParam(WithErrorCode(absl::InvalidArgumentError(absl::StrCat(
+                                         "the document has more than ", limit,
+                                         " bytes; this server accepts at most ", limit)),
+                                     "request_too_large"),
+                       "text"));
+        return;
+      }
+    }
+    StartRead(&part_);
+  }
+
+  void OnDone() override {
+    if (worker_.joinable()) worker_.join();
+    delete this;
+  }
+
+ private:
+  void Fail(const absl::Status& status) { Finish(ToGrpcStatus(status, *call_)); }
+
+  void Complete() {
+    if (!header_seen_) {
+      Fail(WithParam(absl::InvalidArgumentError("the first message must be the header"),
+                     "header"));
+      return;
+    }
+    json body = {{"text", std::move(text_)}};
+    const v1::Compression& compression = header_.compression();
+    json spec = json::object();
+    if (!compression.method().empty()) spec["method"] = compression.method();
+    if (compression.has_ratio()) spec["ratio"] = compression.ratio();
+    if (compression.has_budget_tokens()) spec["budget_tokens"] = compression.budget_tokens();
+    if (!compression.query().empty()) spec["query"] = compression.query();
+    body["compression"] = std::move(spec);
+    if (header_.keep_full()) body["keep_full"] = true;
+    if (header_.has_ttl_seconds()) body["ttl_seconds"] = header_.ttl_seconds();
+    if (!header_.metadata_json().empty()) {
+      json metadata = json::parse(header_.metadata_json(), nullptr, false);
+      if (metadata.is_discarded()) {
+        Fail(WithParam(absl::InvalidArgumentError("metadata_json must be JSON"), "metadata_json"));
+        return;
+      }
+      body["metadata"] = std::move(metadata);
+    }
+    auto upload = ParseDocumentUpload(body, context_.documents->config());
+    if (!upload.ok()) {
+      Fail(upload.status());
+      return;
+    }
+    worker_ = std::thread([this, upload = *std::move(upload)]() mutable {
+      DocumentService& documents = *context_.documents;
+      auto view = documents.Upload(tenant_->id(), documents.QuotaOf(*tenant_), std::move(upload));
+      if (view.ok()) ToProto(*view, *response_);
+      Finish(ToGrpcStatus(view.status(), *call_));
+    });
+  }
+
+  ServingContext& context_;
+  grpc::CallbackServerContext* const call_;
+  v1::Document* const response_;
+  std::shared_ptr<Tenant> tenant_;
+  v1::UploadRequest part_;
+  v1::UploadHeader header_;
+  bool header_seen_ = false;
+  std::string text_;
+  std::thread worker_;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::UploadRequest>* DocumentsRpc::Upload(grpc::CallbackServerContext* call,
+                                                                 v1::Document* response) {
+  return new UploadCall(context_, call, response);
+}
+
+grpc::ServerUnaryReactor* DocumentsRpc::Get(grpc::CallbackServerContext* call,
+                                            const v1::GetDocumentRequest* request,
+                                            v1::Document* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  auto view = context_.documents->Get((*tenant)->id(), request->id());
+  if (view.ok()) ToProto(*view, *response);
+  return Answer(call, view.status());
+}
+
+grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
+                                             const v1::ListDocumentsRequest* request,
+                                             v1::ListDocumentsResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  const int32_t limit = request->limit() == 0 ? 20 : request->limit();
+  if (limit < 1 || limit > 100) {
+    return Answer(call, WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"),
+                                  "limit"));
+  }
+  auto page = context_.documents->List((*tenant)->id(), request->after(), limit);
+  if (!page.ok()) return Answer(call, page.status());
+  for (const DocumentView& view : page->documents) ToProto(view, *response->add_documents());
+  response->set_has_more(!page->next_page_token.empty());
+  return Answer(call, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* DocumentsRpc::Delete(grpc::CallbackServerContext* call,
+                                               const v1::DeleteDocumentRequest* request,
+                                               v1::DeleteDocumentResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  absl::Status status = context_.documents->Delete((*tenant)->id(), request->id());
+  if (status.ok()) {
+    response->set_id(request->id());
+    response->set_deleted(true);
+  }
+  return Answer(call, status);
+}
+
+grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
+                                              const v1::RecutRequest* request,
+                                              v1::Document* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  json body = json::object();
+  if (request->has_ratio()) body["ratio"] = request->ratio();
+  if (request->has_budget_tokens()) body["budget_tokens"] = request->budget_tokens();
+  auto recut = ParseRecut(body);
+  if (!recut.ok()) return Answer(call, recut.status());
+  auto view = context_.documents->Recut((*tenant)->id(), request->id(), recut->ratio,
+                                        recut->budget_tokens);
+  if (view.ok()) ToProto(*view, *response);
+  return Answer(call, view.status());
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,35 @@
+// kvd.v1.DocumentService on gRPC's callback API, through the same DocumentService and JSON
+// checks as /v1/documents: Upload (client-streaming: a header, then the text in pieces), Get,
+// List, Delete, Recut.
+#pragma once
+
+#include "kvd/v1/documents.grpc.pb.h"
+#include "server/api/serving_context.h"
+
+namespace kvd::server {
+
+class DocumentsRpc final : public v1::DocumentService::CallbackService {
+ public:
+  // `context` (with its documents) is borrowed and must outlive the service.
+  explicit DocumentsRpc(ServingContext& context) : context_(context) {}
+
+  grpc::ServerReadReactor<v1::UploadRequest>* Upload(grpc::CallbackServerContext* call,
+                                                     v1::Document* response) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* call,
+                                const v1::GetDocumentRequest* request,
+                                v1::Document* response) override;
+  grpc::ServerUnaryReactor* List(grpc::CallbackServerContext* call,
+                                 const v1::ListDocumentsRequest* request,
+                                 v1::ListDocumentsResponse* response) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* call,
+                                   const v1::DeleteDocumentRequest* request,
+                                   v1::DeleteDocumentResponse* response) override;
+  grpc::ServerUnaryReactor* Recut(grpc::CallbackServerContext* call,
+                                  const v1::RecutRequest* request,
+                                  v1::Document* response) override;
+
+ private:
+  ServingContext& context_;
+};
+
+}  // namespace kvd::server

@@ -1,0 +1,97 @@
+#include "server/grpc/generate_request_json.h"
+
+#include <string>
+
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+// A JSON array of a repeated field's values.
+template <typename Repeated>
+json Array(const Repeated& values) {
+  json array = json::array();
+  for (const auto& value : values) array.push_back(value);
+  return array;
+}
+
+}  // namespace
+
+absl::StatusOr<GenerateBody> GenerateRequestToJson(const v1::GenerateRequest& request) {
+  GenerateBody out;
+  json& body = out.body;
+  body["model"] = request.model();
+  switch (request.input_case()) {
+    case v1::GenerateRequest::kPrompt:
+      body["prompt"] = request.prompt();
+      break;
+    case v1::GenerateRequest::kPromptTokenIds:
+      body["prompt"] = Array(request.prompt_token_ids().ids());
+      break;
+    case v1::GenerateRequest::kMessages: {
+      out.kind = ApiKind::kChat;
+      json messages = json::array();
+      for (const v1::ChatMessage& message : request.messages().messages()) {
+        json entry = {{"role", message.role()}, {"content", message.content()}};
+        if (!message.name().empty()) entry["name"] = message.name();
+        messages.push_back(std::move(entry));
+      }
+      body["messages"] = std::move(messages);
+      break;
+    }
+    case v1::GenerateRequest::INPUT_NOT_SET:
+      return WithParam(absl::InvalidArgumentError("give one of prompt, prompt_token_ids, messages"),
+                       "input");
+  }
+  const v1::SamplingParams& s = request.sampling();
+  if (s.has_temperature()) body["temperature"] = s.temperature();
+  if (s.has_top_p()) body["top_p"] = s.top_p();
+  if (s.has_top_k()) body["top_k"] = s.top_k();
+  if (s.has_min_p()) body["min_p"] = s.min_p();
+  if (s.has_seed()) body["seed"] = s.seed();
+  if (s.has_presence_penalty()) body["presence_penalty"] = s.presence_penalty();
+  if (s.has_frequency_penalty()) body["frequency_penalty"] = s.frequency_penalty();
+  if (s.has_repetition_penalty()) body["repetition_penalty"] = s.repetition_penalty();
+  if (!s.logit_bias().empty()) {
+    json bias = json::object();
+    for (const auto& [token, value] : s.logit_bias()) bias[std::to_string(token)] = value;
+    body["logit_bias"] = std::move(bias);
+  }
+  if (request.has_max_tokens()) body["max_tokens"] = request.max_tokens();
+  if (request.min_tokens() != 0) body["min_tokens"] = request.min_tokens();
+  if (request.has_n()) body["n"] = request.n();
+  if (!request.stop().empty()) body["stop"] = Array(request.stop());
+  if (!request.stop_token_ids().empty()) body["stop_token_ids"] = Array(request.stop_token_ids());
+  if (request.ignore_eos()) body["ignore_eos"] = true;
+  if (request.has_logprobs()) {
+    if (out.kind == ApiKind::kChat) {
+      body["logprobs"] = true;
+      body["top_logprobs"] = request.logprobs();
+    } else {
+      body["logprobs"] = request.logprobs();
+    }
+  }
+  if (!request.documents().empty()) {
+    body["documents"] = Array(request.documents());
+  }
+  if (request.priority() != 0) body["priority"] = request.priority();
+  if (request.has_skip_special_tokens()) body["skip_special_tokens"] = request.skip_special_tokens();
+  if (request.has_add_generation_prompt()) {
+    body["add_generation_prompt"] = request.add_generation_prompt();
+  }
+  if (!request.chat_template_kwargs_json().empty()) {
+    json kwargs = json::parse(request.chat_template_kwargs_json(), nullptr, false);
+    if (kwargs.is_discarded() || !kwargs.is_object()) {
+      return WithParam(absl::InvalidArgumentError("chat_template_kwargs_json must be a JSON object"),
+                       "chat_template_kwargs_json");
+    }
+    body["chat_template_kwargs"] = std::move(kwargs);
+  }
+  // Streaming is gRPC's own; the parser only checks that usage options come with it.
+  body["stream"] = true;
+  return out;
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,59 @@
+#include "server/grpc/grpc_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/grpc/documents_rpc.h"
+#include "server/grpc/inference_rpc.h"
+
+namespace kvd::server {
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
+                                                              ServingContext& context) {
+  if (options.port <= 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("gRPC port must be in [1, 65535], got ",
+                                                   options.port));
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<GrpcServer> server(new GrpcServer());
+  grpc::ServerBuilder builder;
+  const std::string address = options.host.find(':') != std::string::npos
+                                  ? absl::StrCat("[", options.host, "]:", options.port)
+                                  : absl::StrCat(options.host, ":", options.port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  server->services_.push_back(std::make_unique<InferenceRpc>(context));
+  if (context.documents != nullptr) {
+    server->services_.push_back(std::make_unique<DocumentsRpc>(context));
+  }
+  for (auto& service : server->services_) builder.RegisterService(service.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
+  }
+  server->SetServing(true);
+  return server;
+}
+
+GrpcServer::~GrpcServer() { Stop(absl::ZeroDuration()); }
+
+void GrpcServer::SetServing(bool serving) {
+  if (server_ == nullptr) return;
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (health == nullptr) return;
+  health->SetServingStatus(serving);
+}
+
+void GrpcServer::Stop(absl::Duration deadline) {
+  if (server_ == nullptr) return;
+  SetServing(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + deadline));
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,48 @@
+// kvd's gRPC front end on its own port: InferenceService, DocumentService (when documents are
+// on), the standard health service (grpc.health.v1) and server reflection, on gRPC's
+// callback-API threads. It shares the HTTP server's ServingContext: the same scheduler,
+// tenants, documents, metrics and lifecycle flags.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/api/serving_context.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace kvd::server {
+
+struct GrpcServerOptions {
+  std::string host = "0.0.0.0";
+  int32_t port = 0;  // 0 is refused here: server.grpc_port 0 means no gRPC server at all
+  size_t max_message_bytes = size_t{8} << 20;
+};
+
+class GrpcServer {
+ public:
+  // Binds and starts serving. Unavailable when the port cannot be bound.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(
+      const GrpcServerOptions& options, ServingContext& context);
+  ~GrpcServer();
+
+  int port() const { return port_; }
+  // The health service's answer for every service: SERVING or NOT_SERVING (draining).
+  void SetServing(bool serving);
+  // Stops taking calls; calls still running get until `deadline` to finish, then are cancelled.
+  void Stop(absl::Duration deadline);
+
+ private:
+  GrpcServer() = default;
+
+  std::vector<std::unique_ptr<grpc::Service>> services_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace kvd::server

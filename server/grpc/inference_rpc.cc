@@ -1,0 +1,411 @@
+#include "server/grpc/inference_rpc.h"
+
+#include <deque>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/api/completion_start.h"
+#include "server/grpc/call_auth.h"
+#include "server/grpc/generate_request_json.h"
+#include "server/grpc/grpc_status.h"
+#include "server/http/error_response.h"
+#include "server/metrics/metrics_exporter.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+v1::FinishReason ToProto(scheduler::FinishReason reason) {
+  switch (reason) {
+    case scheduler::FinishReason::kStop:
+      return v1::FINISH_REASON_STOP;
+    case scheduler::FinishReason::kLength:
+      return v1::FINISH_REASON_LENGTH;
+    case scheduler::FinishReason::kAbort:
+      return v1::FINISH_REASON_ABORT;
+  }
+  return v1::FINISH_REASON_UNSPECIFIED;
+}
+
+void ToProto(const scheduler::Usage& usage, v1::Usage& out) {
+  out.set_prompt_tokens(usage.prompt_tokens);
+  out.set_completion_tokens(usage.completion_tokens);
+  out.set_cached_tokens(usage.cached_tokens);
+}
+
+std::string TokenText(const engine::Tokenizer& tokenizer, int32_t id) {
+  auto bytes = tokenizer.TokenBytes(id);
+  return bytes.ok() ? *std::move(bytes) : std::string();
+}
+
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* call, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, *call));
+  return reactor;
+}
+
+// A Generate refused before it started.
+class RefusedGenerate final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
+ public:
+  RefusedGenerate(grpc::CallbackServerContext* call, const absl::Status& status) {
+    Finish(ToGrpcStatus(status, *call));
+  }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+class InferenceRpc::Registry {
+ public:
+  // False when the tenant already runs a request with this id.
+  bool Add(const std::string& tenant, const std::string& id,
+           std::vector<scheduler::RequestHandle>* handles) {
+    std::lock_guard lock(mu_);
+    return calls_.emplace(Key(tenant, id), handles).second;
+  }
+  void Remove(const std::string& tenant, const std::string& id) {
+    std::lock_guard lock(mu_);
+    calls_.erase(Key(tenant, id));
+  }
+  bool Cancel(const std::string& tenant, const std::string& id) {
+    std::lock_guard lock(mu_);
+    const auto it = calls_.find(Key(tenant, id));
+    if (it == calls_.end()) return false;
+    for (scheduler::RequestHandle& handle : *it->second) handle.Cancel();
+    return true;
+  }
+
+ private:
+  static std::string Key(const std::string& tenant, const std::string& id) {
+    return tenant + "\n" + id;
+  }
+  std::mutex mu_;
+  // The handles live in their call, which removes itself before they go.
+  std::map<std::string, std::vector<scheduler::RequestHandle>*> calls_;
+};
+
+namespace {
+
+// One running Generate: turns the scheduler's events into messages and writes them one at a
+// time. Shared with the scheduler's listeners, which hold it weakly and may fire after the call
+// is done.
+class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>,
+                           public std::enable_shared_from_this<GenerateCall> {
+ public:
+  GenerateCall(ServingContext& context, grpc::CallbackServerContext* call,
+               std::shared_ptr<InferenceRpc::Registry> registry, std::string tenant,
+               std::string request_id, StartedCompletion completion)
+      : context_(context),
+        call_(call),
+        registry_(std::move(registry)),
+        tenant_(std::move(tenant)),
+        request_id_(std::move(request_id)),
+        completion_(std::move(completion)),
+        start_(absl::Now()) {
+    const auto& document = completion_.params.request.document;
+    usage_.cached_tokens = document ? document->payload->original_length : 0;
+    usage_.prompt_tokens =
+        static_cast<int32_t>(completion_.params.prompts.front().size()) + usage_.cached_tokens;
+  }
+
+  // A call refused before Begin refunds what it charged; its handles cancel the requests.
+  ~GenerateCall() override {
+    if (!begun_ && completion_.permit) completion_.permit->Settle(0);
+  }
+
+  // Starts pumping; the call keeps itself alive until OnDone.
+  void Begin() {
+    begun_ = true;
+    context_.replies_in_flight.fetch_add(1);
+    self_ = shared_from_this();
+    std::weak_ptr<GenerateCall> weak = self_;
+    for (scheduler::RequestHandle& handle : completion_.handles) {
+      handle.SetListener([weak] {
+        if (auto call = weak.lock()) call->Pump();
+      });
+    }
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      write_in_flight_ = false;
+      if (!ok) client_gone_ = true;
+    }
+    if (!ok) CancelAll();
+    Pump();
+  }
+
+  // The client cancelled or its deadline passed: the sequences stop within one step.
+  void OnCancel() override {
+    {
+      std::lock_guard lock(mu_);
+      client_gone_ = true;
+    }
+    CancelAll();
+    Pump();
+  }
+
+  void OnDone() override {
+    if (!request_id_.empty()) registry_->Remove(tenant_, request_id_);
+    for (scheduler::RequestHandle& handle : completion_.handles) handle.SetListener(nullptr);
+    if (completion_.permit) completion_.permit->Settle(usage_.total_tokens());
+    context_.replies_in_flight.fetch_sub(1);
+    if (context_.metrics != nullptr) {
+      context_.metrics->RecordRequest(tenant_, status_.ok() ? 200 : HttpStatusFor(status_),
+                                      Protocol::kGrpc);
+    }
+    if (context_.log_requests) {
+      spdlog::info("gRPC Generate tenant={} status={} prompt_tokens={} completion_tokens={} "
+                   "{:.3f}s{}",
+                   tenant_, absl::StatusCodeToString(status_.code()), usage_.prompt_tokens,
+                   usage_.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
+                   status_.ok() ? "" : " " + std::string(status_.message()));
+    }
+    std::shared_ptr<GenerateCall> self;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      self.swap(self_);  // released after the lock: the last reference may be this one
+    }
+  }
+
+  std::vector<scheduler::RequestHandle>* handles() { return &completion_.handles; }
+
+ private:
+  void CancelAll() {
+    for (scheduler::RequestHandle& handle : completion_.handles) handle.Cancel();
+  }
+
+  // Drains the events, starts the next write, or finishes the call once everything is out.
+  void Pump() {
+    std::lock_guard lock(mu_);
+    if (done_ || finished_) return;
+    scheduler::RequestHandle& handle = completion_.handles.front();
+    while (!ended_) {
+      std::optional<scheduler::Event> event = handle.Next(absl::ZeroDuration());
+      if (!event) break;
+      Convert(*std::move(event));
+    }
+    if (write_in_flight_) return;
+    if (!queue_.empty() && !client_gone_) {
+      writing_ = std::move(queue_.front());
+      queue_.pop_front();
+      write_in_flight_ = true;
+      wrote_any_ = true;
+      StartWrite(&writing_);
+      return;
+    }
+    if (ended_ || client_gone_) {
+      finished_ = true;
+      if (client_gone_ && status_.ok()) status_ = absl::CancelledError("the client went away");
+      // A failure before any output is the call's status; after it, an in-band error.
+      Finish(refused_before_output_ ? ToGrpcStatus(status_, *call_) : grpc::Status::OK);
+    }
+  }
+
+  // Thread: any, under mu_.
+  void Convert(scheduler::Event event) {
+    const engine::Tokenizer& tokenizer = *context_.model.tokenizer;
+    if (event.final) {
+      ended_ = true;
+      usage_ = event.usage;
+      status_ = event.status;
+      if (!event.status.ok()) {
+        if (!wrote_any_ && queue_.empty()) {
+          refused_before_output_ = true;  // nothing sent: the call's status says it
+        } else {
+          v1::GenerateResponse response;
+          response.mutable_error()->set_code(static_cast<int>(event.status.code()));
+          response.mutable_error()->set_message(std::string(event.status.message()));
+          queue_.push_back(std::move(response));
+        }
+        return;
+      }
+      if (pending_completion_) {
+        ToProto(usage_, *pending_completion_->mutable_completion()->mutable_usage());
+        queue_.push_back(*std::move(pending_completion_));
+        pending_completion_.reset();
+      }
+      return;
+    }
+    if (!event.token_ids.empty() || !event.text.empty()) {
+      usage_.completion_tokens += static_cast<int32_t>(event.token_ids.size());
+      v1::GenerateResponse response;
+      v1::Chunk& chunk = *response.mutable_chunk();
+      chunk.set_index(event.index);
+      chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
+      chunk.set_text(event.text);
+      for (const engine::SampledToken& sampled : event.logprobs) {
+        v1::TokenLogprob& logprob = *chunk.add_logprobs();
+        logprob.set_token_id(sampled.token);
+        logprob.set_token(TokenText(tokenizer, sampled.token));
+        logprob.set_logprob(sampled.logprob);
+        for (const engine::TokenLogprob& top : sampled.top_logprobs) {
+          v1::TopLogprob& alternative = *logprob.add_top();
+          alternative.set_token_id(top.token);
+          alternative.set_token(TokenText(tokenizer, top.token));
+          alternative.set_logprob(top.logprob);
+        }
+      }
+      ToProto(usage_, *chunk.mutable_usage());
+      queue_.push_back(std::move(response));
+    }
+    if (event.finish_reason) {
+      // The last choice to finish carries the final usage: hold each back until the next.
+      if (pending_completion_) queue_.push_back(*std::move(pending_completion_));
+      pending_completion_.emplace();
+      v1::Completion& completion = *pending_completion_->mutable_completion();
+      completion.set_index(event.index);
+      completion.set_finish_reason(ToProto(*event.finish_reason));
+      completion.set_stop(event.stop_string);
+    }
+  }
+
+  ServingContext& context_;
+  grpc::CallbackServerContext* const call_;
+  const std::shared_ptr<InferenceRpc::Registry> registry_;
+  const std::string tenant_;
+  const std::string request_id_;
+  StartedCompletion completion_;
+  const absl::Time start_;
+  bool begun_ = false;
+
+  std::mutex mu_;
+  std::shared_ptr<GenerateCall> self_;               // guarded by mu_ once Begin ran
+  std::deque<v1::GenerateResponse> queue_;           // guarded by mu_
+  std::optional<v1::GenerateResponse> pending_completion_;  // guarded by mu_
+  v1::GenerateResponse writing_;                     // guarded by mu_
+  scheduler::Usage usage_;                           // guarded by mu_
+  absl::Status status_;                              // guarded by mu_
+  bool write_in_flight_ = false;                     // guarded by mu_
+  bool wrote_any_ = false;                           // guarded by mu_
+  bool ended_ = false;                               // guarded by mu_: the final event came
+  bool refused_before_output_ = false;               // guarded by mu_
+  bool client_gone_ = false;                         // guarded by mu_
+  bool finished_ = false;                            // guarded by mu_: Finish was called
+  bool done_ = false;                                // guarded by mu_
+};
+
+}  // namespace
+
+InferenceRpc::InferenceRpc(ServingContext& context)
+    : context_(context), registry_(std::make_shared<Registry>()) {}
+
+InferenceRpc::~InferenceRpc() = default;
+
+grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
+    grpc::CallbackServerContext* call, const v1::GenerateRequest* request) {
+  auto refuse = [&](const std::string& tenant, const absl::Status& status,
+                    std::optional<RejectionReason> rejection) {
+    if (context_.metrics != nullptr) {
+      context_.metrics->RecordRequest(tenant, HttpStatusFor(status), Protocol::kGrpc);
+      if (rejection) context_.metrics->RecordRejection(tenant, *rejection);
+    }
+    return new RefusedGenerate(call, status);
+  };
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return refuse("-", tenant.status(), RejectionFor(tenant.status()));
+  auto body = GenerateRequestToJson(*request);
+  if (!body.ok()) return refuse((*tenant)->id(), body.status(), std::nullopt);
+  auto started = StartCompletion(context_, **tenant, body->body, body->kind);
+  if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
+    return refuse((*tenant)->id(), refusal->status, refusal->rejection);
+  }
+  auto generate = std::make_shared<GenerateCall>(context_, call, registry_, (*tenant)->id(),
+                                                 request->request_id(),
+                                                 std::get<StartedCompletion>(std::move(started)));
+  if (!request->request_id().empty() &&
+      !registry_->Add((*tenant)->id(), request->request_id(), generate->handles())) {
+    return refuse((*tenant)->id(),
+                  WithParam(absl::AlreadyExistsError(absl::StrCat(
+                                "a request with request_id '", request->request_id(),
+                                "' is already running")),
+                            "request_id"),
+                  std::nullopt);
+  }
+  generate->Begin();
+  return generate.get();
+}
+
+grpc::ServerUnaryReactor* InferenceRpc::Abort(grpc::CallbackServerContext* call,
+                                              const v1::AbortRequest* request,
+                                              v1::AbortResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (request->request_id().empty()) {
+    return Answer(call, WithParam(absl::InvalidArgumentError("request_id is required"),
+                                  "request_id"));
+  }
+  response->set_aborted(registry_->Cancel((*tenant)->id(), request->request_id()));
+  return Answer(call, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* call,
+                                                 const v1::TokenizeRequest* request,
+                                                 v1::TokenizeResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  std::vector<int32_t> tokens;
+  if (request->has_messages()) {
+    v1::GenerateRequest chat;
+    chat.set_model(request->model().empty() ? context_.model.name : request->model());
+    *chat.mutable_messages() = request->messages();
+    if (request->has_add_generation_prompt()) {
+      chat.set_add_generation_prompt(request->add_generation_prompt());
+    }
+    auto body = GenerateRequestToJson(chat);
+    if (!body.ok()) return Answer(call, body.status());
+    auto params = ParseCompletionParams(body->body, ApiKind::kChat, context_.model);
+    if (!params.ok()) return Answer(call, params.status());
+    tokens = params->prompts.front();
+  } else {
+    tokens = context_.model.tokenizer->Encode(request->prompt(),
+                                              request->has_add_special_tokens()
+                                                  ? request->add_special_tokens()
+                                                  : true);
+  }
+  response->mutable_tokens()->Assign(tokens.begin(), tokens.end());
+  response->set_count(static_cast<int32_t>(tokens.size()));
+  response->set_max_model_len(context_.model.config->max_position_embeddings);
+  return Answer(call, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceRpc::Detokenize(grpc::CallbackServerContext* call,
+                                                   const v1::DetokenizeRequest* request,
+                                                   v1::DetokenizeResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
+  for (int32_t id : ids) {
+    if (id < 0 || id >= context_.model.tokenizer->vocab_size()) {
+      return Answer(call, WithParam(absl::InvalidArgumentError(absl::StrCat(
+                                        "token id ", id, " is outside the vocabulary")),
+                                    "tokens"));
+    }
+  }
+  auto text = context_.model.tokenizer->Decode(ids);
+  if (!text.ok()) return Answer(call, WithParam(text.status(), "tokens"));
+  response->set_prompt(*text);
+  return Answer(call, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceRpc::ListModels(grpc::CallbackServerContext* call,
+                                                   const v1::ListModelsRequest* /*request*/,
+                                                   v1::ListModelsResponse* response) {
+  auto tenant = AuthenticateCall(context_, *call);
+  if (!tenant.ok()) return Answer(call, tenant.status());
+  v1::Model& model = *response->add_models();
+  model.set_id(context_.model.name);
+  model.set_max_model_len(context_.model.config->max_position_embeddings);
+  model.set_owned_by("kvd");
+  return Answer(call, absl::OkStatus());
+}
+
+}  // namespace kvd::server
