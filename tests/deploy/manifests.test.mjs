@@ -199,7 +199,7 @@ test('every overlay renders and validates', { skip }, async (t) => {
         assert.doesNotThrow(() => new Model(object).validate(),
           `${object.kind} ${object.metadata.name} in ${name}`);
       }
-      const { statefulSet, container } = checkKvdObjects(objects);
+      const { statefulSet, container, config } = checkKvdObjects(objects);
       const limits = container.resources?.limits ?? {};
       if (name.startsWith('cpu')) {
         assert.deepEqual(container.resources.requests.cpu, limits.cpu, 'Guaranteed QoS');
@@ -225,7 +225,10 @@ test('every overlay renders and validates', { skip }, async (t) => {
         }
       }
       if (name.includes('grpc')) {
-        assert.ok(container.ports.some((p) => p.name === 'grpc'));
+        const grpcPort = container.ports.find((p) => p.name === 'grpc');
+        assert.ok(grpcPort);
+        assert.equal(config.server.grpc_port, grpcPort.containerPort,
+          'kvd serves gRPC on the container port');
         for (const service of objects.filter((o) => o.kind === 'Service')) {
           assert.ok(service.spec.ports.some((p) => p.name === 'grpc' && p.targetPort === 'grpc'));
         }
