@@ -1,5 +1,6 @@
 // `kvd serve`'s shutdown: SIGTERM turns /ready and new requests to 503 while replies in flight
-// finish; a second SIGTERM stops at once.
+// finish, then the document store closes cleanly and reopens with everything in it; a second
+// SIGTERM stops at once.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -29,9 +30,17 @@ bool WaitForRunning(const KvdServer& server) {
 }
 
 TEST(ServeLifecycleTest, SigtermDrainsStreamsInFlight) {
-  KvdServer server({"--model", kModel});
+  const std::filesystem::path data =
+      std::filesystem::temp_directory_path() / ("kvd_lifecycle_" + std::to_string(getpid()));
+  std::filesystem::remove_all(data);
+  KvdServer server({"--model", kModel, "--data-dir", data.string()});
   ASSERT_GT(server.port(), 0) << server.logs();
   EXPECT_EQ(Curl("GET", server.url("/ready")).status, 200);
+  const HttpResult uploaded =
+      Curl("POST", server.url("/v1/documents"),
+           json{{"text", "zix: WEK\nvig: KSOHB\nthe old river finds a lamp."}}.dump());
+  ASSERT_EQ(uploaded.status, 201) << uploaded.body;
+  const std::string id = json::parse(uploaded.body)["id"];
   HttpResult stream;
   std::thread client(
       [&] { stream = Curl("POST", server.url("/v1/completions"), kLongStream.dump()); });
@@ -57,6 +66,24 @@ TEST(ServeLifecycleTest, SigtermDrainsStreamsInFlight) {
   EXPECT_NE(stream.body.find("\"finish_reason\":\"length\""), std::string::npos);
   EXPECT_NE(stream.body.find("data: [DONE]"), std::string::npos) << "the stream was cut";
   EXPECT_NE(server.logs().find("drained; 0 replies cut off"), std::string::npos) << server.logs();
+
+  // The store was flushed and closed: it reopens, and the document answers as before.
+  KvdServer reopened({"--model", kModel, "--data-dir", data.string()});
+  ASSERT_GT(reopened.port(), 0) << reopened.logs();
+  const HttpResult got = Curl("GET", reopened.url("/v1/documents/" + id));
+  EXPECT_EQ(got.status, 200) << got.body;
+  EXPECT_EQ(json::parse(got.body, nullptr, false)["status"], "ready");
+  const HttpResult asked = Curl(
+      "POST", reopened.url("/v1/chat/completions"),
+      json{{"model", "kvd-tiny"},
+           {"messages", json::array({{{"role", "user"}, {"content", "Q:vig"}}})},
+           {"documents", json::array({id})},
+           {"temperature", 0}}
+          .dump());
+  ASSERT_EQ(asked.status, 200) << asked.body;
+  EXPECT_EQ(json::parse(asked.body)["choices"][0]["message"]["content"], "KSOHB");
+  EXPECT_EQ(reopened.Stop(SIGTERM), 0) << reopened.logs();
+  std::filesystem::remove_all(data);
 }
 
 TEST(ServeLifecycleTest, SecondSigtermStopsAtOnce) {
