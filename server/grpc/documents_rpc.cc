@@ -51,12 +51,6 @@ void ToProto(const DocumentView& view, v1::Document& out) {
   out.set_replica(document.value("replica", ""));
 }
 
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* call, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status, *call));
-  return reactor;
-}
-
 // Upload: the header, then the text in pieces; compressing may take up to
 // documents.upload_wait_seconds, so that part runs on a thread of its own, never on gRPC's.
 class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
@@ -169,56 +163,56 @@ grpc::ServerUnaryReactor* DocumentsRpc::Get(grpc::CallbackServerContext* call,
                                             const v1::GetDocumentRequest* request,
                                             v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   auto view = context_.documents->Get((*tenant)->id(), request->id());
   if (view.ok()) ToProto(*view, *response);
-  return Answer(call, view.status());
+  return FinishUnary(call, view.status());
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
                                              const v1::ListDocumentsRequest* request,
                                              v1::ListDocumentsResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   const int32_t limit = request->limit() == 0 ? 20 : request->limit();
   if (limit < 1 || limit > 100) {
-    return Answer(call, WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"),
+    return FinishUnary(call, WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"),
                                   "limit"));
   }
   auto page = context_.documents->List((*tenant)->id(), request->after(), limit);
-  if (!page.ok()) return Answer(call, page.status());
+  if (!page.ok()) return FinishUnary(call, page.status());
   for (const DocumentView& view : page->documents) ToProto(view, *response->add_documents());
   response->set_has_more(!page->next_page_token.empty());
-  return Answer(call, absl::OkStatus());
+  return FinishUnary(call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Delete(grpc::CallbackServerContext* call,
                                                const v1::DeleteDocumentRequest* request,
                                                v1::DeleteDocumentResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   absl::Status status = context_.documents->Delete((*tenant)->id(), request->id());
   if (status.ok()) {
     response->set_id(request->id());
     response->set_deleted(true);
   }
-  return Answer(call, status);
+  return FinishUnary(call, status);
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
                                               const v1::RecutRequest* request,
                                               v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   json body = json::object();
   if (request->has_ratio()) body["ratio"] = request->ratio();
   if (request->has_budget_tokens()) body["budget_tokens"] = request->budget_tokens();
   auto recut = ParseRecut(body);
-  if (!recut.ok()) return Answer(call, recut.status());
+  if (!recut.ok()) return FinishUnary(call, recut.status());
   auto view = context_.documents->Recut((*tenant)->id(), request->id(), recut->ratio,
                                         recut->budget_tokens);
   if (view.ok()) ToProto(*view, *response);
-  return Answer(call, view.status());
+  return FinishUnary(call, view.status());
 }
 
 }  // namespace kvd::server

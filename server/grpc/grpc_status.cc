@@ -15,4 +15,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase& c
                       std::string(status.message()));
 }
 
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* call,
+                                      const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, *call));
+  return reactor;
+}
+
 }  // namespace kvd::server

@@ -12,4 +12,8 @@ namespace kvd::server {
 // Converts `status`, adding its metadata to `context`'s trailers.
 grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase& context);
 
+// Finishes a unary call with `status` (its response already filled when OK).
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* call,
+                                      const absl::Status& status);
+
 }  // namespace kvd::server

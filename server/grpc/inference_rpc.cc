@@ -43,12 +43,6 @@ std::string TokenText(const engine::Tokenizer& tokenizer, int32_t id) {
   return bytes.ok() ? *std::move(bytes) : std::string();
 }
 
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* call, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status, *call));
-  return reactor;
-}
-
 // A Generate refused before it started.
 class RefusedGenerate final : public grpc::ServerWriteReactor<v1::GenerateResponse> {
  public:
@@ -338,20 +332,20 @@ grpc::ServerUnaryReactor* InferenceRpc::Abort(grpc::CallbackServerContext* call,
                                               const v1::AbortRequest* request,
                                               v1::AbortResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   if (request->request_id().empty()) {
-    return Answer(call, WithParam(absl::InvalidArgumentError("request_id is required"),
+    return FinishUnary(call, WithParam(absl::InvalidArgumentError("request_id is required"),
                                   "request_id"));
   }
   response->set_aborted(registry_->Cancel((*tenant)->id(), request->request_id()));
-  return Answer(call, absl::OkStatus());
+  return FinishUnary(call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* call,
                                                  const v1::TokenizeRequest* request,
                                                  v1::TokenizeResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   std::vector<int32_t> tokens;
   if (request->has_messages()) {
     v1::GenerateRequest chat;
@@ -361,9 +355,9 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
       chat.set_add_generation_prompt(request->add_generation_prompt());
     }
     auto body = GenerateRequestToJson(chat);
-    if (!body.ok()) return Answer(call, body.status());
+    if (!body.ok()) return FinishUnary(call, body.status());
     auto params = ParseCompletionParams(body->body, ApiKind::kChat, context_.model);
-    if (!params.ok()) return Answer(call, params.status());
+    if (!params.ok()) return FinishUnary(call, params.status());
     tokens = params->prompts.front();
   } else {
     tokens = context_.model.tokenizer->Encode(request->prompt(),
@@ -374,38 +368,38 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
   response->mutable_tokens()->Assign(tokens.begin(), tokens.end());
   response->set_count(static_cast<int32_t>(tokens.size()));
   response->set_max_model_len(context_.model.config->max_position_embeddings);
-  return Answer(call, absl::OkStatus());
+  return FinishUnary(call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceRpc::Detokenize(grpc::CallbackServerContext* call,
                                                    const v1::DetokenizeRequest* request,
                                                    v1::DetokenizeResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
   for (int32_t id : ids) {
     if (id < 0 || id >= context_.model.tokenizer->vocab_size()) {
-      return Answer(call, WithParam(absl::InvalidArgumentError(absl::StrCat(
+      return FinishUnary(call, WithParam(absl::InvalidArgumentError(absl::StrCat(
                                         "token id ", id, " is outside the vocabulary")),
                                     "tokens"));
     }
   }
   auto text = context_.model.tokenizer->Decode(ids);
-  if (!text.ok()) return Answer(call, WithParam(text.status(), "tokens"));
+  if (!text.ok()) return FinishUnary(call, WithParam(text.status(), "tokens"));
   response->set_prompt(*text);
-  return Answer(call, absl::OkStatus());
+  return FinishUnary(call, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* InferenceRpc::ListModels(grpc::CallbackServerContext* call,
                                                    const v1::ListModelsRequest* /*request*/,
                                                    v1::ListModelsResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return Answer(call, tenant.status());
+  if (!tenant.ok()) return FinishUnary(call, tenant.status());
   v1::Model& model = *response->add_models();
   model.set_id(context_.model.name);
   model.set_max_model_len(context_.model.config->max_position_embeddings);
   model.set_owned_by("kvd");
-  return Answer(call, absl::OkStatus());
+  return FinishUnary(call, absl::OkStatus());
 }
 
 }  // namespace kvd::server

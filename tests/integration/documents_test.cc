@@ -22,22 +22,6 @@ using json = nlohmann::json;
 using cache_store::testing::KeyValueDocument;
 
 const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
-std::string Shell(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, read);
-  pclose(pipe);
-  return output;
-}
-
-std::string Digest(const std::string& key) {
-  std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + key);
-  while (!digest.empty() && digest.back() == '\n') digest.pop_back();
-  return digest;
-}
-
 KeyValueDocument Document(uint32_t seed, size_t bytes = 600) {
   std::mt19937 random(seed);
   return cache_store::testing::MakeKeyValueDocument(random, bytes);

@@ -166,4 +166,23 @@ inline HttpResult Curl(const std::string& method, const std::string& url,
   return result;
 }
 
+// Output of a shell command.
+inline std::string Shell(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return output;
+  char buffer[4096];
+  size_t read;
+  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, read);
+  pclose(pipe);
+  return output;
+}
+
+// The SHA-256 digest of an API key, as `kvd hash-key` prints it for the config.
+inline std::string Digest(const std::string& key) {
+  std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + key);
+  while (!digest.empty() && digest.back() == '\n') digest.pop_back();
+  return digest;
+}
+
 }  // namespace kvd::testing

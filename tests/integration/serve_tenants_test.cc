@@ -16,23 +16,6 @@ using json = nlohmann::json;
 
 const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
 
-// Output of a shell command.
-std::string Shell(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen(command.c_str(), "r");
-  char buffer[4096];
-  size_t read;
-  while ((read = fread(buffer, 1, sizeof(buffer), pipe)) > 0) output.append(buffer, read);
-  pclose(pipe);
-  return output;
-}
-
-std::string Digest(const std::string& key) {
-  std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + key);
-  while (!digest.empty() && digest.back() == '\n') digest.pop_back();
-  return digest;
-}
-
 std::string TenantsYaml(const std::vector<std::pair<std::string, std::string>>& tenants,
                         const std::string& limited) {
   std::string yaml = "tenants:\n";
