@@ -85,9 +85,9 @@ absl::StatusOr<DocumentChat> RenderSplit(const ChatTemplate& chat_template,
                              chat_template.Render(placed, add_generation_prompt, extra));
   const size_t at = rendered.find(marker);
   if (at == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the chat template does not put the ", DocumentRoleName(role),
-                     " message's content in the prompt"));
+    return absl::InvalidArgumentError(absl::StrCat("the chat template does not put the ",
+                                                   DocumentRoleName(role),
+                                                   " message's content in the prompt"));
   }
   if (rendered.find(marker, at + marker.size()) != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("the chat template repeats the ",
@@ -110,8 +110,8 @@ const char* DocumentRoleName(DocumentRole role) {
 absl::StatusOr<DocumentRole> ParseDocumentRole(std::string_view name) {
   if (name == "system") return DocumentRole::kSystem;
   if (name == "user") return DocumentRole::kUser;
-  return absl::InvalidArgumentError(
-      absl::StrCat("document role must be \"system\" or \"user\", not \"", std::string(name), "\""));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "document role must be \"system\" or \"user\", not \"", std::string(name), "\""));
 }
 
 absl::StatusOr<Json> MessagesWithDocument(std::string_view document, const Json& messages,

@@ -111,8 +111,8 @@ absl::Status SequenceKv::Reserve(KvBlockPool& pool, int32_t count) {
 
 absl::Status SequenceKv::ReserveEach(KvBlockPool& pool, std::span<const int32_t> counts) {
   if (counts.size() != block_tables_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("kv cache: ", counts.size(),
-                                                   " counts for ", block_tables_.size(),
+    return absl::InvalidArgumentError(absl::StrCat("kv cache: ", counts.size(), " counts for ",
+                                                   block_tables_.size(),
                                                    " (layer, kv head) pairs"));
   }
   for (size_t i = 0; i < block_tables_.size(); ++i) {

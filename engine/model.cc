@@ -143,9 +143,9 @@ absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {
     const size_t expected = static_cast<size_t>(config_.num_layers) * config_.num_kv_heads *
                             std::max(scores->stride, 0);
     if (scores->values.size() != expected || scores->first_row < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("forward: scores hold ", scores->values.size(), " values, not ", expected,
-                       ", or start at a negative row"));
+      return absl::InvalidArgumentError(absl::StrCat("forward: scores hold ", scores->values.size(),
+                                                     " values, not ", expected,
+                                                     ", or start at a negative row"));
     }
     for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
       for (int32_t head = 0; head < config_.num_kv_heads; ++head) {

@@ -60,8 +60,8 @@ enum class FinishReason {
 std::string_view FinishReasonName(FinishReason reason);
 
 struct Usage {
-  int32_t prompt_tokens = 0;  // a document's original length included
-  int32_t cached_tokens = 0;  // of those, the tokens of a stored document (not computed)
+  int32_t prompt_tokens = 0;      // a document's original length included
+  int32_t cached_tokens = 0;      // of those, the tokens of a stored document (not computed)
   int32_t completion_tokens = 0;  // over all n completions
   int32_t total_tokens() const { return prompt_tokens + completion_tokens; }
 };

@@ -186,9 +186,9 @@ absl::StatusOr<CompressionHandle> Scheduler::SubmitCompression(
     std::unique_ptr<cache_store::DocumentCompressor> compressor) {
   const int64_t blocks = compressor->PeakBlocks(config_.block_size);
   if (blocks > engine_->pool().num_blocks()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compressing this document takes ", blocks, " KV blocks; the cache has ",
-        engine_->pool().num_blocks()));
+    return absl::InvalidArgumentError(absl::StrCat("compressing this document takes ", blocks,
+                                                   " KV blocks; the cache has ",
+                                                   engine_->pool().num_blocks()));
   }
   auto channel = std::make_shared<internal::CompressionChannel>(wakeup_);
   {

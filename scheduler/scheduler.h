@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cache_store/kvzip/document_compressor.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
-#include "cache_store/kvzip/document_compressor.h"
 #include "scheduler/clock.h"
 #include "scheduler/compression_handle.h"
 #include "scheduler/config.h"
@@ -93,10 +93,10 @@ class Scheduler {
     std::shared_ptr<internal::CompressionChannel> channel;
   };
   std::vector<PendingCompression> compression_inbox_;  // guarded by mu_
-  std::map<std::string, int32_t> queued_by_tenant_;             // guarded by mu_
-  int32_t queued_ = 0;                                          // guarded by mu_
-  uint64_t next_id_ = 1;                                        // guarded by mu_
-  bool stopping_ = false;                                       // guarded by mu_
+  std::map<std::string, int32_t> queued_by_tenant_;    // guarded by mu_
+  int32_t queued_ = 0;                                 // guarded by mu_
+  uint64_t next_id_ = 1;                               // guarded by mu_
+  bool stopping_ = false;                              // guarded by mu_
 };
 
 }  // namespace kvd::scheduler

@@ -30,9 +30,8 @@ absl::StatusOr<CompressionMethod> ParseCompressionMethod(std::string_view name) 
         CompressionMethod::kH2O, CompressionMethod::kStreaming}) {
     if (name == CompressionMethodName(method)) return method;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown compression method \"", std::string(name),
-                   "\"; use none, kvzip, snapkv, h2o or streaming"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown compression method \"", std::string(name),
+                                                 "\"; use none, kvzip, snapkv, h2o or streaming"));
 }
 
 const char* CompressionMethodVersion(CompressionMethod method) {
@@ -54,9 +53,8 @@ const char* CompressionMethodVersion(CompressionMethod method) {
 
 absl::Status CompressionSpec::Validate() const {
   if (!(ratio > 0.0 && ratio <= 1.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("compression ratio must be in (0, 1], the fraction of entries kept; got ",
-                     ratio));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compression ratio must be in (0, 1], the fraction of entries kept; got ", ratio));
   }
   if (budget_tokens && *budget_tokens < 1) {
     return absl::InvalidArgumentError("compression budget_tokens must be at least 1");

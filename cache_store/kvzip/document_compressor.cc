@@ -61,7 +61,10 @@ absl::StatusOr<std::unique_ptr<DocumentCompressor>> DocumentCompressor::Create(
 
 DocumentCompressor::DocumentCompressor(const engine::ModelConfig& config, DocumentInput input,
                                        CompressionSpec spec, std::vector<ScoringPass> passes)
-    : config_(config), input_(std::move(input)), spec_(std::move(spec)), passes_(std::move(passes)) {
+    : config_(config),
+      input_(std::move(input)),
+      spec_(std::move(spec)),
+      passes_(std::move(passes)) {
   tokens_ = input_.prefix_ids;
   tokens_.insert(tokens_.end(), input_.document_ids.begin(), input_.document_ids.end());
   total_tokens_ = static_cast<int64_t>(tokens_.size());
@@ -74,8 +77,8 @@ DocumentCompressor::DocumentCompressor(const engine::ModelConfig& config, Docume
     }
   }
   if (spec_.method == CompressionMethod::kH2O) {
-    prefill_scores_ = engine::StepScores{.reduce = kernels::ScoreReduce::kSum,
-                                         .stride = input_.length()};
+    prefill_scores_ =
+        engine::StepScores{.reduce = kernels::ScoreReduce::kSum, .stride = input_.length()};
     prefill_scores_.values.assign(heads * input_.length(), 0.0f);
   }
 }
@@ -87,10 +90,10 @@ int64_t DocumentCompressor::PeakBlocks(int32_t block_size) const {
   for (const ScoringPass& pass : passes_) {
     const int64_t tokens = static_cast<int64_t>(pass.tokens.size());
     // A sharing pass copies the document's last partial block and appends after it.
-    const int64_t blocks = pass.shares_document
-                               ? BlocksFor(length + tokens, block_size) - length / block_size
-                               : BlocksFor(prefix_length() + (pass.end - pass.begin) + tokens,
-                                           block_size);
+    const int64_t blocks =
+        pass.shares_document
+            ? BlocksFor(length + tokens, block_size) - length / block_size
+            : BlocksFor(prefix_length() + (pass.end - pass.begin) + tokens, block_size);
     largest_pass = std::max(largest_pass, blocks);
   }
   return heads * (BlocksFor(length, block_size) + largest_pass);
@@ -161,8 +164,8 @@ bool DocumentCompressor::StartPass(engine::KvBlockPool& pool) {
     kv->AdvanceEach(counts);
     kv->set_next_position(input_.length());
   }
-  pass_scores_ = engine::StepScores{
-      .reduce = pass.reduce, .stride = visible + static_cast<int32_t>(pass.tokens.size())};
+  pass_scores_ = engine::StepScores{.reduce = pass.reduce,
+                                    .stride = visible + static_cast<int32_t>(pass.tokens.size())};
   pass_scores_.values.assign(static_cast<size_t>(heads) * pass_scores_.stride, 0.0f);
   pass_kv_ = std::move(kv);
   pass_fed_ = 0;

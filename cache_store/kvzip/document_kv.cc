@@ -18,8 +18,8 @@ absl::StatusOr<std::unique_ptr<engine::SequenceKv>> LoadDocumentKv(
       payload.head_dim != config.head_dim) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the document's cache has ", payload.num_layers, " layers of ", payload.num_kv_heads,
-        " kv heads of ", payload.head_dim, " dimensions; the model has ", config.num_layers,
-        ", ", config.num_kv_heads, " and ", config.head_dim));
+        " kv heads of ", payload.head_dim, " dimensions; the model has ", config.num_layers, ", ",
+        config.num_kv_heads, " and ", config.head_dim));
   }
   auto kv = std::make_unique<engine::SequenceKv>(config.num_layers, config.num_kv_heads);
   std::vector<int32_t> counts;

@@ -33,17 +33,17 @@ struct DocumentPrompts {
   static constexpr int32_t kChunkTokens = 2000;
   static constexpr int32_t kLeadInTokens = 8;
   int32_t chunk_tokens = kChunkTokens;  // the method's value; tests use smaller chunks
-  std::vector<int32_t> repeat_all;     // "\n\nRepeat the previous context exactly."
-  std::vector<int32_t> repeat_from;    // "\n\nRepeat the part of the previous context exactly, starting with "
+  std::vector<int32_t> repeat_all;      // "\n\nRepeat the previous context exactly."
+  std::vector<int32_t>
+      repeat_from;  // "\n\nRepeat the part of the previous context exactly, starting with "
   std::vector<int32_t> answer_prefix;  // the end of the turn and the assistant's generation prompt
 };
 
 // Places `text` as a document in a chat with `role` and encodes it. InvalidArgument when the
 // text is empty or the template cannot hold a reusable document (engine/chat_document.h).
-[[nodiscard]] absl::StatusOr<DocumentInput> PrepareDocument(const engine::ChatTemplate& chat_template,
-                                                            const engine::Tokenizer& tokenizer,
-                                                            std::string_view text,
-                                                            engine::DocumentRole role);
+[[nodiscard]] absl::StatusOr<DocumentInput> PrepareDocument(
+    const engine::ChatTemplate& chat_template, const engine::Tokenizer& tokenizer,
+    std::string_view text, engine::DocumentRole role);
 
 [[nodiscard]] absl::StatusOr<DocumentPrompts> PrepareDocumentPrompts(
     const engine::ChatTemplate& chat_template, const engine::Tokenizer& tokenizer,

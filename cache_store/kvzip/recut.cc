@@ -37,14 +37,15 @@ int64_t DocumentEntries(const DocumentPayload& payload) {
 absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, CompressionMethod method,
                                            int64_t keep) {
   if (method == CompressionMethod::kNone) {
-    return absl::InvalidArgumentError("a cache compressed with method none has no scores to cut by");
+    return absl::InvalidArgumentError(
+        "a cache compressed with method none has no scores to cut by");
   }
   const int32_t prefix = PrefixLength(source);
   const int64_t available = DocumentEntries(source);
   if (keep < 0 || keep > available) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the stored cache holds ", available, " document entries, fewer than the ", keep,
-        " asked for; a larger cut needs a document uploaded with keep_full"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the stored cache holds ", available, " document entries, fewer than the ",
+                     keep, " asked for; a larger cut needs a document uploaded with keep_full"));
   }
   // Scores of the entries still held; the others can never be chosen.
   const int32_t document = source.original_length - prefix;

@@ -60,8 +60,8 @@ HeadSelection SelectJointTop(const HeadScores& scores, int64_t keep) {
 HeadSelection SelectPerHeadTop(const HeadScores& scores, int64_t keep) {
   HeadSelection kept(scores.size());
   for (size_t h = 0; h < scores.size(); ++h) {
-    kept[h] = TopPositions(scores[h], AllPositions(scores[h].size()),
-                           ShareOf(keep, scores.size(), h));
+    kept[h] =
+        TopPositions(scores[h], AllPositions(scores[h].size()), ShareOf(keep, scores.size(), h));
   }
   return kept;
 }

@@ -204,8 +204,7 @@ void CpuBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
                              std::span<const KvSlot> dst) {
   const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
   for (size_t i = 0; i < src.size(); ++i) {
-    std::memcpy(pool.keys + dst[i] * pool.head_dim, pool.keys + src[i] * pool.head_dim,
-                head_bytes);
+    std::memcpy(pool.keys + dst[i] * pool.head_dim, pool.keys + src[i] * pool.head_dim, head_bytes);
     std::memcpy(pool.values + dst[i] * pool.head_dim, pool.values + src[i] * pool.head_dim,
                 head_bytes);
     pool.log_votes[dst[i]] = pool.log_votes[src[i]];

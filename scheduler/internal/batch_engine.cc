@@ -91,9 +91,9 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   if (report.preempted.empty()) AdmitWaiting(budget, scheduled, report);
   std::vector<engine::SequenceStep> compression;
   if (report.preempted.empty()) {
-    report.num_compression_tokens = jobs_.Plan(budget + compression_share,
-                                               running_.empty() ? 0 : watermark_blocks_,
-                                               clock_.Now(), compression);
+    report.num_compression_tokens =
+        jobs_.Plan(budget + compression_share, running_.empty() ? 0 : watermark_blocks_,
+                   clock_.Now(), compression);
   }
   absl::Status status = RunForward(scheduled, compression, report);
   if (status.ok()) {

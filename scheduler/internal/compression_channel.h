@@ -39,10 +39,10 @@ class CompressionChannel {
   std::atomic<bool> cancelled_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool finished_ = false;                                           // guarded by mu_
-  bool taken_ = false;                                              // guarded by mu_
+  bool finished_ = false;                                               // guarded by mu_
+  bool taken_ = false;                                                  // guarded by mu_
   std::optional<absl::StatusOr<cache_store::DocumentPayload>> result_;  // guarded by mu_
-  std::function<void()> listener_;                                  // guarded by mu_
+  std::function<void()> listener_;                                      // guarded by mu_
 };
 
 }  // namespace kvd::scheduler::internal

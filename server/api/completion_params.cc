@@ -280,10 +280,11 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model,
     extra = *kwargs;
   }
   if (document != nullptr) {
-    const auto ordered = [](const json& value) { return nlohmann::ordered_json::parse(value.dump()); };
-    auto split = engine::SplitDocumentChat(*model.chat_template, document->text,
-                                           ordered(messages), add_generation_prompt,
-                                           ordered(extra), document->role);
+    const auto ordered = [](const json& value) {
+      return nlohmann::ordered_json::parse(value.dump());
+    };
+    auto split = engine::SplitDocumentChat(*model.chat_template, document->text, ordered(messages),
+                                           add_generation_prompt, ordered(extra), document->role);
     if (!split.ok()) {
       return Invalid("messages", absl::StrCat("cannot place the document in this conversation: ",
                                               std::string(split.status().message())));

@@ -47,8 +47,7 @@ std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
 }
 
 std::variant<StartedCompletion, CompletionRefusal> StartCompletion(ServingContext& context,
-                                                                   Tenant& tenant,
-                                                                   const json& body,
+                                                                   Tenant& tenant, const json& body,
                                                                    ApiKind kind) {
   auto document = ResolveRequestDocument(context, body, tenant.id());
   if (!document.ok()) return CompletionRefusal{document.status()};

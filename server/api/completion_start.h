@@ -5,8 +5,8 @@
 
 #include <memory>
 #include <optional>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"

@@ -51,8 +51,8 @@ absl::StatusOr<int64_t> Budget(const json& value, const std::string& param) {
 absl::Status ParseCompression(const json& value, cache_store::CompressionSpec& spec,
                               bool& ratio_given) {
   if (!value.is_object()) return Invalid("compression", "'compression' must be an object");
-  if (auto status = RefuseUnknownKeys(value, {"method", "ratio", "budget_tokens", "query"},
-                                      "compression.");
+  if (auto status =
+          RefuseUnknownKeys(value, {"method", "ratio", "budget_tokens", "query"}, "compression.");
       !status.ok()) {
     return status;
   }
@@ -168,9 +168,8 @@ json DocumentJson(const DocumentView& view) {
       {"object", "document"},
       {"status", cache_store::DocumentStatusName(meta.status)},
       {"created_at", absl::ToUnixSeconds(meta.created)},
-      {"expires_at", meta.expires == absl::InfiniteFuture()
-                         ? json()
-                         : json(absl::ToUnixSeconds(meta.expires))},
+      {"expires_at",
+       meta.expires == absl::InfiniteFuture() ? json() : json(absl::ToUnixSeconds(meta.expires))},
       {"token_count", meta.token_count},
       {"kept_entries", meta.kept_entries},
       {"stored_bytes", meta.stored_bytes},

@@ -50,10 +50,10 @@ class DocumentApi {
       for (const auto& [name, value] : *params) {
         if (name == "limit") {
           if (!absl::SimpleAtoi(value, &limit) || limit < 1 || limit > kMaxPageSize) {
-            return ErrorResponse(WithParam(
-                absl::InvalidArgumentError(absl::StrCat("'limit' must be an integer in [1, ",
-                                                        kMaxPageSize, "]")),
-                "limit"));
+            return ErrorResponse(
+                WithParam(absl::InvalidArgumentError(absl::StrCat(
+                              "'limit' must be an integer in [1, ", kMaxPageSize, "]")),
+                          "limit"));
           }
         } else if (name == "after") {
           after = value;

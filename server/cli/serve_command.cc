@@ -164,13 +164,12 @@ absl::Status RunServe(const ServeFlags& flags) {
   }
   std::unique_ptr<DocumentService> documents;
   if (config->documents.enabled) {
-    auto opened = DocumentService::Open(
-        config->documents, config->store.data_dir,
-        {.scheduler = scheduler->get(),
-         .model = context.model,
-         .model_dir = config->model.path,
-         .kv_dtype = "f32",
-         .replica = config->store.replica});
+    auto opened = DocumentService::Open(config->documents, config->store.data_dir,
+                                        {.scheduler = scheduler->get(),
+                                         .model = context.model,
+                                         .model_dir = config->model.path,
+                                         .kv_dtype = "f32",
+                                         .replica = config->store.replica});
     if (!opened.ok()) return opened.status();
     documents = *std::move(opened);
     context.documents = documents.get();

@@ -240,9 +240,9 @@ absl::Status ValidateDocuments(const DocumentsConfig& d) {
                     absl::StrCat("must be in (0, 86400], got ", d.expiry_sweep_seconds));
   }
   if (d.max_documents_per_tenant < 0) {
-    return KeyError("documents.max_documents_per_tenant",
-                    absl::StrCat("must be at least 0 (0: unlimited), got ",
-                                 d.max_documents_per_tenant));
+    return KeyError(
+        "documents.max_documents_per_tenant",
+        absl::StrCat("must be at least 0 (0: unlimited), got ", d.max_documents_per_tenant));
   }
   return absl::OkStatus();
 }

@@ -192,10 +192,10 @@ struct ServerConfig {
   // Section `tenants`; reloadable on SIGHUP (the only reloadable part). Empty: requests are not
   // authenticated. Default: none.
   std::vector<TenantConfig> tenants;
-  StoreConfig store;      // section `store`; not reloadable
+  StoreConfig store;          // section `store`; not reloadable
   DocumentsConfig documents;  // section `documents`; not reloadable
-  MetricsConfig metrics;  // section `metrics`; not reloadable
-  LoggingConfig logging;  // section `logging`; not reloadable
+  MetricsConfig metrics;      // section `metrics`; not reloadable
+  LoggingConfig logging;      // section `logging`; not reloadable
 
   // Checks every field and the relations between them. An error's message starts with the key
   // path ("server.port: must be in [0, 65535], got 70000") and carries the path as a payload

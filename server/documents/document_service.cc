@@ -19,9 +19,7 @@ using cache_store::DocumentMeta;
 using cache_store::DocumentPayload;
 using cache_store::DocumentStatus;
 
-std::string JobKey(const std::string& tenant, const std::string& id) {
-  return tenant + "\n" + id;
-}
+std::string JobKey(const std::string& tenant, const std::string& id) { return tenant + "\n" + id; }
 
 std::vector<double> SecondsBuckets() {
   return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
@@ -58,29 +56,29 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
     return absl::InvalidArgumentError(
         "documents need a chat template; this model has none (set documents.enabled: false)");
   }
-  absl::StatusOr<cache_store::DocumentPrompts> prompts = cache_store::PrepareDocumentPrompts(
-      *deps.model.chat_template, *deps.model.tokenizer, *role);
-  absl::StatusOr<cache_store::DocumentInput> probe = cache_store::PrepareDocument(
-      *deps.model.chat_template, *deps.model.tokenizer, "kvd", *role);
+  absl::StatusOr<cache_store::DocumentPrompts> prompts =
+      cache_store::PrepareDocumentPrompts(*deps.model.chat_template, *deps.model.tokenizer, *role);
+  absl::StatusOr<cache_store::DocumentInput> probe =
+      cache_store::PrepareDocument(*deps.model.chat_template, *deps.model.tokenizer, "kvd", *role);
   if (!prompts.ok() || !probe.ok()) {
     const absl::Status& status = prompts.ok() ? probe.status() : prompts.status();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the chat template cannot hold a document in the ", config.chat_role,
-        " turn (documents.chat_role): ", std::string(status.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the chat template cannot hold a document in the ", config.chat_role,
+                     " turn (documents.chat_role): ", std::string(status.message())));
   }
   std::string template_prefix = probe->prefix_text.substr(0, probe->prefix_text.size() - 3);
   const absl::Time start = absl::Now();
   absl::StatusOr<CacheFingerprint> fingerprint = FingerprintModel(deps.model_dir, *role);
   if (!fingerprint.ok()) return fingerprint.status();
-  spdlog::info("documents: model fingerprint {} in {:.3f}s", fingerprint->model_digest.substr(0, 16),
-               absl::ToDoubleSeconds(absl::Now() - start));
+  spdlog::info("documents: model fingerprint {} in {:.3f}s",
+               fingerprint->model_digest.substr(0, 16), absl::ToDoubleSeconds(absl::Now() - start));
   absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
       cache_store::DocumentStore::Open(data_dir / "documents");
   if (!store.ok()) return store.status();
 
-  std::unique_ptr<DocumentService> service(
-      new DocumentService(config, *role, std::move(deps), *std::move(store), *std::move(fingerprint),
-                          *std::move(prompts), std::move(template_prefix)));
+  std::unique_ptr<DocumentService> service(new DocumentService(
+      config, *role, std::move(deps), *std::move(store), *std::move(fingerprint),
+      *std::move(prompts), std::move(template_prefix)));
   // A document a previous process was compressing will never finish.
   std::vector<DocumentMeta> abandoned;
   auto unreadable = service->store_->ForEachMeta([&](const DocumentMeta& meta) {
@@ -140,11 +138,10 @@ absl::Status DocumentService::CheckReplica(const std::string& id) const {
   if (deps_.replica.empty()) return absl::OkStatus();
   const std::string home = cache_store::DocumentStore::ReplicaOfDocumentId(id);
   if (home.empty() || home == deps_.replica) return absl::OkStatus();
-  return WithErrorCode(
-      absl::FailedPreconditionError(absl::StrCat(
-          "document ", id, " lives on replica ", home, ", not on ", deps_.replica,
-          "; send its requests with the header X-Kvd-Replica: ", home)),
-      "misdirected_request");
+  return WithErrorCode(absl::FailedPreconditionError(absl::StrCat(
+                           "document ", id, " lives on replica ", home, ", not on ", deps_.replica,
+                           "; send its requests with the header X-Kvd-Replica: ", home)),
+                       "misdirected_request");
 }
 
 absl::Status DocumentService::Recount() {
@@ -173,10 +170,10 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
     return WithParam(absl::InvalidArgumentError("'text' must be a non-empty string"), "text");
   }
   if (upload.text.size() > config_.max_document_bytes) {
-    return WithParam(TooLarge(absl::StrCat("the document has ", upload.text.size(),
-                                           " bytes; this server accepts at most ",
-                                           config_.max_document_bytes)),
-                     "text");
+    return WithParam(
+        TooLarge(absl::StrCat("the document has ", upload.text.size(),
+                              " bytes; this server accepts at most ", config_.max_document_bytes)),
+        "text");
   }
   if (auto status = upload.compression.Validate(); !status.ok()) {
     return WithParam(status, "compression");
@@ -201,8 +198,8 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
                                  run.KeptEntries(document_entries, heads);
   const int64_t estimate =
       EstimateBytes(stored_entries, int64_t{input->length()} * heads, model.head_dim);
-  auto compressor = cache_store::DocumentCompressor::Create(model, *input, prompts_,
-                                                            std::move(query), run);
+  auto compressor =
+      cache_store::DocumentCompressor::Create(model, *input, prompts_, std::move(query), run);
   if (!compressor.ok()) return WithParam(compressor.status(), "text");
 
   auto job = std::make_shared<Job>();
@@ -231,9 +228,9 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
     if (stopping_) return absl::UnavailableError("the server is shutting down");
     Usage& usage = usage_[tenant];
     if (quota.max_documents > 0 && usage.documents >= quota.max_documents) {
-      return WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
-                                "tenant '", tenant, "' stores ", usage.documents,
-                                " documents, its limit; delete some first")),
+      return WithRetryAfter(absl::ResourceExhaustedError(
+                                absl::StrCat("tenant '", tenant, "' stores ", usage.documents,
+                                             " documents, its limit; delete some first")),
                             60);
     }
     if (quota.max_bytes > 0 && estimate > quota.max_bytes) {
@@ -243,11 +240,11 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
                        "compression");
     }
     if (quota.max_bytes > 0 && usage.bytes + estimate > quota.max_bytes) {
-      return WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
-                                "tenant '", tenant, "' stores ", usage.bytes,
-                                " bytes of documents; this one would pass its limit of ",
-                                quota.max_bytes)),
-                            60);
+      return WithRetryAfter(
+          absl::ResourceExhaustedError(absl::StrCat(
+              "tenant '", tenant, "' stores ", usage.bytes,
+              " bytes of documents; this one would pass its limit of ", quota.max_bytes)),
+          60);
     }
     ++usage.documents;
     usage.bytes += estimate;
@@ -476,7 +473,8 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   cache_store::CompressionSpec spec{.method = *method, .budget_tokens = budget_tokens};
   if (ratio) spec.ratio = *ratio;
   if (*method == CompressionMethod::kNone) {
-    return absl::InvalidArgumentError("a document stored with method none has no scores to re-cut by");
+    return absl::InvalidArgumentError(
+        "a document stored with method none has no scores to re-cut by");
   }
   if (auto status = spec.Validate(); !status.ok()) return WithParam(status, "ratio");
   absl::StatusOr<DocumentPayload> stored = ReadPayload(*meta);
@@ -517,9 +515,9 @@ absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& ten
   if (!view.ok()) return view.status();
   const DocumentMeta& meta = view->meta;
   if (meta.status == DocumentStatus::kProcessing) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("document ", id, " is still processing (",
-                     static_cast<int>(view->progress * 100), "% done); try again shortly"));
+    return absl::FailedPreconditionError(absl::StrCat("document ", id, " is still processing (",
+                                                      static_cast<int>(view->progress * 100),
+                                                      "% done); try again shortly"));
   }
   if (meta.status == DocumentStatus::kFailed) {
     return absl::FailedPreconditionError(
@@ -536,8 +534,8 @@ absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& ten
     tier_.Put(tenant, id, fingerprint, payload);
   }
   if (!payload->prefix_text.starts_with(template_prefix_)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "document ", id, " was placed by another chat template; upload it again"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("document ", id, " was placed by another chat template; upload it again"));
   }
   ResolvedDocument resolved;
   resolved.text = payload->prefix_text.substr(template_prefix_.size());

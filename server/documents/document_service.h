@@ -128,8 +128,7 @@ class DocumentService {
   // Keeps another fraction (or token budget) of a ready document from its stored scores,
   // without rescoring. InvalidArgument when it would grow a cache stored without keep_full
   // or the method has no scores; FailedPrecondition when the document is not ready.
-  [[nodiscard]] absl::StatusOr<DocumentView> Recut(const std::string& tenant,
-                                                   const std::string& id,
+  [[nodiscard]] absl::StatusOr<DocumentView> Recut(const std::string& tenant, const std::string& id,
                                                    std::optional<double> ratio,
                                                    std::optional<int64_t> budget_tokens);
   // The cache a request continues: from the memory tier, or read, checked and kept there.

@@ -13,10 +13,10 @@ int64_t DocumentTier::PayloadBytes(const cache_store::DocumentPayload& payload) 
   int64_t bytes = static_cast<int64_t>(payload.prefix_text.size() +
                                        payload.prefix_token_ids.size() * sizeof(int32_t));
   for (const cache_store::HeadKv& head : payload.heads) {
-    bytes += static_cast<int64_t>((head.keys.size() + head.values.size() + head.log_votes.size() +
-                                   head.scores.size()) *
-                                      sizeof(float) +
-                                  head.positions.size() * sizeof(int32_t));
+    bytes += static_cast<int64_t>(
+        (head.keys.size() + head.values.size() + head.log_votes.size() + head.scores.size()) *
+            sizeof(float) +
+        head.positions.size() * sizeof(int32_t));
   }
   return bytes;
 }

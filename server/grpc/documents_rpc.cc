@@ -11,6 +11,7 @@
 #include "server/grpc/call_auth.h"
 #include "server/grpc/grpc_status.h"
 #include "server/http/error_response.h"
+#include "server/metrics/metrics_exporter.h"
 
 namespace kvd::server {
 namespace {
@@ -34,10 +35,8 @@ void ToProto(const DocumentView& view, v1::Document& out) {
   const json document = DocumentJson(view);
   out.set_id(view.meta.id);
   out.set_status(ToProto(view.meta.status));
-  out.set_progress(document.value("progress", view.meta.status ==
-                                                      cache_store::DocumentStatus::kReady
-                                                  ? 100.0
-                                                  : 0.0));
+  out.set_progress(document.value(
+      "progress", view.meta.status == cache_store::DocumentStatus::kReady ? 100.0 : 0.0));
   out.set_failure_reason(view.meta.failure_reason);
   out.set_created_at(document["created_at"].get<int64_t>());
   if (document["expires_at"].is_number()) out.set_expires_at(document["expires_at"].get<int64_t>());
@@ -51,6 +50,14 @@ void ToProto(const DocumentView& view, v1::Document& out) {
   out.set_replica(document.value("replica", ""));
 }
 
+// Counts a finished call in kvd_tenant_requests_total, as the HTTP routes count theirs.
+void Count(ServingContext& context, const std::string& tenant, const absl::Status& status) {
+  if (context.metrics != nullptr) {
+    context.metrics->RecordRequest(tenant, status.ok() ? 200 : HttpStatusFor(status),
+                                   Protocol::kGrpc);
+  }
+}
+
 // Upload: the header, then the text in pieces; compressing may take up to
 // documents.upload_wait_seconds, so that part runs on a thread of its own, never on gRPC's.
 class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
@@ -59,7 +66,7 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
       : context_(context), call_(call), response_(response) {
     auto tenant = AuthenticateCall(context_, *call_);
     if (!tenant.ok()) {
-      Finish(ToGrpcStatus(tenant.status(), *call_));
+      Fail(tenant.status());
       return;
     }
     tenant_ = *std::move(tenant);
@@ -67,15 +74,20 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client finished sending
-      Complete();
+    if (!ok) {
+      // The client finished sending, or cancelled: a cut-off text is never stored.
+      if (call_->IsCancelled()) {
+        Fail(absl::CancelledError("the upload was cancelled"));
+      } else {
+        Complete();
+      }
       return;
     }
     if (part_.has_header() == header_seen_) {
-      Fail(WithParam(absl::InvalidArgumentError(header_seen_
-                                                    ? "the header comes once, first"
-                                                    : "the first message must be the header"),
-                     "header"));
+      Fail(WithParam(
+          absl::InvalidArgumentError(header_seen_ ? "the header comes once, first"
+                                                  : "the first message must be the header"),
+          "header"));
       return;
     }
     if (part_.has_header()) {
@@ -102,12 +114,14 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
  private:
-  void Fail(const absl::Status& status) { Finish(ToGrpcStatus(status, *call_)); }
+  void Fail(const absl::Status& status) {
+    Count(context_, tenant_ != nullptr ? tenant_->id() : "-", status);
+    Finish(ToGrpcStatus(status, *call_));
+  }
 
   void Complete() {
     if (!header_seen_) {
-      Fail(WithParam(absl::InvalidArgumentError("the first message must be the header"),
-                     "header"));
+      Fail(WithParam(absl::InvalidArgumentError("the first message must be the header"), "header"));
       return;
     }
     json body = {{"text", std::move(text_)}};
@@ -137,6 +151,7 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
       DocumentService& documents = *context_.documents;
       auto view = documents.Upload(tenant_->id(), documents.QuotaOf(*tenant_), std::move(upload));
       if (view.ok()) ToProto(*view, *response_);
+      Count(context_, tenant_->id(), view.status());
       Finish(ToGrpcStatus(view.status(), *call_));
     });
   }
@@ -154,6 +169,13 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
 
 }  // namespace
 
+grpc::ServerUnaryReactor* DocumentsRpc::Finish(grpc::CallbackServerContext* call,
+                                               const std::string& tenant,
+                                               const absl::Status& status) {
+  Count(context_, tenant, status);
+  return FinishUnary(call, status);
+}
+
 grpc::ServerReadReactor<v1::UploadRequest>* DocumentsRpc::Upload(grpc::CallbackServerContext* call,
                                                                  v1::Document* response) {
   return new UploadCall(context_, call, response);
@@ -163,56 +185,56 @@ grpc::ServerUnaryReactor* DocumentsRpc::Get(grpc::CallbackServerContext* call,
                                             const v1::GetDocumentRequest* request,
                                             v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  if (!tenant.ok()) return Finish(call, "-", tenant.status());
   auto view = context_.documents->Get((*tenant)->id(), request->id());
   if (view.ok()) ToProto(*view, *response);
-  return FinishUnary(call, view.status());
+  return Finish(call, (*tenant)->id(), view.status());
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
                                              const v1::ListDocumentsRequest* request,
                                              v1::ListDocumentsResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  if (!tenant.ok()) return Finish(call, "-", tenant.status());
   const int32_t limit = request->limit() == 0 ? 20 : request->limit();
   if (limit < 1 || limit > 100) {
-    return FinishUnary(call, WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"),
-                                  "limit"));
+    return Finish(call, (*tenant)->id(),
+                  WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"), "limit"));
   }
   auto page = context_.documents->List((*tenant)->id(), request->after(), limit);
-  if (!page.ok()) return FinishUnary(call, page.status());
+  if (!page.ok()) return Finish(call, (*tenant)->id(), page.status());
   for (const DocumentView& view : page->documents) ToProto(view, *response->add_documents());
   response->set_has_more(!page->next_page_token.empty());
-  return FinishUnary(call, absl::OkStatus());
+  return Finish(call, (*tenant)->id(), absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Delete(grpc::CallbackServerContext* call,
                                                const v1::DeleteDocumentRequest* request,
                                                v1::DeleteDocumentResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  if (!tenant.ok()) return Finish(call, "-", tenant.status());
   absl::Status status = context_.documents->Delete((*tenant)->id(), request->id());
   if (status.ok()) {
     response->set_id(request->id());
     response->set_deleted(true);
   }
-  return FinishUnary(call, status);
+  return Finish(call, (*tenant)->id(), status);
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
                                               const v1::RecutRequest* request,
                                               v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
-  if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  if (!tenant.ok()) return Finish(call, "-", tenant.status());
   json body = json::object();
   if (request->has_ratio()) body["ratio"] = request->ratio();
   if (request->has_budget_tokens()) body["budget_tokens"] = request->budget_tokens();
   auto recut = ParseRecut(body);
-  if (!recut.ok()) return FinishUnary(call, recut.status());
-  auto view = context_.documents->Recut((*tenant)->id(), request->id(), recut->ratio,
-                                        recut->budget_tokens);
+  if (!recut.ok()) return Finish(call, (*tenant)->id(), recut.status());
+  auto view =
+      context_.documents->Recut((*tenant)->id(), request->id(), recut->ratio, recut->budget_tokens);
   if (view.ok()) ToProto(*view, *response);
-  return FinishUnary(call, view.status());
+  return Finish(call, (*tenant)->id(), view.status());
 }
 
 }  // namespace kvd::server

@@ -3,6 +3,9 @@
 // List, Delete, Recut.
 #pragma once
 
+#include <string>
+
+#include "absl/status/status.h"
 #include "kvd/v1/documents.grpc.pb.h"
 #include "server/api/serving_context.h"
 
@@ -25,10 +28,13 @@ class DocumentsRpc final : public v1::DocumentService::CallbackService {
                                    const v1::DeleteDocumentRequest* request,
                                    v1::DeleteDocumentResponse* response) override;
   grpc::ServerUnaryReactor* Recut(grpc::CallbackServerContext* call,
-                                  const v1::RecutRequest* request,
-                                  v1::Document* response) override;
+                                  const v1::RecutRequest* request, v1::Document* response) override;
 
  private:
+  // Counts the call (protocol "grpc") and finishes it with `status`.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* call, const std::string& tenant,
+                                   const absl::Status& status);
+
   ServingContext& context_;
 };
 

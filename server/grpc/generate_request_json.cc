@@ -77,15 +77,17 @@ absl::StatusOr<GenerateBody> GenerateRequestToJson(const v1::GenerateRequest& re
     body["documents"] = Array(request.documents());
   }
   if (request.priority() != 0) body["priority"] = request.priority();
-  if (request.has_skip_special_tokens()) body["skip_special_tokens"] = request.skip_special_tokens();
+  if (request.has_skip_special_tokens())
+    body["skip_special_tokens"] = request.skip_special_tokens();
   if (request.has_add_generation_prompt()) {
     body["add_generation_prompt"] = request.add_generation_prompt();
   }
   if (!request.chat_template_kwargs_json().empty()) {
     json kwargs = json::parse(request.chat_template_kwargs_json(), nullptr, false);
     if (kwargs.is_discarded() || !kwargs.is_object()) {
-      return WithParam(absl::InvalidArgumentError("chat_template_kwargs_json must be a JSON object"),
-                       "chat_template_kwargs_json");
+      return WithParam(
+          absl::InvalidArgumentError("chat_template_kwargs_json must be a JSON object"),
+          "chat_template_kwargs_json");
     }
     body["chat_template_kwargs"] = std::move(kwargs);
   }

@@ -17,6 +17,7 @@ struct GenerateBody {
 
 // InvalidArgument for what JSON cannot say the same way (no input, malformed
 // chat_template_kwargs_json).
-[[nodiscard]] absl::StatusOr<GenerateBody> GenerateRequestToJson(const v1::GenerateRequest& request);
+[[nodiscard]] absl::StatusOr<GenerateBody> GenerateRequestToJson(
+    const v1::GenerateRequest& request);
 
 }  // namespace kvd::server

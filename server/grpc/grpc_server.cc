@@ -14,8 +14,8 @@ namespace kvd::server {
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
                                                               ServingContext& context) {
   if (options.port <= 0 || options.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("gRPC port must be in [1, 65535], got ",
-                                                   options.port));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gRPC port must be in [1, 65535], got ", options.port));
   }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -31,6 +31,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOp
     server->services_.push_back(std::make_unique<DocumentsRpc>(context));
   }
   for (auto& service : server->services_) builder.RegisterService(service.get());
+  server->service_names_.push_back(v1::InferenceService::service_full_name());
+  if (context.documents != nullptr) {
+    server->service_names_.push_back(v1::DocumentService::service_full_name());
+  }
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
@@ -45,7 +49,8 @@ void GrpcServer::SetServing(bool serving) {
   if (server_ == nullptr) return;
   grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   if (health == nullptr) return;
-  health->SetServingStatus(serving);
+  health->SetServingStatus(serving);  // the server as a whole ("")
+  for (const std::string& name : service_names_) health->SetServingStatus(name, serving);
 }
 
 void GrpcServer::Stop(absl::Duration deadline) {

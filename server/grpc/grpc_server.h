@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,7 +33,8 @@ class GrpcServer {
   ~GrpcServer();
 
   int port() const { return port_; }
-  // The health service's answer for every service: SERVING or NOT_SERVING (draining).
+  // The health service's answer for the server ("") and each of its services: SERVING or
+  // NOT_SERVING (draining).
   void SetServing(bool serving);
   // Stops taking calls; calls still running get until `deadline` to finish, then are cancelled.
   void Stop(absl::Duration deadline);
@@ -41,6 +43,7 @@ class GrpcServer {
   GrpcServer() = default;
 
   std::vector<std::unique_ptr<grpc::Service>> services_;
+  std::vector<std::string> service_names_;  // answered by the health service
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

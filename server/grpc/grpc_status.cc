@@ -11,8 +11,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase& c
   for (const auto& [key, value] : ErrorFields(status)) {
     context.AddTrailingMetadata(key, value);
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* call,

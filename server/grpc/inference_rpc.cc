@@ -156,11 +156,12 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
                                       Protocol::kGrpc);
     }
     if (context_.log_requests) {
-      spdlog::info("gRPC Generate tenant={} status={} prompt_tokens={} completion_tokens={} "
-                   "{:.3f}s{}",
-                   tenant_, absl::StatusCodeToString(status_.code()), usage_.prompt_tokens,
-                   usage_.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
-                   status_.ok() ? "" : " " + std::string(status_.message()));
+      spdlog::info(
+          "gRPC Generate tenant={} status={} prompt_tokens={} completion_tokens={} "
+          "{:.3f}s{}",
+          tenant_, absl::StatusCodeToString(status_.code()), usage_.prompt_tokens,
+          usage_.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
+          status_.ok() ? "" : " " + std::string(status_.message()));
     }
     std::shared_ptr<GenerateCall> self;
     {
@@ -272,19 +273,19 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   bool begun_ = false;
 
   std::mutex mu_;
-  std::shared_ptr<GenerateCall> self_;               // guarded by mu_ once Begin ran
-  std::deque<v1::GenerateResponse> queue_;           // guarded by mu_
+  std::shared_ptr<GenerateCall> self_;                      // guarded by mu_ once Begin ran
+  std::deque<v1::GenerateResponse> queue_;                  // guarded by mu_
   std::optional<v1::GenerateResponse> pending_completion_;  // guarded by mu_
-  v1::GenerateResponse writing_;                     // guarded by mu_
-  scheduler::Usage usage_;                           // guarded by mu_
-  absl::Status status_;                              // guarded by mu_
-  bool write_in_flight_ = false;                     // guarded by mu_
-  bool wrote_any_ = false;                           // guarded by mu_
-  bool ended_ = false;                               // guarded by mu_: the final event came
-  bool refused_before_output_ = false;               // guarded by mu_
-  bool client_gone_ = false;                         // guarded by mu_
-  bool finished_ = false;                            // guarded by mu_: Finish was called
-  bool done_ = false;                                // guarded by mu_
+  v1::GenerateResponse writing_;                            // guarded by mu_
+  scheduler::Usage usage_;                                  // guarded by mu_
+  absl::Status status_;                                     // guarded by mu_
+  bool write_in_flight_ = false;                            // guarded by mu_
+  bool wrote_any_ = false;                                  // guarded by mu_
+  bool ended_ = false;                                      // guarded by mu_: the final event came
+  bool refused_before_output_ = false;                      // guarded by mu_
+  bool client_gone_ = false;                                // guarded by mu_
+  bool finished_ = false;                                   // guarded by mu_: Finish was called
+  bool done_ = false;                                       // guarded by mu_
 };
 
 }  // namespace
@@ -318,9 +319,9 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
   if (!request->request_id().empty() &&
       !registry_->Add((*tenant)->id(), request->request_id(), generate->handles())) {
     return refuse((*tenant)->id(),
-                  WithParam(absl::AlreadyExistsError(absl::StrCat(
-                                "a request with request_id '", request->request_id(),
-                                "' is already running")),
+                  WithParam(absl::AlreadyExistsError(absl::StrCat("a request with request_id '",
+                                                                  request->request_id(),
+                                                                  "' is already running")),
                             "request_id"),
                   std::nullopt);
   }
@@ -334,8 +335,8 @@ grpc::ServerUnaryReactor* InferenceRpc::Abort(grpc::CallbackServerContext* call,
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return FinishUnary(call, tenant.status());
   if (request->request_id().empty()) {
-    return FinishUnary(call, WithParam(absl::InvalidArgumentError("request_id is required"),
-                                  "request_id"));
+    return FinishUnary(
+        call, WithParam(absl::InvalidArgumentError("request_id is required"), "request_id"));
   }
   response->set_aborted(registry_->Cancel((*tenant)->id(), request->request_id()));
   return FinishUnary(call, absl::OkStatus());
@@ -349,7 +350,7 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
   std::vector<int32_t> tokens;
   if (request->has_messages()) {
     v1::GenerateRequest chat;
-    chat.set_model(request->model().empty() ? context_.model.name : request->model());
+    chat.set_model(context_.model.name);  // as HTTP's /tokenize, whatever model it names
     *chat.mutable_messages() = request->messages();
     if (request->has_add_generation_prompt()) {
       chat.set_add_generation_prompt(request->add_generation_prompt());
@@ -360,10 +361,9 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
     if (!params.ok()) return FinishUnary(call, params.status());
     tokens = params->prompts.front();
   } else {
-    tokens = context_.model.tokenizer->Encode(request->prompt(),
-                                              request->has_add_special_tokens()
-                                                  ? request->add_special_tokens()
-                                                  : true);
+    tokens = context_.model.tokenizer->Encode(request->prompt(), request->has_add_special_tokens()
+                                                                     ? request->add_special_tokens()
+                                                                     : true);
   }
   response->mutable_tokens()->Assign(tokens.begin(), tokens.end());
   response->set_count(static_cast<int32_t>(tokens.size()));
@@ -380,8 +380,8 @@ grpc::ServerUnaryReactor* InferenceRpc::Detokenize(grpc::CallbackServerContext* 
   for (int32_t id : ids) {
     if (id < 0 || id >= context_.model.tokenizer->vocab_size()) {
       return FinishUnary(call, WithParam(absl::InvalidArgumentError(absl::StrCat(
-                                        "token id ", id, " is outside the vocabulary")),
-                                    "tokens"));
+                                             "token id ", id, " is outside the vocabulary")),
+                                         "tokens"));
     }
   }
   auto text = context_.model.tokenizer->Decode(ids);

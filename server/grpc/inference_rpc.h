@@ -22,7 +22,8 @@ class InferenceRpc final : public v1::InferenceService::CallbackService {
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* call, const v1::GenerateRequest* request) override;
-  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* call, const v1::AbortRequest* request,
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* call,
+                                  const v1::AbortRequest* request,
                                   v1::AbortResponse* response) override;
   grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* call,
                                      const v1::TokenizeRequest* request,

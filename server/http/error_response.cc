@@ -106,9 +106,9 @@ HttpResponse ErrorResponse(const absl::Status& status) {
 
 std::vector<std::pair<std::string, std::string>> ErrorFields(const absl::Status& status) {
   std::vector<std::pair<std::string, std::string>> fields;
-  for (const auto& [name, url] : {std::pair{"kvd-error-param", kParamUrl},
-                                  std::pair{"kvd-error-code", kCodeUrl},
-                                  std::pair{"retry-after", kRetryAfterUrl}}) {
+  for (const auto& [name, url] :
+       {std::pair{"kvd-error-param", kParamUrl}, std::pair{"kvd-error-code", kCodeUrl},
+        std::pair{"retry-after", kRetryAfterUrl}}) {
     std::string value = Payload(status, url);
     if (!value.empty()) fields.emplace_back(name, std::move(value));
   }

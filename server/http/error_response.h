@@ -1,4 +1,5 @@
-// The one mapping from a Status to an HTTP error (and the fields a gRPC status carries): status code, OpenAI-style JSON body
+// The one mapping from a Status to an HTTP error (and the fields a gRPC status carries): status
+// code, OpenAI-style JSON body
 // {"error": {"message", "type", "param", "code"}}, and Retry-After for 429. Details travel with
 // the Status as payloads, so the code that finds the problem also names the parameter.
 #pragma once
@@ -21,8 +22,9 @@ absl::Status WithErrorCode(absl::Status status, std::string_view code);
 absl::Status WithRetryAfter(absl::Status status, int seconds);
 
 // 400 InvalidArgument, OutOfRange, FailedPrecondition; 401 Unauthenticated; 403
-// PermissionDenied; 404 NotFound; 413 when the code is "request_too_large"; 421 for FailedPrecondition with code "misdirected_request"; 429
-// ResourceExhausted; 503 Unavailable; 504 DeadlineExceeded; 500 otherwise.
+// PermissionDenied; 404 NotFound; 413 when the code is "request_too_large"; 421 for
+// FailedPrecondition with code "misdirected_request"; 429 ResourceExhausted; 503 Unavailable; 504
+// DeadlineExceeded; 500 otherwise.
 int HttpStatusFor(const absl::Status& status);
 
 // The error body alone (also sent in-band on an SSE stream after its 200).

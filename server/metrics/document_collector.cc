@@ -26,8 +26,8 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
   const auto gauge = MetricType::Gauge;
   const auto counter = MetricType::Counter;
   std::vector<MetricFamily> out;
-  out.push_back(Single("kvd_documents", "Documents stored, any status (documents).", gauge,
-                       labels_, static_cast<double>(s.documents)));
+  out.push_back(Single("kvd_documents", "Documents stored, any status (documents).", gauge, labels_,
+                       static_cast<double>(s.documents)));
   out.push_back(Single("kvd_document_stored_bytes", "Bytes of stored document caches (bytes).",
                        gauge, labels_, static_cast<double>(s.stored_bytes)));
 
@@ -54,29 +54,30 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
                        "Document compressions queued or running (documents).", gauge, labels_,
                        static_cast<double>(s.compressions_running)));
   out.push_back(Single("kvd_document_compressions_failed_total",
-                       "Document compressions that ended in failure (documents).", counter,
-                       labels_, static_cast<double>(s.compressions_failed)));
+                       "Document compressions that ended in failure (documents).", counter, labels_,
+                       static_cast<double>(s.compressions_failed)));
   out.push_back(Histogram("kvd_document_compression_seconds",
                           "Time from upload to a stored compressed cache (seconds).", labels_,
                           s.compression_seconds));
   out.push_back(Histogram("kvd_document_kept_ratio",
-                          "Fraction of document KV entries kept per stored cache (ratio).",
-                          labels_, s.kept_ratio));
+                          "Fraction of document KV entries kept per stored cache (ratio).", labels_,
+                          s.kept_ratio));
   out.push_back(Histogram("kvd_document_load_seconds",
                           "Time to read and check a cache from the store on a memory-tier miss "
                           "(seconds).",
                           labels_, s.load_seconds));
-  MetricFamily tier = Family("kvd_document_tier_requests_total",
-                             "Memory-tier lookups of document caches, by result (lookups).",
-                             counter);
+  MetricFamily tier =
+      Family("kvd_document_tier_requests_total",
+             "Memory-tier lookups of document caches, by result (lookups).", counter);
   AddValue(tier, With(labels_, "result", "hit"), static_cast<double>(s.tier.hits));
   AddValue(tier, With(labels_, "result", "miss"), static_cast<double>(s.tier.misses));
   out.push_back(std::move(tier));
-  out.push_back(Single("kvd_document_tier_bytes", "Bytes of document caches held in memory "
-                       "(bytes).", gauge, labels_, static_cast<double>(s.tier.bytes)));
-  out.push_back(Single("kvd_document_tier_documents",
-                       "Document caches held in memory (documents).", gauge, labels_,
-                       static_cast<double>(s.tier.documents)));
+  out.push_back(Single("kvd_document_tier_bytes",
+                       "Bytes of document caches held in memory "
+                       "(bytes).",
+                       gauge, labels_, static_cast<double>(s.tier.bytes)));
+  out.push_back(Single("kvd_document_tier_documents", "Document caches held in memory (documents).",
+                       gauge, labels_, static_cast<double>(s.tier.documents)));
   return out;
 }
 

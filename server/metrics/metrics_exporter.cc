@@ -81,8 +81,7 @@ void MetricsExporter::AddDocuments(std::function<DocumentStats()> stats) {
   documents_ = std::make_unique<DocumentCollector>(model_name_, tenants_, std::move(stats));
 }
 
-void MetricsExporter::RecordRequest(const std::string& tenant, int http_status,
-                                    Protocol protocol) {
+void MetricsExporter::RecordRequest(const std::string& tenant, int http_status, Protocol protocol) {
   // Family::Add is thread-safe and returns the existing series for known labels.
   requests_
       ->Add({{"tenant", tenants_.Of(tenant)},

@@ -60,8 +60,10 @@ class DocumentsTest : public ::testing::Test {
       yaml += "  upload_wait_seconds: 30\n";  // uploads answer when ready: 201
     }
     std::ofstream(dir_ / "config.yaml") << yaml;
-    std::vector<std::string> args = {"--model",    kModel, "--config", (dir_ / "config.yaml").string(),
-                                      "--data-dir", (dir_ / "data").string(), "--threads", "2"};
+    std::vector<std::string> args = {"--model",    kModel,
+                                     "--config",   (dir_ / "config.yaml").string(),
+                                     "--data-dir", (dir_ / "data").string(),
+                                     "--threads",  "2"};
     args.insert(args.end(), flags.begin(), flags.end());
     server_ = std::make_unique<KvdServer>(args);
     ASSERT_GT(server_->port(), 0) << server_->logs();
@@ -73,8 +75,8 @@ class DocumentsTest : public ::testing::Test {
                 "-H 'Authorization: Bearer " + key + "'");
   }
   // Uploads and returns the document JSON; expects 201.
-  json Upload(const std::string& text, const json& compression, const std::string& key = "key-alpha",
-              json extra = json::object()) const {
+  json Upload(const std::string& text, const json& compression,
+              const std::string& key = "key-alpha", json extra = json::object()) const {
     extra["text"] = text;
     extra["compression"] = compression;
     const HttpResult result = Call("POST", "/v1/documents", extra, key);
@@ -99,12 +101,12 @@ class DocumentsTest : public ::testing::Test {
   }
   // The same question with the document inline: a full prefill.
   std::string AskInline(const std::string& text, const std::string& question) const {
-    const HttpResult result =
-        Call("POST", "/v1/chat/completions",
-             {{"model", "kvd-tiny"},
-              {"messages", json::array({{{"role", "user"}, {"content", text + "\n\n" + question}}})},
-              {"max_tokens", 8},
-              {"temperature", 0}});
+    const HttpResult result = Call(
+        "POST", "/v1/chat/completions",
+        {{"model", "kvd-tiny"},
+         {"messages", json::array({{{"role", "user"}, {"content", text + "\n\n" + question}}})},
+         {"max_tokens", 8},
+         {"temperature", 0}});
     EXPECT_EQ(result.status, 200) << result.body;
     return json::parse(result.body)["choices"][0]["message"]["content"].get<std::string>();
   }
@@ -133,10 +135,10 @@ TEST_F(DocumentsTest, ConcurrentQuestionsMatchTheFullPromptAndStayCorrectCompres
     EXPECT_LT(compressed["stored_bytes"].get<int64_t>(), full["stored_bytes"].get<int64_t>() / 2);
     std::vector<std::future<std::string>> stored, small;
     for (const auto& [key, value] : document.records) {
-      stored.push_back(std::async(std::launch::async,
-                                  [&, key] { return Ask(full["id"], "Q:" + key); }));
-      small.push_back(std::async(std::launch::async,
-                                 [&, key] { return Ask(compressed["id"], "Q:" + key); }));
+      stored.push_back(
+          std::async(std::launch::async, [&, key] { return Ask(full["id"], "Q:" + key); }));
+      small.push_back(
+          std::async(std::launch::async, [&, key] { return Ask(compressed["id"], "Q:" + key); }));
     }
     int inline_correct = 0, compressed_correct = 0;
     for (size_t i = 0; i < document.records.size(); ++i) {
@@ -156,13 +158,13 @@ TEST_F(DocumentsTest, CompletionsContinueTheDocumentAndReportCachedTokens) {
   const KeyValueDocument document = Document(3);
   const json uploaded = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}});
   const auto& [key, value] = document.records[0];
-  const HttpResult result =
-      Call("POST", "/v1/completions",
-           {{"model", "kvd-tiny"},
-            {"prompt", "\n\nQ:" + key + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
-            {"documents", json::array({uploaded["id"]})},
-            {"max_tokens", 8},
-            {"temperature", 0}});
+  const HttpResult result = Call(
+      "POST", "/v1/completions",
+      {{"model", "kvd-tiny"},
+       {"prompt", "\n\nQ:" + key + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+       {"documents", json::array({uploaded["id"]})},
+       {"max_tokens", 8},
+       {"temperature", 0}});
   ASSERT_EQ(result.status, 200) << result.body;
   const json body = json::parse(result.body);
   EXPECT_EQ(body["choices"][0]["text"], value);
@@ -173,8 +175,8 @@ TEST_F(DocumentsTest, CompletionsContinueTheDocumentAndReportCachedTokens) {
 TEST_F(DocumentsTest, DocumentsSurviveARestartAndAnswerTheSame) {
   Start();
   const KeyValueDocument document = Document(4);
-  const json uploaded = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}},
-                               "key-alpha", {{"metadata", {{"title", "restart"}}}});
+  const json uploaded = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.3}}, "key-alpha",
+                               {{"metadata", {{"title", "restart"}}}});
   const std::string id = uploaded["id"];
   std::vector<std::string> before;
   for (const auto& [key, value] : document.records) before.push_back(Ask(id, "Q:" + key));
@@ -195,7 +197,8 @@ TEST_F(DocumentsTest, AnotherTenantsDocumentIsNotFoundExactlyLikeAMissingOne) {
   const json uploaded = Upload(Document(5).text, {{"method", "kvzip"}, {"ratio", 0.3}});
   const std::string id = uploaded["id"];
   const HttpResult theirs = Call("GET", "/v1/documents/" + id, {}, "key-beta");
-  const HttpResult missing = Call("GET", "/v1/documents/doc-AAAAAAAAAAAAAAAAAAAAAA", {}, "key-beta");
+  const HttpResult missing =
+      Call("GET", "/v1/documents/doc-AAAAAAAAAAAAAAAAAAAAAA", {}, "key-beta");
   ExpectError(theirs, 404);
   ExpectError(missing, 404);
   // Same answer but for the id itself.
@@ -224,8 +227,8 @@ TEST_F(DocumentsTest, CorruptedPayloadIsAClearErrorNotACrashOrAWrongAnswer) {
         {cache_store::internal::kKvFamily, {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* raw = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open({}, (dir_ / "data/documents").string(), families, &handles, &raw)
-                    .ok());
+    ASSERT_TRUE(
+        rocksdb::DB::Open({}, (dir_ / "data/documents").string(), families, &handles, &raw).ok());
     std::unique_ptr<rocksdb::DB> db(raw);
     const std::string key = cache_store::internal::DocumentKey("alpha", corrupt);
     std::string value;
@@ -267,9 +270,9 @@ TEST_F(DocumentsTest, RecutKeepsFewerEntriesAndGrowsOnlyWithKeepFull) {
   EXPECT_EQ(Ask(full["id"], "Q:" + document.records[1].first), document.records[1].second);
 
   const json none = Upload(document.text, {{"method", "none"}});
-  ExpectError(Call("POST", "/v1/documents/" + none["id"].get<std::string>() + "/recut",
-                   {{"ratio", 0.5}}),
-              400);
+  ExpectError(
+      Call("POST", "/v1/documents/" + none["id"].get<std::string>() + "/recut", {{"ratio", 0.5}}),
+      400);
 }
 
 TEST_F(DocumentsTest, SlowCompressionAnswers202AndReportsProgressUntilReady) {
@@ -284,8 +287,8 @@ TEST_F(DocumentsTest, SlowCompressionAnswers202AndReportsProgressUntilReady) {
   EXPECT_TRUE(accepted["progress"].is_number());
   std::string status = accepted["status"];
   for (int i = 0; i < 2000 && status == "processing"; ++i) {
-    status = json::parse(Call("GET", "/v1/documents/" + accepted["id"].get<std::string>()).body)
-                 ["status"];
+    status = json::parse(
+        Call("GET", "/v1/documents/" + accepted["id"].get<std::string>()).body)["status"];
   }
   EXPECT_EQ(status, "ready");
   EXPECT_NEAR(accepted["ratio"].get<double>(), 0.3, 0.01) << "the server's default ratio";
@@ -295,7 +298,8 @@ TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
   Start("  expiry_sweep_seconds: 0.1\n");
   std::vector<std::string> ids;
   for (uint32_t seed = 10; seed < 13; ++seed) {
-    ids.push_back(Upload(Document(seed, 200).text, {{"method", "streaming"}, {"ratio", 0.5}})["id"]);
+    ids.push_back(
+        Upload(Document(seed, 200).text, {{"method", "streaming"}, {"ratio", 0.5}})["id"]);
   }
   std::sort(ids.begin(), ids.end());
   std::vector<std::string> listed;
@@ -394,15 +398,16 @@ TEST_F(DocumentsTest, QuotasAndBadInputsGetClearErrors) {
   ExpectError(Call("POST", "/v1/chat/completions", unknown), 404, "documents");
   json with_system = ask;
   with_system["documents"] = json::array({id});
-  with_system["messages"] = json::array({{{"role", "system"}, {"content", "Be brief."}},
-                                         {{"role", "user"}, {"content", "Q:bab"}}});
+  with_system["messages"] = json::array(
+      {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Q:bab"}}});
   ExpectError(Call("POST", "/v1/chat/completions", with_system), 400, "messages");
   json too_long = ask;
   too_long["documents"] = json::array({id});
   too_long["max_tokens"] = 2048;
   ExpectError(Call("POST", "/v1/chat/completions", too_long), 400);
-  ExpectError(Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.2}, {"budget_tokens", 3}}),
-              400, "ratio");
+  ExpectError(
+      Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.2}, {"budget_tokens", 3}}), 400,
+      "ratio");
   EXPECT_EQ(Curl("GET", server_->url("/health")).status, 200);
 }
 

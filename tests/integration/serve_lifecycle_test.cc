@@ -73,13 +73,13 @@ TEST(ServeLifecycleTest, SigtermDrainsStreamsInFlight) {
   const HttpResult got = Curl("GET", reopened.url("/v1/documents/" + id));
   EXPECT_EQ(got.status, 200) << got.body;
   EXPECT_EQ(json::parse(got.body, nullptr, false)["status"], "ready");
-  const HttpResult asked = Curl(
-      "POST", reopened.url("/v1/chat/completions"),
-      json{{"model", "kvd-tiny"},
-           {"messages", json::array({{{"role", "user"}, {"content", "Q:vig"}}})},
-           {"documents", json::array({id})},
-           {"temperature", 0}}
-          .dump());
+  const HttpResult asked =
+      Curl("POST", reopened.url("/v1/chat/completions"),
+           json{{"model", "kvd-tiny"},
+                {"messages", json::array({{{"role", "user"}, {"content", "Q:vig"}}})},
+                {"documents", json::array({id})},
+                {"temperature", 0}}
+               .dump());
   ASSERT_EQ(asked.status, 200) << asked.body;
   EXPECT_EQ(json::parse(asked.body)["choices"][0]["message"]["content"], "KSOHB");
   EXPECT_EQ(reopened.Stop(SIGTERM), 0) << reopened.logs();

@@ -44,9 +44,7 @@ class DocumentCompressorTest : public ::testing::Test {
         *backend_, {.num_blocks = 2048, .block_size = 16, .head_dim = config.head_dim});
     prompts_ = *PrepareDocumentPrompts(*chat_template_, *tokenizer_, engine::DocumentRole::kUser);
   }
-  void TearDown() override {
-    EXPECT_EQ(pool_->num_used_blocks(), 0) << "a test leaked KV blocks";
-  }
+  void TearDown() override { EXPECT_EQ(pool_->num_used_blocks(), 0) << "a test leaked KV blocks"; }
 
   DocumentInput Input(const std::string& text) const {
     return *PrepareDocument(*chat_template_, *tokenizer_, text, engine::DocumentRole::kUser);
@@ -194,7 +192,8 @@ TEST_F(DocumentCompressorTest, StepsOfAnySizeGiveTheSameCache) {
   const auto document = Document(3);
   const DocumentPayload whole =
       Compress(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.5});
-  auto compressor = NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.5});
+  auto compressor =
+      NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.5});
   const DocumentPayload pieces = Run(*compressor, 13);
   ASSERT_EQ(whole.heads.size(), pieces.heads.size());
   for (size_t i = 0; i < whole.heads.size(); ++i) {
@@ -214,7 +213,8 @@ TEST_F(DocumentCompressorTest, ChunkedReconstructionScoresEveryChunkWithItsOwnPa
   const auto document = Document(4);
   const DocumentInput input = Input(document.text);
   prompts_.chunk_tokens = 50;
-  auto compressor = NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
+  auto compressor =
+      NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
   const int32_t n = static_cast<int32_t>(input.document_ids.size());
   ASSERT_GT(n, 2 * prompts_.chunk_tokens);
   int64_t expected = input.length();
@@ -275,9 +275,8 @@ TEST_F(DocumentCompressorTest, CompressedCachesStillAnswerTheDocumentsQuestions)
     }
   }
   EXPECT_GE(full_correct, asked - 1);
-  EXPECT_GE(kvzip_correct, full_correct - 1)
-      << "KVzip at 0.3 answered " << kvzip_correct << " of " << asked << ", the full cache "
-      << full_correct;
+  EXPECT_GE(kvzip_correct, full_correct - 1) << "KVzip at 0.3 answered " << kvzip_correct << " of "
+                                             << asked << ", the full cache " << full_correct;
 }
 
 TEST_F(DocumentCompressorTest, RecutFromStoredScoresEqualsCompressingAtTheSmallerRatio) {
@@ -313,7 +312,8 @@ TEST_F(DocumentCompressorTest, RefusesWorkBeyondTheModelsContext) {
 
 TEST_F(DocumentCompressorTest, ReleaseMidwayReturnsEveryBlock) {
   const auto document = Document(6);
-  auto compressor = NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
+  auto compressor =
+      NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
   engine::StepLogits logits;
   for (int i = 0; i < 3; ++i) {
     std::vector<engine::SequenceStep> steps;

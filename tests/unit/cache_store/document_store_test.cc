@@ -246,14 +246,14 @@ TEST_F(DocumentStoreTest, DeleteExpiredRemovesOnlyExpired) {
 }
 
 TEST_F(DocumentStoreTest, ForEachMetaVisitsEveryTenantAndSkipsUnreadableMetas) {
-  for (const auto& [tenant, id] : {std::pair{"acme", "doc-a"}, std::pair{"globex", "doc-b"},
-                                   std::pair{"acme", "doc-c"}}) {
+  for (const auto& [tenant, id] :
+       {std::pair{"acme", "doc-a"}, std::pair{"globex", "doc-b"}, std::pair{"acme", "doc-c"}}) {
     ASSERT_TRUE(store_->Put(Meta(tenant, id), SmallPayload()).ok());
   }
   ASSERT_TRUE(store_->Flush().ok());
   std::vector<std::string> seen;
-  absl::StatusOr<int64_t> unreadable =
-      store_->ForEachMeta([&](const DocumentMeta& meta) { seen.push_back(meta.tenant + "/" + meta.id); });
+  absl::StatusOr<int64_t> unreadable = store_->ForEachMeta(
+      [&](const DocumentMeta& meta) { seen.push_back(meta.tenant + "/" + meta.id); });
   ASSERT_TRUE(unreadable.ok()) << unreadable.status();
   EXPECT_EQ(*unreadable, 0);
   EXPECT_EQ(seen, (std::vector<std::string>{"acme/doc-a", "acme/doc-c", "globex/doc-b"}));

@@ -23,10 +23,10 @@ inline KeyValueDocument MakeKeyValueDocument(std::mt19937& random, size_t target
       "pap", "pat", "pen", "pep", "rak", "rax", "rem", "ren", "sag", "sak", "sat", "seb",
       "tad", "tag", "tan", "tap", "vad", "vak", "vat", "vez", "zad", "zan", "zem", "zen"};
   static const std::vector<std::string> kDeterminers = {"the", "a", "this", "that", "every"};
-  static const std::vector<std::string> kNouns = {"river", "garden", "window", "stone", "bridge",
-                                                  "market", "letter", "lamp", "forest", "road"};
+  static const std::vector<std::string> kNouns = {"river",  "garden", "window", "stone",  "bridge",
+                                                  "market", "letter", "lamp",   "forest", "road"};
   static const std::vector<std::string> kVerbs = {"watches", "follows", "carries", "finds",
-                                                  "opens", "crosses", "paints", "reaches"};
+                                                  "opens",   "crosses", "paints",  "reaches"};
   auto pick = [&](const std::vector<std::string>& words) {
     return words[std::uniform_int_distribution<size_t>(0, words.size() - 1)(random)];
   };

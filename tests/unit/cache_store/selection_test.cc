@@ -12,8 +12,8 @@ namespace {
 using Positions = std::vector<int32_t>;
 
 TEST(SelectJointTop, KeepsTheHighestScoresOfAllHeadsSoHeadsKeepDifferentCounts) {
-  const HeadScores scores = {{0.9f, 0.1f, 0.8f, 0.2f}, {0.05f, 0.04f, 0.03f, 0.02f},
-                             {0.7f, 0.6f, 0.95f, 0.5f}};
+  const HeadScores scores = {
+      {0.9f, 0.1f, 0.8f, 0.2f}, {0.05f, 0.04f, 0.03f, 0.02f}, {0.7f, 0.6f, 0.95f, 0.5f}};
   const HeadSelection kept = SelectJointTop(scores, 5);
   EXPECT_EQ(kept[0], (Positions{0, 2}));
   EXPECT_TRUE(kept[1].empty()) << "a head may keep nothing";

@@ -113,8 +113,8 @@ TEST(MessagesWithDocument, UserRoleStartsTheFirstUserMessageAndRefusesASystemMes
       MessagesWithDocument("DOC", Json::array({Message("user", "Q:vig")}), DocumentRole::kUser);
   ASSERT_TRUE(placed.ok()) << placed.status();
   EXPECT_EQ(*placed, Json::array({Message("user", "DOC\n\nQ:vig")}));
-  placed = MessagesWithDocument("DOC", Json::array({Message("assistant", "Hi.")}),
-                                DocumentRole::kUser);
+  placed =
+      MessagesWithDocument("DOC", Json::array({Message("assistant", "Hi.")}), DocumentRole::kUser);
   ASSERT_TRUE(placed.ok()) << placed.status();
   EXPECT_EQ(*placed, Json::array({Message("user", "DOC"), Message("assistant", "Hi.")}));
   const absl::Status refused =
@@ -135,11 +135,10 @@ TEST(SplitDocumentChat, BundledModelUserRoleRendersTheTrainingFormat) {
       SplitDocumentChat(**tmpl, kDocument, Json::array({Message("user", "Q:vig")}),
                         /*add_generation_prompt=*/true, Json::object(), DocumentRole::kUser);
   ASSERT_TRUE(split.ok()) << split.status();
-  EXPECT_EQ(split->prefix,
-            std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n") +
-                kDocument);
-  EXPECT_EQ(split->suffix,
-            "\n\nQ:vig<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      split->prefix,
+      std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\n") + kDocument);
+  EXPECT_EQ(split->suffix, "\n\nQ:vig<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 TEST(SplitDocumentChat, Llama31PrefixIncludesTheDatedHeader) {

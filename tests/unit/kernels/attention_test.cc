@@ -230,8 +230,7 @@ TEST(PagedAttentionTest, ScoresFoldEveryCountedRowAndGroupHeadIntoEachEntry) {
   // collects nothing; cached lengths differ per head, one is zero.
   const std::vector<std::vector<int32_t>> cached = {{6, 3}, {0, 5}, {2, 2}};
   const std::vector<int32_t> new_rows = {4, 3, 2};
-  const std::vector<ScoreReduce> reduce = {ScoreReduce::kMax, ScoreReduce::kSum,
-                                           ScoreReduce::kMax};
+  const std::vector<ScoreReduce> reduce = {ScoreReduce::kMax, ScoreReduce::kSum, ScoreReduce::kMax};
   const std::vector<int32_t> first_scored_row = {1, 0, 0};
   constexpr int32_t kStride = 12;
   int32_t total_rows = 0;

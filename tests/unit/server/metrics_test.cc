@@ -146,8 +146,8 @@ DocumentStats SampleDocumentStats() {
 }
 
 std::unique_ptr<MetricsExporter> MakeExporter(MetricsSnapshot snapshot = SampleSnapshot()) {
-  auto exporter = std::make_unique<MetricsExporter>(kModel, std::vector<std::string>{"alpha", "beta"},
-                                                    [snapshot] { return snapshot; });
+  auto exporter = std::make_unique<MetricsExporter>(
+      kModel, std::vector<std::string>{"alpha", "beta"}, [snapshot] { return snapshot; });
   exporter->AddDocuments(SampleDocumentStats);
   return exporter;
 }
@@ -208,7 +208,9 @@ TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
     ASSERT_NE(help, std::string::npos) << family.name;
     const std::string line = text.substr(help, text.find('\n', help) - help);
     EXPECT_TRUE(std::regex_search(
-        line, std::regex(R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups)\b)")))
+        line,
+        std::regex(
+            R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups)\b)")))
         << "no unit in: " << line;
   }
 }
@@ -413,10 +415,12 @@ TEST(MetricsExporterTest, RecordsAndRendersFromManyThreads) {
   for (std::thread& thread : threads) thread.join();
   const std::vector<Sample> samples = ParseSamples(exporter->Render());
   const std::string requests = "kvd_tenant_requests_total";
-  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "alpha"}, {"status", "2xx"}, {"protocol", "http"}}),
-            kThreads / 2 * kPerThread);
-  EXPECT_EQ(ValueOf(samples, requests, {{"tenant", "other"}, {"status", "2xx"}, {"protocol", "http"}}),
-            kThreads / 2 * kPerThread);
+  EXPECT_EQ(
+      ValueOf(samples, requests, {{"tenant", "alpha"}, {"status", "2xx"}, {"protocol", "http"}}),
+      kThreads / 2 * kPerThread);
+  EXPECT_EQ(
+      ValueOf(samples, requests, {{"tenant", "other"}, {"status", "2xx"}, {"protocol", "http"}}),
+      kThreads / 2 * kPerThread);
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_rejections_total",
                     {{"tenant", "beta"}, {"reason", "overloaded"}}),
             kThreads * kPerThread);
