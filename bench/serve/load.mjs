@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Load generator for kvd's OpenAI HTTP API, driven by the official OpenAI SDK: streams seeded
-// random prompts at Poisson request rates and reports throughput and latency percentiles per
-// rate, or, with --flood, one tenant's latency while another floods the server. See README.md.
+// Load generator for kvd's OpenAI HTTP API, driven by the official OpenAI SDK, or (--protocol
+// grpc) for its gRPC API through @grpc/grpc-js: streams seeded random prompts at Poisson request
+// rates and reports throughput and latency percentiles per rate, or, with --flood, one tenant's
+// latency while another floods the server. See README.md.
 import { setTimeout as Sleep } from 'node:timers/promises';
-import OpenAI, { APIConnectionError, APIError } from 'openai';
 
+import { CreateClient } from './clients.mjs';
 import { HelpText, ParseOptions, Validate } from './options.mjs';
 import {
   FloodRow, kFloodTableHeader, kRateTableHeader, RateRow, Summarize,
@@ -52,31 +53,12 @@ class Deadline {
   }
 }
 
-// The error kind of a failed request: the HTTP status for an error answer; otherwise what
-// happened ("timeout", "drain", "deadline", "connection", "in-band" for an error event after
-// the 200, "exception" for anything else).
-function ErrorKind(error, entry) {
+// The error kind of a failed request: why we aborted it ("timeout", "drain", "deadline"), else
+// the client's kind (the HTTP status or gRPC code of an error answer, "connection", "in-band"
+// for an error after the stream started), else "exception".
+function ErrorKind(client, error, entry) {
   if (entry.reason !== null) return entry.reason;
-  if (error instanceof APIError && error.status !== undefined) return String(error.status);
-  if (error instanceof APIConnectionError) return 'connection';
-  if (error instanceof APIError) return 'in-band';
-  return 'exception';
-}
-
-function Body(options, text) {
-  const body = {
-    model: options.model,
-    max_tokens: options.maxTokens,
-    stream: true,
-    stream_options: { include_usage: true },
-  };
-  if (options.chat) {
-    body.messages = [{ role: 'user', content: text }];
-  } else {
-    body.prompt = text;
-  }
-  if (options.ignoreEos) body.ignore_eos = true;
-  return body;
+  return client.ErrorKind(error) ?? 'exception';
 }
 
 // Sends one streaming request and measures it. TTFT runs from the send to the first chunk with
@@ -89,20 +71,14 @@ async function RunRequest(client, options, text, in_flight) {
   const start = Now();
   const fail = (error) => ({ ok: false, error, end: Now() });
   try {
-    const body = Body(options, text);
-    const request_options = { signal: entry.controller.signal };
-    const stream = options.chat
-      ? await client.chat.completions.create(body, request_options)
-      : await client.completions.create(body, request_options);
     let first = null;
     let last = null;
     const itl_ms = [];
     let usage = null;
-    for await (const chunk of stream) {
+    for await (const message of client.Stream(text, entry.controller.signal)) {
       const now = Now();
-      if (chunk.usage) usage = chunk.usage;
-      const choice = chunk.choices?.[0];
-      const content = options.chat ? choice?.delta?.content : choice?.text;
+      const { content } = message;
+      if (message.usage) usage = message.usage;
       if (content) {
         if (first === null) first = now;
         else itl_ms.push(now - last);
@@ -126,7 +102,7 @@ async function RunRequest(client, options, text, in_flight) {
       completion_tokens: tokens,
     };
   } catch (error) {
-    const kind = ErrorKind(error, entry);
+    const kind = ErrorKind(client, error, entry);
     if (kind === 'exception') Log(`request failed: ${error?.stack ?? error}`);
     return fail(kind);
   } finally {
@@ -140,17 +116,11 @@ async function RunRequest(client, options, text, in_flight) {
 // --prompt-tokens characters) give tokens per character and the constant.
 async function Calibrate(client, options) {
   const random = Prng(SubSeed(options.seed, 'calibration'));
-  const probe = async (text) => {
-    const body = { model: options.model, max_tokens: 1 };
-    if (options.chat) body.messages = [{ role: 'user', content: text }];
-    else body.prompt = text;
-    // Probes get at least 30 s, so a short --timeout still lets the run start.
-    const request_options = { timeout: Math.max(options.timeout, 30) * 1000 };
-    const answer = options.chat
-      ? await client.chat.completions.create(body, request_options)
-      : await client.completions.create(body, request_options);
-    return { chars: text.length, tokens: answer.usage.prompt_tokens };
-  };
+  // Probes get at least 30 s, so a short --timeout still lets the run start.
+  const probe = async (text) => ({
+    chars: text.length,
+    tokens: await client.Probe(text, Math.max(options.timeout, 30) * 1000),
+  });
   const short = await probe(Words(random, 1));
   const long = await probe(Words(random, Math.max(200, options.promptTokens)));
   const per_char = (long.tokens - short.tokens) / (long.chars - short.chars);
@@ -164,9 +134,11 @@ async function Calibrate(client, options) {
 
 // Runs one window: each lane ({name, client, arrivals, random}) sends its requests at its
 // arrival offsets from a common start; then requests still in flight are awaited for at most
-// --drain seconds and the rest aborted. Returns each lane's summary.
+// --drain seconds and the rest aborted. Returns each lane's summary, with the client process's
+// CPU time over the window when there is one lane (with two it cannot be told apart).
 async function RunWindow(lanes, options, calibration, in_flight, deadline) {
   const start = Now();
+  const cpu_start = process.cpuUsage();
   const lane_results = lanes.map(() => []);
   const pending = [];
   await Promise.all(lanes.map(async (lane, index) => {
@@ -188,18 +160,11 @@ async function RunWindow(lanes, options, calibration, in_flight, deadline) {
     in_flight.AbortAll('drain');
   }
   await all_settled;
+  const cpu = process.cpuUsage(cpu_start);
+  const cpu_s = lanes.length === 1 ? (cpu.user + cpu.system) / 1e6 : null;
   return lane_results.map((results) => {
     const end = results.reduce((latest, r) => Math.max(latest, r.end), start);
-    return Summarize(results, (end - start) / 1000);
-  });
-}
-
-function Client(options, api_key) {
-  return new OpenAI({
-    apiKey: api_key,
-    baseURL: options.baseUrl,
-    maxRetries: 0,
-    timeout: options.timeout * 1000,
+    return Summarize(results, (end - start) / 1000, cpu_s);
   });
 }
 
@@ -220,22 +185,31 @@ async function Main() {
 
   const in_flight = new InFlight();
   const deadline = new Deadline(options.deadline, in_flight);
-  const client_a = Client(options, options.apiKey);
-  const client_b = options.flood ? Client(options, options.apiKeyB) : null;
+  const client_a = CreateClient(options, options.apiKey);
+  const client_b = options.flood ? CreateClient(options, options.apiKeyB) : null;
+  try {
+    return await Run(options, rates, client_a, client_b, in_flight, deadline);
+  } finally {
+    client_a.Close();
+    client_b?.Close();
+  }
+}
 
+// Calibrates, then runs every window and prints its rows (or the JSON document at the end).
+async function Run(options, rates, client_a, client_b, in_flight, deadline) {
   let calibration;
   try {
     calibration = await Calibrate(client_a, options);
   } catch (error) {
-    Log(`load.mjs: probe request to ${options.baseUrl} failed: ${error.message}`);
+    Log(`load.mjs: probe request to ${client_a.address} failed: ${error.message}`);
     return 1;
   }
-  const endpoint = options.chat ? '/v1/chat/completions' : '/v1/completions';
+  const { endpoint } = client_a;
   const per_rate = options.requests > 0 ? `${options.requests} requests` : '';
   const per_window = [per_rate, options.duration > 0 ? `${options.duration} s` : '']
     .filter((part) => part !== '').join(' or ');
   if (!options.json) {
-    console.log(`${options.model} at ${options.baseUrl} (${endpoint}),` +
+    console.log(`${options.model} at ${client_a.address} (${endpoint}),` +
                 ` prompt ~${options.promptTokens} tokens, max_tokens ${options.maxTokens},` +
                 ` ignore_eos ${options.ignoreEos},` +
                 ` ${per_window} per rate, seed ${options.seed}` +

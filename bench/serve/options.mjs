@@ -1,7 +1,12 @@
 // Command-line options of load.mjs: their table (names, defaults, help) and the parser.
 
 const kOptions = [
-  ['base-url', 'string', 'http://127.0.0.1:8000/v1', 'API base URL, up to and including /v1'],
+  ['protocol', 'string', 'http',
+   'http: the OpenAI API through the OpenAI SDK (SSE); grpc: kvd.v1.InferenceService/Generate ' +
+   'through @grpc/grpc-js, one HTTP/2 connection per tenant'],
+  ['base-url', 'string', 'http://127.0.0.1:8000/v1',
+   'API base URL, up to and including /v1 (--protocol http)'],
+  ['grpc-target', 'string', '127.0.0.1:50051', 'kvd\'s gRPC address, HOST:PORT (--protocol grpc)'],
   ['model', 'string', 'kvd-tiny', 'model id sent with every request'],
   ['api-key', 'string', 'none', 'API key (tenant a in --flood)'],
   ['api-key-b', 'string', '', 'API key of tenant b, needed by --flood'],
@@ -16,7 +21,10 @@ const kOptions = [
    'approximate prompt length in tokens (random lowercase words, sized with two probe ' +
    'requests; the real counts come from usage)'],
   ['max-tokens', 'number', 32, 'max_tokens of every request'],
-  ['chat', 'boolean', false, 'use /v1/chat/completions instead of /v1/completions'],
+  ['temperature', 'number', '',
+   'temperature of every request, 0 for greedy (default: unset, the server\'s default)'],
+  ['chat', 'boolean', false,
+   'use /v1/chat/completions instead of /v1/completions (gRPC: messages instead of prompt)'],
   ['ignore-eos', 'boolean', true,
    'send ignore_eos so every output has max_tokens tokens (--ignore-eos=false: do not)'],
   ['seed', 'number', 1, 'seed of prompts and arrival times'],
@@ -38,9 +46,10 @@ export function HelpText() {
   const lines = [
     'Usage: node load.mjs [OPTIONS]',
     '',
-    'Load generator for an OpenAI-compatible HTTP API (kvd serve). Every request streams with',
-    'stream_options.include_usage; per rate it prints request and token throughput and',
-    'TTFT / TPOT / ITL / end-to-end latency percentiles (nearest rank).',
+    'Load generator for an OpenAI-compatible HTTP API (kvd serve), or kvd\'s gRPC API. Every',
+    'request streams with usage; per rate it prints request and token throughput,',
+    'TTFT / TPOT / ITL / end-to-end latency percentiles (nearest rank) and the client\'s CPU time',
+    'per output token.',
     '',
     'Options:',
   ];
@@ -124,6 +133,9 @@ export function Validate(options) {
     throw new Error('--max-tokens: a positive integer');
   }
   if (!(options.promptTokens >= 1)) throw new Error('--prompt-tokens: at least 1');
+  if (options.protocol !== 'http' && options.protocol !== 'grpc') {
+    throw new Error('--protocol: http or grpc');
+  }
   if (!(options.timeout > 0)) throw new Error('--timeout: positive');
   if (!(options.deadline > 0)) throw new Error('--deadline: positive');
   if (options.requests === 0 && options.duration === 0) {

@@ -22,8 +22,9 @@ function Percentiles(values, ps) {
 
 // Summary of the finished requests of one window. Each result is what RunRequest returns:
 // {ok, error, ttft_ms, itl_ms[], tpot_ms, e2e_s, prompt_tokens, completion_tokens}.
-// `elapsed_s` runs from the window's start to the last request's end (success or not).
-export function Summarize(results, elapsed_s) {
+// `elapsed_s` runs from the window's start to the last request's end (success or not);
+// `client_cpu_s` is the load generator's CPU time (user + system) over the same span, or null.
+export function Summarize(results, elapsed_s, client_cpu_s = null) {
   const ok = results.filter((r) => r.ok);
   const errors = {};
   for (const r of results) {
@@ -45,7 +46,11 @@ export function Summarize(results, elapsed_s) {
     ttft_ms: Percentiles(ok.map((r) => r.ttft_ms), ps),
     tpot_ms: Percentiles(ok.filter((r) => r.tpot_ms !== null).map((r) => r.tpot_ms), ps),
     itl_ms: Percentiles(ok.flatMap((r) => r.itl_ms), ps),
+    itl_ms_mean: Mean(ok.flatMap((r) => r.itl_ms)),
     e2e_s: Percentiles(ok.map((r) => r.e2e_s), ps),
+    client_cpu_s,
+    client_cpu_us_per_token:
+      client_cpu_s !== null && output_tokens > 0 ? (client_cpu_s * 1e6) / output_tokens : null,
   };
 }
 
@@ -65,8 +70,8 @@ export function ErrorText(errors) {
 export const kRateTableHeader = [
   '| rate | completed | errors | prompt tok | req/s | out tok/s ' +
     '| TTFT p50 | p90 | p99 (ms) | TPOT p50 | p90 | p99 (ms) | ITL p50 | p90 | p99 (ms) ' +
-    '| E2E p50 | p99 (s) |',
-  '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| E2E p50 | p99 (s) | client CPU (µs/tok) |',
+  '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
 ].join('\n');
 
 // One row of the per-rate table.
@@ -82,6 +87,7 @@ export function RateRow(rate_label, s) {
     Fixed(s.tpot_ms.p50, 2), Fixed(s.tpot_ms.p90, 2), Fixed(s.tpot_ms.p99, 2),
     Fixed(s.itl_ms.p50, 2), Fixed(s.itl_ms.p90, 2), Fixed(s.itl_ms.p99, 2),
     Fixed(s.e2e_s.p50, 3), Fixed(s.e2e_s.p99, 3),
+    Fixed(s.client_cpu_us_per_token, 1),
   ];
   return `| ${cells.join(' | ')} |`;
 }
@@ -93,8 +99,10 @@ export const kFloodTableHeader = [
 ].join('\n');
 
 // One row of the flood table: one tenant's side of one window.
+// Refusals by a tenant limit are HTTP 429, or gRPC's RESOURCE_EXHAUSTED.
 export function FloodRow(tenant, rate_label, s) {
-  const { 429: rejected = 0, ...others } = s.errors;
+  const { 429: http_rejected = 0, RESOURCE_EXHAUSTED: grpc_rejected = 0, ...others } = s.errors;
+  const rejected = http_rejected + grpc_rejected;
   const cells = [
     tenant,
     rate_label,

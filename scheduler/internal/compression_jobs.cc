@@ -27,8 +27,13 @@ void CompressionJobs::DropCancelled() {
 int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
                               std::vector<engine::SequenceStep>& steps) {
   int32_t planned = 0;
+  // One compression at a time holds blocks: two half-done ones could each wait forever for
+  // blocks the other holds. Jobs start in arrival order as the one before them ends.
+  const bool one_started = std::any_of(jobs_.begin(), jobs_.end(),
+                                       [](const Job& job) { return job.started.has_value(); });
   for (Job& job : jobs_) {
     if (budget - planned <= 0 || pool_.num_free_blocks() <= keep_free) break;
+    if (one_started && !job.started) break;
     const int32_t count = job.compressor->Plan(budget - planned, pool_, steps);
     job.planned = count > 0;
     planned += count;

@@ -1,5 +1,6 @@
 // Document compressions waiting for or taking part in steps: each step they get the token
-// budget the live requests leave (and a guaranteed share), one part per job, in arrival order.
+// budget the live requests leave (and a guaranteed share). One runs at a time, in arrival
+// order, so two never wait on each other's blocks.
 // Thread: scheduler.
 #pragma once
 
@@ -29,9 +30,9 @@ class CompressionJobs {
 
   // Ends cancelled jobs (result Cancelled) and frees their blocks.
   void DropCancelled();
-  // Adds the jobs' next parts to `steps`, at most `budget` tokens in all, while more than
-  // `keep_free` blocks stay free; a job's clock starts with its first part (`now`). Returns the
-  // tokens planned.
+  // Adds the running job's next part to `steps` (starting the next job when none runs), at
+  // most `budget` tokens, while more than `keep_free` blocks stay free; a job's clock starts
+  // with its first part (`now`). Returns the tokens planned.
   int32_t Plan(int32_t budget, int64_t keep_free, absl::Time now,
                std::vector<engine::SequenceStep>& steps);
   // After the planned parts ran: records them, and finishes the jobs that are done.

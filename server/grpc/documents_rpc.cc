@@ -74,13 +74,8 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {
-      // The client finished sending, or cancelled: a cut-off text is never stored.
-      if (call_->IsCancelled()) {
-        Fail(absl::CancelledError("the upload was cancelled"));
-      } else {
-        Complete();
-      }
+    if (!ok) {  // the client finished sending, or the call broke off
+      Complete();
       return;
     }
     if (part_.has_header() == header_seen_) {
@@ -93,6 +88,12 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
     if (part_.has_header()) {
       header_ = part_.header();
       header_seen_ = true;
+      if (header_.text_bytes() < 1) {
+        Fail(WithParam(
+            absl::InvalidArgumentError("header.text_bytes must give the text's length in bytes"),
+            "header.text_bytes"));
+        return;
+      }
     } else {
       text_ += part_.text();
       const size_t limit = context_.documents->config().max_document_bytes;
@@ -122,6 +123,14 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   void Complete() {
     if (!header_seen_) {
       Fail(WithParam(absl::InvalidArgumentError("the first message must be the header"), "header"));
+      return;
+    }
+    // A cancel and a half-close look alike here; the declared length tells them apart.
+    if (static_cast<int64_t>(text_.size()) != header_.text_bytes()) {
+      Fail(WithParam(absl::InvalidArgumentError(absl::StrCat(
+                         "the upload ended after ", text_.size(), " of the ", header_.text_bytes(),
+                         " bytes its header declared; nothing was stored")),
+                     "text"));
       return;
     }
     json body = {{"text", std::move(text_)}};

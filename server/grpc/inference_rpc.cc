@@ -1,7 +1,10 @@
 #include "server/grpc/inference_rpc.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -85,6 +88,39 @@ class InferenceRpc::Registry {
 
 namespace {
 
+class GenerateCall;
+
+// Runs the calls' Pump on a thread of its own: the scheduler's listener (on the engine
+// thread) only queues the call, so building messages and writing sockets never delay a step.
+class PumpQueue {
+ public:
+  PumpQueue() : thread_([this] { Run(); }) {}
+  ~PumpQueue() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Post(std::weak_ptr<GenerateCall> call) {
+    {
+      std::lock_guard lock(mu_);
+      queue_.push_back(std::move(call));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::weak_ptr<GenerateCall>> queue_;  // guarded by mu_
+  bool stopping_ = false;                          // guarded by mu_
+  std::thread thread_;
+};
+
 // One running Generate: turns the scheduler's events into messages and writes them one at a
 // time. Shared with the scheduler's listeners, which hold it weakly and may fire after the call
 // is done.
@@ -92,10 +128,11 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
                            public std::enable_shared_from_this<GenerateCall> {
  public:
   GenerateCall(ServingContext& context, grpc::CallbackServerContext* call,
-               std::shared_ptr<InferenceRpc::Registry> registry, std::string tenant,
-               std::string request_id, StartedCompletion completion)
+               std::shared_ptr<InferenceRpc::Registry> registry, std::shared_ptr<PumpQueue> pumps,
+               std::string tenant, std::string request_id, StartedCompletion completion)
       : context_(context),
         call_(call),
+        pumps_(std::move(pumps)),
         registry_(std::move(registry)),
         tenant_(std::move(tenant)),
         request_id_(std::move(request_id)),
@@ -119,11 +156,21 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     self_ = shared_from_this();
     std::weak_ptr<GenerateCall> weak = self_;
     for (scheduler::RequestHandle& handle : completion_.handles) {
-      handle.SetListener([weak] {
-        if (auto call = weak.lock()) call->Pump();
+      handle.SetListener([weak, pumps = pumps_] {
+        auto call = weak.lock();
+        // One pending pump per call is enough: it drains every event there is.
+        if (call != nullptr && !call->pump_posted_.exchange(true)) pumps->Post(weak);
       });
     }
     Pump();
+  }
+
+  // Drains the events, starts the next write, or finishes the call once everything is out.
+  // Thread: the pump queue's or gRPC's.
+  void Pump() {
+    pump_posted_.store(false);
+    std::lock_guard lock(mu_);
+    PumpLocked();
   }
 
   void OnWriteDone(bool ok) override {
@@ -152,8 +199,9 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     if (completion_.permit) completion_.permit->Settle(usage_.total_tokens());
     context_.replies_in_flight.fetch_sub(1);
     if (context_.metrics != nullptr) {
-      context_.metrics->RecordRequest(tenant_, status_.ok() ? 200 : HttpStatusFor(status_),
-                                      Protocol::kGrpc);
+      // A client that cancelled or let its deadline pass counts as HTTP counts one that left.
+      const int http_status = client_gone_ ? 499 : status_.ok() ? 200 : HttpStatusFor(status_);
+      context_.metrics->RecordRequest(tenant_, http_status, Protocol::kGrpc);
     }
     if (context_.log_requests) {
       spdlog::info(
@@ -178,9 +226,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     for (scheduler::RequestHandle& handle : completion_.handles) handle.Cancel();
   }
 
-  // Drains the events, starts the next write, or finishes the call once everything is out.
-  void Pump() {
-    std::lock_guard lock(mu_);
+  void PumpLocked() {
     if (done_ || finished_) return;
     scheduler::RequestHandle& handle = completion_.handles.front();
     while (!ended_) {
@@ -199,7 +245,9 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     }
     if (ended_ || client_gone_) {
       finished_ = true;
-      if (client_gone_ && status_.ok()) status_ = absl::CancelledError("the client went away");
+      if (client_gone_ && status_.ok()) {
+        status_ = absl::CancelledError("the client cancelled the call or its deadline passed");
+      }
       // A failure before any output is the call's status; after it, an in-band error.
       Finish(refused_before_output_ ? ToGrpcStatus(status_, *call_) : grpc::Status::OK);
     }
@@ -265,6 +313,8 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
 
   ServingContext& context_;
   grpc::CallbackServerContext* const call_;
+  const std::shared_ptr<PumpQueue> pumps_;
+  std::atomic<bool> pump_posted_ = false;
   const std::shared_ptr<InferenceRpc::Registry> registry_;
   const std::string tenant_;
   const std::string request_id_;
@@ -288,10 +338,27 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   bool done_ = false;                                       // guarded by mu_
 };
 
+void PumpQueue::Run() {
+  while (true) {
+    std::deque<std::weak_ptr<GenerateCall>> batch;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      batch.swap(queue_);
+    }
+    for (const auto& weak : batch) {
+      if (auto call = weak.lock()) call->Pump();
+    }
+  }
+}
+
 }  // namespace
 
 InferenceRpc::InferenceRpc(ServingContext& context)
-    : context_(context), registry_(std::make_shared<Registry>()) {}
+    : context_(context),
+      registry_(std::make_shared<Registry>()),
+      pumps_(std::make_shared<PumpQueue>()) {}
 
 InferenceRpc::~InferenceRpc() = default;
 
@@ -313,9 +380,9 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
   if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
     return refuse((*tenant)->id(), refusal->status, refusal->rejection);
   }
-  auto generate = std::make_shared<GenerateCall>(context_, call, registry_, (*tenant)->id(),
-                                                 request->request_id(),
-                                                 std::get<StartedCompletion>(std::move(started)));
+  auto generate = std::make_shared<GenerateCall>(
+      context_, call, registry_, std::static_pointer_cast<PumpQueue>(pumps_), (*tenant)->id(),
+      request->request_id(), std::get<StartedCompletion>(std::move(started)));
   if (!request->request_id().empty() &&
       !registry_->Add((*tenant)->id(), request->request_id(), generate->handles())) {
     return refuse((*tenant)->id(),

@@ -1,7 +1,8 @@
 // kvd.v1.InferenceService on gRPC's callback API: Generate streams a completion started by the
 // same code as the HTTP API's (api/completion_start.h); Abort, Tokenize, Detokenize and
 // ListModels answer as their HTTP counterparts do. Reactors run on gRPC's threads and never
-// block; scheduler events wake them from the engine thread.
+// block; scheduler events queue them for a pump thread of the service's own, so the engine
+// thread never builds messages or writes sockets.
 #pragma once
 
 #include <map>
@@ -41,6 +42,8 @@ class InferenceRpc final : public v1::InferenceService::CallbackService {
  private:
   ServingContext& context_;
   std::shared_ptr<Registry> registry_;
+  // The thread that writes Generate streams: a PumpQueue, private to inference_rpc.cc.
+  std::shared_ptr<void> pumps_;
 };
 
 }  // namespace kvd::server

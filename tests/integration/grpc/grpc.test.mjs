@@ -273,12 +273,14 @@ function grpcError(code, trailers = {}) {
 }
 
 // A document uploaded in `pieces`: the header, then the text in several messages.
+// Uploads `pieces` as one text; the header declares their total length unless it says one.
 function upload(server, pieces, header, key = 'key-alpha') {
   return new Promise((resolve, reject) => {
     const call = server.documents.Upload(metadata(key), (error, document) =>
       (error ? reject(error) : resolve(document)));
-    if (header) call.write({ header });
-    for (const text of pieces) call.write({ text });
+    const bytes = pieces.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+    if (header) call.write({ header: { text_bytes: bytes, ...header } });
+    for (const text of pieces) call.write({ text: Buffer.from(text) });
     call.end();
   });
 }
@@ -581,6 +583,14 @@ test('documents: streamed upload, questions, Get, List, Recut, Delete', async ()
   await assert.rejects(
     upload(server, documentPieces, { compression: { method: 'kvzip', ratio: 1.5 } }),
     grpcError(Status.INVALID_ARGUMENT, { 'kvd-error-param': 'compression.ratio' }));
+  // A text that ends before the length its header declared (a cut-off upload) stores nothing.
+  const stored = (await unary(server.documents, 'List', {})).documents.length;
+  await assert.rejects(
+    upload(server, documentPieces, { text_bytes: 1000, compression: { method: 'none' } }),
+    grpcError(Status.INVALID_ARGUMENT, { 'kvd-error-param': 'text' }));
+  await assert.rejects(upload(server, documentPieces, { text_bytes: -1 }),
+                       grpcError(Status.INVALID_ARGUMENT, { 'kvd-error-param': 'header.text_bytes' }));
+  assert.equal((await unary(server.documents, 'List', {})).documents.length, stored);
 });
 
 // Lists the services and asks for the file defining kvd.v1.DocumentService through one
