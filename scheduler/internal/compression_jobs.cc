@@ -29,8 +29,8 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
   int32_t planned = 0;
   // One compression at a time holds blocks: two half-done ones could each wait forever for
   // blocks the other holds. Jobs start in arrival order as the one before them ends.
-  const bool one_started = std::any_of(jobs_.begin(), jobs_.end(),
-                                       [](const Job& job) { return job.started.has_value(); });
+  bool one_started = std::any_of(jobs_.begin(), jobs_.end(),
+                                 [](const Job& job) { return job.started.has_value(); });
   for (Job& job : jobs_) {
     if (budget - planned <= 0 || pool_.num_free_blocks() <= keep_free) break;
     if (one_started && !job.started) break;
@@ -39,6 +39,7 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
     planned += count;
     if (job.planned && !job.started) {
       job.started = now;
+      one_started = true;
       spdlog::info("document compression started: method={} tokens={} work={} tokens",
                    cache_store::CompressionMethodName(job.compressor->spec().method),
                    job.compressor->input().length(), job.compressor->total_tokens());

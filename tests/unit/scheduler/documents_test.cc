@@ -159,6 +159,25 @@ TEST_F(DocumentsTest, IdleDocumentsGiveWayWhenBlocksRunShort) {
   }
 }
 
+TEST_F(DocumentsTest, CompressionsRunOneAtATimeInArrivalOrder) {
+  auto scheduler = NewScheduler(SmallConfig());
+  auto first = scheduler->SubmitCompression(
+      Compressor({.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.3}));
+  auto second = scheduler->SubmitCompression(
+      Compressor({.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.3}));
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::optional<absl::StatusOr<cache_store::DocumentPayload>> first_result;
+  while (!(first_result = first->TakeResult(absl::ZeroDuration()))) {
+    ASSERT_TRUE(scheduler->Step().ok());
+    EXPECT_EQ(second->progress(), 0.0) << "the second starts only when the first ends";
+  }
+  ASSERT_TRUE(first_result->ok()) << first_result->status();
+  RunUntilIdle(*scheduler);
+  auto second_result = second->TakeResult(absl::ZeroDuration());
+  ASSERT_TRUE(second_result.has_value() && second_result->ok());
+  EXPECT_EQ(**second_result, **first_result) << "the same document compresses the same way";
+}
+
 TEST_F(DocumentsTest, CancelledCompressionFreesItsBlocks) {
   auto scheduler = NewScheduler(SmallConfig());
   auto handle = scheduler->SubmitCompression(
