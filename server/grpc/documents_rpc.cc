@@ -110,7 +110,15 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   }
 
   void OnDone() override {
-    if (worker_.joinable()) worker_.join();
+    if (worker_.joinable()) {
+      // gRPC may run OnDone inline from the worker's own Finish: it cannot join itself, and it
+      // touches nothing of the call after Finish.
+      if (worker_.get_id() == std::this_thread::get_id()) {
+        worker_.detach();
+      } else {
+        worker_.join();
+      }
+    }
     delete this;
   }
 
