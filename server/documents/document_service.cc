@@ -274,10 +274,13 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
     jobs_[JobKey(tenant, meta.id)] = job;
   }
   // Only now may the result arrive: the job is registered and has its handle.
-  job->handle.SetListener([inbox = inbox_, job] {
+  // Weakly: the job holds the handle that holds this listener.
+  job->handle.SetListener([inbox = inbox_, weak = std::weak_ptr<Job>(job)] {
+    std::shared_ptr<Job> finished = weak.lock();
+    if (finished == nullptr) return;
     {
       std::lock_guard lock(inbox->mu);
-      inbox->finished.push_back(job);
+      inbox->finished.push_back(std::move(finished));
     }
     inbox->cv.notify_all();
   });
