@@ -1,0 +1,71 @@
+#include "cache_store/keepkv/merge_pairs.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kvd::cache_store {
+namespace {
+
+struct Edge {
+  float cosine;
+  int32_t a;
+  int32_t b;
+};
+
+}  // namespace
+
+std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t head_dim,
+                                        std::span<const uint8_t> mergeable,
+                                        std::span<const float> scores,
+                                        const MergePairOptions& options) {
+  const int32_t n = static_cast<int32_t>(mergeable.size());
+  std::vector<MergePair> pairs;
+  if (options.max_pairs <= 0 || n < 2) return pairs;
+  // Unit keys, so a dot product is the cosine; a zero key has no direction and matches nothing.
+  std::vector<float> unit(keys.begin(), keys.end());
+  std::vector<uint8_t> candidate(mergeable.begin(), mergeable.end());
+  for (int32_t i = 0; i < n; ++i) {
+    float* key = unit.data() + static_cast<size_t>(i) * head_dim;
+    double norm = 0.0;
+    for (int32_t d = 0; d < head_dim; ++d) norm += double{key[d]} * key[d];
+    if (norm == 0.0) candidate[i] = 0;
+    const float scale = norm > 0.0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
+    for (int32_t d = 0; d < head_dim; ++d) key[d] *= scale;
+  }
+  // Each mergeable entry's most similar mergeable partner: one edge per entry.
+  std::vector<Edge> edges;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!candidate[i]) continue;
+    const float* a = unit.data() + static_cast<size_t>(i) * head_dim;
+    Edge best{-2.0f, i, -1};
+    for (int32_t j = 0; j < n; ++j) {
+      if (j == i || !candidate[j]) continue;
+      const float* b = unit.data() + static_cast<size_t>(j) * head_dim;
+      float dot = 0.0f;
+      for (int32_t d = 0; d < head_dim; ++d) dot += a[d] * b[d];
+      if (dot > best.cosine) best = {dot, i, j};
+    }
+    if (best.b >= 0 && best.cosine >= options.min_cosine) edges.push_back(best);
+  }
+  // Greedy matching, most similar first; ties to the earlier entries, so the result does not
+  // depend on the order edges were found in.
+  std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) {
+    if (x.cosine != y.cosine) return x.cosine > y.cosine;
+    const auto [x_low, x_high] = std::minmax(x.a, x.b);
+    const auto [y_low, y_high] = std::minmax(y.a, y.b);
+    return x_low != y_low ? x_low < y_low : x_high < y_high;
+  });
+  std::vector<uint8_t> taken(n, 0);
+  for (const Edge& edge : edges) {
+    if (static_cast<int32_t>(pairs.size()) == options.max_pairs) break;
+    if (taken[edge.a] || taken[edge.b]) continue;
+    taken[edge.a] = taken[edge.b] = 1;
+    const auto [low, high] = std::minmax(edge.a, edge.b);
+    // The lower score is evicted; on a tie, the earlier entry.
+    const bool evict_low = scores[low] <= scores[high];
+    pairs.push_back({evict_low ? low : high, evict_low ? high : low, edge.cosine});
+  }
+  return pairs;
+}
+
+}  // namespace kvd::cache_store

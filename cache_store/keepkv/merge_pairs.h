@@ -1,0 +1,38 @@
+// Which entries of one (layer, kv head) KeepKV merges: disjoint pairs of mergeable entries with
+// the most similar keys, many per pass, the lower-scored entry of each pair folded into the
+// other.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kvd::cache_store {
+
+struct MergePair {
+  int32_t evicted = 0;  // folded into `kept` and then removed
+  int32_t kept = 0;
+  float cosine = 0.0f;  // of the two keys
+};
+
+struct MergePairOptions {
+  int32_t max_pairs = 0;    // at most this many pairs in one pass
+  float min_cosine = 0.8f;  // pairs less similar than this are never merged
+};
+
+// Entries are `keys.size() / head_dim` rows of `head_dim`; `mergeable[i]` is false for entries
+// no merge may touch (attention sinks, the system prefix, a shared document's entries, the most
+// recent ones); `scores[i]` is the entry's (predicted) attention, which decides which side of a
+// pair is evicted (the lower; ties to the earlier). Returns up to max_pairs disjoint pairs,
+// most similar first.
+//
+// Cost: one pass finds every entry's most similar mergeable partner, O(n² · head_dim), then
+// matches greedily along those edges, O(n log n), taking many pairs at once: with m pairs per
+// pass a merge costs O(n² · head_dim / m), O(n · head_dim) when m grows with n. An entry whose
+// best partner was taken by a more similar pair waits for the next pass.
+std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t head_dim,
+                                        std::span<const uint8_t> mergeable,
+                                        std::span<const float> scores,
+                                        const MergePairOptions& options);
+
+}  // namespace kvd::cache_store
