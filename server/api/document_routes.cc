@@ -1,6 +1,9 @@
 #include "server/api/document_routes.h"
 
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -23,22 +26,96 @@ using json = nlohmann::json;
 constexpr int32_t kDefaultPageSize = 20;
 constexpr int32_t kMaxPageSize = 100;
 
+// The answer to an upload, which arrives when the compression ends or the upload's wait
+// passes. The state outlives the reply, which the connection may drop first.
+class UploadReply final : public AsyncReply {
+ public:
+  struct State {
+    std::mutex mu;
+    std::optional<HttpResponse> response;  // guarded by mu
+    std::function<void()> notify;          // guarded by mu
+  };
+
+  UploadReply() : state_(std::make_shared<State>()) {}
+  ~UploadReply() override {
+    std::lock_guard lock(state_->mu);
+    state_->notify = nullptr;
+  }
+  const std::shared_ptr<State>& state() const { return state_; }
+
+  static void Complete(State& state, HttpResponse response) {
+    std::function<void()> notify;
+    {
+      std::lock_guard lock(state.mu);
+      state.response = std::move(response);
+      notify = state.notify;
+    }
+    if (notify) notify();
+  }
+
+  bool streaming() const override { return false; }
+  void SetNotify(std::function<void()> notify) override {
+    bool ready;
+    {
+      std::lock_guard lock(state_->mu);
+      state_->notify = notify;
+      ready = state_->response.has_value();
+    }
+    if (ready && notify) notify();
+  }
+  ReplyProgress Poll() override {
+    std::lock_guard lock(state_->mu);
+    ReplyProgress progress;
+    if (state_->response) {
+      progress.response = *state_->response;
+      progress.done = true;
+    }
+    return progress;
+  }
+  // The upload goes on: the document exists whether or not its uploader waits.
+  void Cancel() override {}
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 class DocumentApi {
  public:
   explicit DocumentApi(ServingContext& context)
       : context_(context), documents_(*context.documents) {}
 
+  // Never blocks an I/O thread: the reply completes when the document service answers.
   HandlerResult Upload(HttpRequest& request) {
-    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
+    const absl::Time start = absl::Now();
+    auto tenant = AuthenticateRequest(context_, request);
+    absl::StatusOr<DocumentUpload> upload = absl::UnknownError("not parsed");
+    if (tenant.ok()) {
       auto body = ParseJsonObjectBody(request.body);
-      if (!body.ok()) return ErrorResponse(body.status());
-      auto upload = ParseDocumentUpload(*body, documents_.config());
-      if (!upload.ok()) return ErrorResponse(upload.status());
-      auto view = documents_.Upload(tenant.id(), documents_.QuotaOf(tenant), *std::move(upload));
-      if (!view.ok()) return ErrorResponse(view.status());
-      const bool processing = view->meta.status == cache_store::DocumentStatus::kProcessing;
-      return HttpResponse{.status = processing ? 202 : 201, .body = Dump(DocumentJson(*view))};
-    });
+      upload = body.ok() ? ParseDocumentUpload(*body, documents_.config())
+                         : absl::StatusOr<DocumentUpload>(body.status());
+    }
+    if (!tenant.ok() || !upload.ok()) {
+      const absl::Status status = tenant.ok() ? upload.status() : tenant.status();
+      HttpResponse response = ErrorResponse(status);
+      Finished(request.method, request.path, tenant.ok() ? (*tenant)->id() : "-", status, start,
+               response);
+      return response;
+    }
+    auto reply = std::make_unique<UploadReply>();
+    documents_.Upload((*tenant)->id(), documents_.QuotaOf(**tenant), *std::move(upload),
+                      [this, state = reply->state(), method = request.method, path = request.path,
+                       tenant_id = (*tenant)->id(), start](absl::StatusOr<DocumentView> view) {
+                        HttpResponse response = ErrorResponse(view.status());
+                        if (view.ok()) {
+                          const bool processing =
+                              view->meta.status == cache_store::DocumentStatus::kProcessing;
+                          response = HttpResponse{.status = processing ? 202 : 201,
+                                                  .body = Dump(DocumentJson(*view))};
+                        }
+                        Finished(method, path, tenant_id, view.status(), start, response);
+                        UploadReply::Complete(*state, std::move(response));
+                      });
+    return reply;
   }
 
   HandlerResult List(HttpRequest& request) {
@@ -116,22 +193,29 @@ class DocumentApi {
     const absl::Time start = absl::Now();
     auto tenant = AuthenticateRequest(context_, request);
     HttpResponse response = tenant.ok() ? handle(**tenant) : ErrorResponse(tenant.status());
+    Finished(request.method, request.path, tenant.ok() ? (*tenant)->id() : "-", tenant.status(),
+             start, response);
+    return response;
+  }
+
+  // Marks the replica on `response`, counts it and logs it. `status` is the authentication's
+  // or the operation's, for the rejection count.
+  void Finished(const std::string& method, const std::string& path, const std::string& tenant,
+                const absl::Status& status, absl::Time start, HttpResponse& response) const {
     // Where this replica's documents live, for clients and gateways that route by it.
     if (!documents_.replica().empty()) {
       response.headers.emplace_back("X-Kvd-Replica", documents_.replica());
     }
-    const std::string tenant_id = tenant.ok() ? (*tenant)->id() : "-";
     if (context_.metrics != nullptr) {
-      context_.metrics->RecordRequest(tenant_id, response.status);
-      if (!tenant.ok() && tenant.status().code() == absl::StatusCode::kUnauthenticated) {
-        context_.metrics->RecordRejection(tenant_id, RejectionReason::kUnauthenticated);
+      context_.metrics->RecordRequest(tenant, response.status);
+      if (status.code() == absl::StatusCode::kUnauthenticated) {
+        context_.metrics->RecordRejection(tenant, RejectionReason::kUnauthenticated);
       }
     }
     if (context_.log_requests) {
-      spdlog::info("{} {} tenant={} status={} {:.3f}s", request.method, request.path, tenant_id,
-                   response.status, absl::ToDoubleSeconds(absl::Now() - start));
+      spdlog::info("{} {} tenant={} status={} {:.3f}s", method, path, tenant, response.status,
+                   absl::ToDoubleSeconds(absl::Now() - start));
     }
-    return response;
   }
 
   ServingContext& context_;

@@ -162,9 +162,23 @@ absl::Status DocumentService::Recount() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
-                                                     const DocumentQuota& quota,
-                                                     DocumentUpload upload) {
+void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quota,
+                             DocumentUpload upload, UploadCallback done) {
+  absl::StatusOr<std::shared_ptr<Job>> job = StartUpload(tenant, quota, std::move(upload));
+  if (!job.ok()) {
+    done(job.status());
+    return;
+  }
+  {
+    std::lock_guard lock(inbox_->mu);
+    waiters_.push_back(
+        {*job, absl::Now() + absl::Seconds(config_.upload_wait_seconds), std::move(done)});
+  }
+  inbox_->cv.notify_all();
+}
+
+absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUpload(
+    const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload) {
   const engine::ModelConfig& model = *deps_.model.config;
   if (upload.text.empty()) {
     return WithParam(absl::InvalidArgumentError("'text' must be a non-empty string"), "text");
@@ -286,12 +300,31 @@ absl::StatusOr<DocumentView> DocumentService::Upload(const std::string& tenant,
   });
   spdlog::info("document {} tenant={} tokens={} method={} ratio={:.3f}: compressing", meta.id,
                tenant, meta.token_count, meta.method, meta.ratio);
+  return job;
+}
+
+void DocumentService::AnswerWaiters(bool all) {
+  std::vector<Waiter> due;
   {
-    std::unique_lock lock(mu_);
-    done_cv_.wait_for(lock, std::chrono::duration<double>(config_.upload_wait_seconds),
-                      [&] { return job->finished; });
+    std::lock_guard inbox(inbox_->mu);
+    std::lock_guard state(mu_);
+    const absl::Time now = absl::Now();
+    auto ready = [&](const Waiter& waiter) {
+      return all || waiter.job->finished || waiter.deadline <= now;
+    };
+    std::vector<Waiter> waiting;
+    for (Waiter& waiter : waiters_) (ready(waiter) ? due : waiting).push_back(std::move(waiter));
+    waiters_ = std::move(waiting);
   }
-  return Get(tenant, meta.id);
+  for (Waiter& waiter : due) {
+    waiter.done(Get(waiter.job->meta.tenant, waiter.job->meta.id));
+  }
+}
+
+absl::Time DocumentService::NextWake(absl::Time next_sweep) const {
+  absl::Time wake = next_sweep;
+  for (const Waiter& waiter : waiters_) wake = std::min(wake, waiter.deadline);
+  return wake;
 }
 
 void DocumentService::RunWorker() {
@@ -300,8 +333,9 @@ void DocumentService::RunWorker() {
     std::deque<std::shared_ptr<Job>> finished;
     {
       std::unique_lock lock(inbox_->mu);
-      inbox_->cv.wait_for(lock, absl::ToChronoNanoseconds(next_sweep - absl::Now()), [&] {
-        return !inbox_->finished.empty() || absl::Now() >= next_sweep || [&] {
+      const absl::Time wake = NextWake(next_sweep);
+      inbox_->cv.wait_for(lock, absl::ToChronoNanoseconds(wake - absl::Now()), [&] {
+        return !inbox_->finished.empty() || absl::Now() >= NextWake(next_sweep) || [&] {
           std::lock_guard state(mu_);
           return stopping_ && jobs_.empty();
         }();
@@ -309,6 +343,7 @@ void DocumentService::RunWorker() {
       finished.swap(inbox_->finished);
     }
     for (const auto& job : finished) Persist(*job);
+    AnswerWaiters(/*all=*/false);
     if (absl::Now() >= next_sweep) {
       next_sweep = absl::Now() + absl::Seconds(config_.expiry_sweep_seconds);
       absl::StatusOr<int64_t> removed = store_->DeleteExpired(absl::Now());
@@ -322,8 +357,9 @@ void DocumentService::RunWorker() {
       }
     }
     std::lock_guard lock(mu_);
-    if (stopping_ && jobs_.empty()) return;
+    if (stopping_ && jobs_.empty()) break;
   }
+  AnswerWaiters(/*all=*/true);  // uploads still waiting learn how their documents ended
 }
 
 void DocumentService::Persist(Job& job) {
@@ -381,7 +417,6 @@ void DocumentService::Persist(Job& job) {
   }
   job.finished = true;
   jobs_.erase(JobKey(meta.tenant, meta.id));
-  done_cv_.notify_all();
 }
 
 absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,

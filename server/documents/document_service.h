@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -108,13 +109,15 @@ class DocumentService {
   const std::string& replica() const { return deps_.replica; }
   const DocumentsConfig& config() const { return config_; }
 
-  // Starts compressing, waits up to documents.upload_wait_seconds, and reports the document
-  // as it then is (ready, processing or failed). InvalidArgument for a bad upload (code
-  // request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted over
-  // the tenant's quota, Unavailable while shutting down.
-  [[nodiscard]] absl::StatusOr<DocumentView> Upload(const std::string& tenant,
-                                                    const DocumentQuota& quota,
-                                                    DocumentUpload upload);
+  using UploadCallback = std::function<void(absl::StatusOr<DocumentView>)>;
+  // Starts compressing and never blocks: `done` runs once, with the document as it is when
+  // the compression ends or documents.upload_wait_seconds have passed, whichever is first
+  // (ready, processing or failed), on the service's worker thread; or at once, on the
+  // caller's thread, with the error of a refused upload: InvalidArgument for a bad upload
+  // (code request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted
+  // over the tenant's quota, Unavailable while shutting down.
+  void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
+              UploadCallback done);
   // NotFound for another tenant's document exactly as for a missing one. Every call that
   // takes an id answers FailedPrecondition with code misdirected_request (HTTP 421) when the id
   // names another replica than this one: the gateway sent it to the wrong place.
@@ -149,6 +152,20 @@ class DocumentService {
                   std::unique_ptr<cache_store::DocumentStore> store, CacheFingerprint fingerprint,
                   cache_store::DocumentPrompts prompts, std::string template_prefix);
 
+  // An upload that waits for its compression to end or its wait to pass.
+  struct Waiter {
+    std::shared_ptr<Job> job;
+    absl::Time deadline;
+    UploadCallback done;
+  };
+  // Checks, tokenizes, reserves the quota, stores the processing meta and submits the work.
+  absl::StatusOr<std::shared_ptr<Job>> StartUpload(const std::string& tenant,
+                                                   const DocumentQuota& quota,
+                                                   DocumentUpload upload);
+  // Answers the waiters whose job ended or whose wait passed (every one with `all`).
+  void AnswerWaiters(bool all);
+  // When the worker must wake next: the sweep or a waiter's deadline. Under inbox_->mu.
+  absl::Time NextWake(absl::Time next_sweep) const;
   cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
   absl::Status CheckReplica(const std::string& id) const;
   // The stored payload of a ready document (all entries when keep_full).
@@ -177,9 +194,9 @@ class DocumentService {
     std::deque<std::shared_ptr<Job>> finished;  // guarded by mu
   };
   const std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
+  std::vector<Waiter> waiters_;  // guarded by inbox_->mu
 
   mutable std::mutex mu_;
-  std::condition_variable done_cv_;
   std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mu_; by tenant and id
   std::map<std::string, Usage> usage_;                // guarded by mu_; by tenant
   bool stopping_ = false;                             // guarded by mu_

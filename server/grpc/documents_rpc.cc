@@ -1,7 +1,6 @@
 #include "server/grpc/documents_rpc.h"
 
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -58,8 +57,8 @@ void Count(ServingContext& context, const std::string& tenant, const absl::Statu
   }
 }
 
-// Upload: the header, then the text in pieces; compressing may take up to
-// documents.upload_wait_seconds, so that part runs on a thread of its own, never on gRPC's.
+// Upload: the header, then the text in pieces; the document service answers when the
+// compression ends or the upload's wait passes, never blocking a gRPC thread.
 class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
  public:
   UploadCall(ServingContext& context, grpc::CallbackServerContext* call, v1::Document* response)
@@ -109,18 +108,7 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
     StartRead(&part_);
   }
 
-  void OnDone() override {
-    if (worker_.joinable()) {
-      // gRPC may run OnDone inline from the worker's own Finish: it cannot join itself, and it
-      // touches nothing of the call after Finish.
-      if (worker_.get_id() == std::this_thread::get_id()) {
-        worker_.detach();
-      } else {
-        worker_.join();
-      }
-    }
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
   void Fail(const absl::Status& status) {
@@ -164,13 +152,15 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
       Fail(upload.status());
       return;
     }
-    worker_ = std::thread([this, upload = *std::move(upload)]() mutable {
-      DocumentService& documents = *context_.documents;
-      auto view = documents.Upload(tenant_->id(), documents.QuotaOf(*tenant_), std::move(upload));
-      if (view.ok()) ToProto(*view, *response_);
-      Count(context_, tenant_->id(), view.status());
-      Finish(ToGrpcStatus(view.status(), *call_));
-    });
+    DocumentService& documents = *context_.documents;
+    // The answer comes from the document service's worker (or at once, for a refusal); this
+    // reactor lives until OnDone, which follows the Finish.
+    documents.Upload(tenant_->id(), documents.QuotaOf(*tenant_), *std::move(upload),
+                     [this](absl::StatusOr<DocumentView> view) {
+                       if (view.ok()) ToProto(*view, *response_);
+                       Count(context_, tenant_->id(), view.status());
+                       Finish(ToGrpcStatus(view.status(), *call_));
+                     });
   }
 
   ServingContext& context_;
@@ -181,7 +171,6 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
   v1::UploadHeader header_;
   bool header_seen_ = false;
   std::string text_;
-  std::thread worker_;
 };
 
 }  // namespace
