@@ -96,7 +96,9 @@ TEST(SelectMergePairs, RandomInputsGiveDisjointMergeablePairsInDecreasingSimilar
     EXPECT_LE(scores[pair.evicted], scores[pair.kept]);
     EXPECT_NEAR(pair.cosine, Cosine(keys, kDim, pair.evicted, pair.kept), 1e-5);
     EXPECT_GE(pair.cosine, 0.5f);
-    if (p > 0) EXPECT_LE(pair.cosine, pairs[p - 1].cosine);
+    if (p > 0) {
+      EXPECT_LE(pair.cosine, pairs[p - 1].cosine);
+    }
   }
 }
 
