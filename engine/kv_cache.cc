@@ -155,6 +155,55 @@ void SequenceKv::AdvanceEach(std::span<const int32_t> counts) {
   for (size_t i = 0; i < lengths_.size(); ++i) lengths_[i] += counts[i];
 }
 
+absl::StatusOr<std::vector<EntryMove>> SequenceKv::RemoveEntries(KvBlockPool& pool, int32_t layer,
+                                                                 int32_t kv_head,
+                                                                 std::span<const int32_t> indices) {
+  const size_t head = Index(layer, kv_head);
+  const int32_t length = lengths_[head];
+  std::vector<bool> removed(length, false);
+  for (int32_t index : indices) {
+    if (index < 0 || index >= length || removed[index]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kv cache: entry ", index, " is out of range [0, ", length, ") or given twice"));
+    }
+    removed[index] = true;
+  }
+  const int32_t new_length = length - static_cast<int32_t>(indices.size());
+  // Holes below the new length take the kept entries above it, in order.
+  std::vector<EntryMove> moves;
+  int32_t source = new_length;
+  for (int32_t hole = 0; hole < new_length; ++hole) {
+    if (!removed[hole]) continue;
+    while (removed[source]) ++source;
+    moves.push_back({source++, hole});
+  }
+  const int32_t block_size = pool.block_size();
+  const std::vector<int32_t>& table = block_tables_[head];
+  for (const EntryMove& move : moves) {
+    for (int32_t index : {move.from, move.to}) {
+      if (pool.ref_count(table[index / block_size]) > 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("kv cache: entry ", index, " of layer ", layer, " head ", kv_head,
+                         " lies in a shared block; shared entries are never edited in place"));
+      }
+    }
+  }
+  std::vector<kernels::KvSlot> from, to;
+  for (const EntryMove& move : moves) {
+    from.push_back(slot(layer, kv_head, move.from, block_size));
+    to.push_back(slot(layer, kv_head, move.to, block_size));
+  }
+  if (!moves.empty()) pool.backend().CopyKvSlots(pool.storage(), from, to);
+  std::vector<int32_t>& blocks = block_tables_[head];
+  const size_t needed = static_cast<size_t>((new_length + block_size - 1) / block_size);
+  while (blocks.size() > needed) {
+    pool.Release(blocks.back());
+    blocks.pop_back();
+  }
+  lengths_[head] = new_length;
+  return moves;
+}
+
 void SequenceKv::Release(KvBlockPool& pool) {
   for (auto& table : block_tables_) {
     for (int32_t block : table) pool.Release(block);

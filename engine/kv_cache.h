@@ -60,6 +60,12 @@ class KvBlockPool {
   std::vector<int32_t> ref_counts_;
 };
 
+// An entry moved from one index of a (layer, kv head) to another.
+struct EntryMove {
+  int32_t from = 0;
+  int32_t to = 0;
+};
+
 // One sequence's cache: a block table and a length per (layer, kv head), and the position the
 // next token takes (the uncompressed length, which pruning and merging do not lower).
 class SequenceKv {
@@ -104,6 +110,15 @@ class SequenceKv {
   // Sets the position the next token takes: the uncompressed length of a cache that holds
   // fewer entries (pruned), or any later position (a probe that must not overlap the cache).
   void set_next_position(int32_t position) { next_position_ = position; }
+  // Removes entries `indices` (distinct, any order) of (layer, kv head), as an eviction or a
+  // merge does: the last entries move into the holes (attention does not depend on the order of
+  // cached entries), the head gets shorter, and blocks left empty go back to the pool. The next
+  // position does not change. Returns the moves made, so that per-entry state (votes, scores)
+  // can follow. InvalidArgument for an index out of range or given twice; FailedPrecondition,
+  // changing nothing, when a hole or a moved entry lies in a block another sequence shares (a
+  // shared prefix is never edited in place).
+  [[nodiscard]] absl::StatusOr<std::vector<EntryMove>> RemoveEntries(
+      KvBlockPool& pool, int32_t layer, int32_t kv_head, std::span<const int32_t> indices);
   // Returns every block to the pool; the sequence is empty afterwards.
   void Release(KvBlockPool& pool);
 

@@ -121,6 +121,103 @@ TEST_F(KvCacheTest, SharedPrefixCopiesOnlyThePartialLastBlockOnWrite) {
   EXPECT_EQ((*pool)->num_free_blocks(), 8);
 }
 
+// Writes key value i (every dimension) into entry i of (layer, kv head) of `kv`.
+void NumberEntries(KvBlockPool& pool, SequenceKv& kv, int32_t layer, int32_t head, int32_t count,
+                   float offset) {
+  const int32_t dim = pool.storage().head_dim;
+  std::vector<kernels::KvSlot> slots;
+  std::vector<float> keys, values, votes;
+  for (int32_t i = 0; i < count; ++i) {
+    slots.push_back(kv.slot(layer, head, i, pool.block_size()));
+    keys.insert(keys.end(), dim, offset + i);
+    values.insert(values.end(), dim, -(offset + i));
+    votes.push_back(0.5f * i);
+  }
+  pool.backend().WriteKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data());
+}
+
+// The key numbers of (layer, kv head)'s entries, in index order.
+std::vector<float> EntryNumbers(KvBlockPool& pool, const SequenceKv& kv, int32_t layer,
+                                int32_t head) {
+  const int32_t dim = pool.storage().head_dim;
+  const int32_t count = kv.length(layer, head);
+  std::vector<kernels::KvSlot> slots;
+  for (int32_t i = 0; i < count; ++i) slots.push_back(kv.slot(layer, head, i, pool.block_size()));
+  std::vector<float> keys(static_cast<size_t>(count) * dim), values(keys.size()), votes(count);
+  pool.backend().ReadKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data());
+  std::vector<float> numbers;
+  for (int32_t i = 0; i < count; ++i) {
+    numbers.push_back(keys[static_cast<size_t>(i) * dim]);
+    EXPECT_EQ(values[static_cast<size_t>(i) * dim], -keys[static_cast<size_t>(i) * dim]);
+  }
+  return numbers;
+}
+
+TEST_F(KvCacheTest, RemovedEntriesAreFilledFromTheEndAndEmptyBlocksReturn) {
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 16, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv kv(1, 2);
+  ASSERT_TRUE(kv.Reserve(**pool, 10).ok());
+  kv.Advance(10);
+  NumberEntries(**pool, kv, 0, 0, 10, 0.0f);
+  NumberEntries(**pool, kv, 0, 1, 10, 100.0f);
+  const int32_t free_before = (*pool)->num_free_blocks();
+  const std::vector<int32_t> removed = {8, 1, 3, 5};
+  auto moves = kv.RemoveEntries(**pool, 0, 0, removed);
+  ASSERT_TRUE(moves.ok()) << moves.status();
+  EXPECT_EQ(kv.length(0, 0), 6);
+  EXPECT_EQ(kv.length(0, 1), 10) << "other heads keep their entries";
+  EXPECT_EQ(kv.next_position(), 10);
+  // Holes 1, 3, 5 take entries 6, 7, 9 (8 is removed itself).
+  ASSERT_EQ(moves->size(), 3u);
+  EXPECT_EQ((*moves)[0].from, 6);
+  EXPECT_EQ((*moves)[0].to, 1);
+  EXPECT_EQ((*moves)[2].from, 9);
+  EXPECT_EQ((*moves)[2].to, 5);
+  EXPECT_EQ(EntryNumbers(**pool, kv, 0, 0), (std::vector<float>{0, 6, 2, 7, 4, 9}));
+  EXPECT_EQ(EntryNumbers(**pool, kv, 0, 1).back(), 109.0f);
+  EXPECT_EQ((*pool)->num_free_blocks(), free_before + 1) << "3 blocks became 2";
+  // Removing what is left empties the head and frees its blocks.
+  std::vector<int32_t> all(6);
+  for (int32_t i = 0; i < 6; ++i) all[i] = i;
+  ASSERT_TRUE(kv.RemoveEntries(**pool, 0, 0, all).ok());
+  EXPECT_EQ(kv.length(0, 0), 0);
+  EXPECT_TRUE(kv.blocks(0, 0).empty());
+  EXPECT_EQ(kv.RemoveEntries(**pool, 0, 1, std::vector<int32_t>{10}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(kv.RemoveEntries(**pool, 0, 1, std::vector<int32_t>{2, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  kv.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 16);
+}
+
+TEST_F(KvCacheTest, SharedEntriesAreNeverEditedInPlace) {
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv prefix(1, 1);
+  ASSERT_TRUE(prefix.Reserve(**pool, 6).ok());
+  prefix.Advance(6);
+  NumberEntries(**pool, prefix, 0, 0, 6, 0.0f);
+  SequenceKv question(1, 1);
+  question.ShareFrom(prefix, **pool);
+  ASSERT_TRUE(question.Reserve(**pool, 4).ok());  // copies the partial block, adds one
+  question.Advance(4);
+  // Entry 1 lies in the shared first block: refused, nothing changed.
+  const absl::Status refused =
+      question.RemoveEntries(**pool, 0, 0, std::vector<int32_t>{1}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_EQ(question.length(0, 0), 10);
+  // The private tail may change: entry 5 (in the copied block) takes entry 9.
+  auto moves = question.RemoveEntries(**pool, 0, 0, std::vector<int32_t>{5});
+  ASSERT_TRUE(moves.ok()) << moves.status();
+  EXPECT_EQ(question.length(0, 0), 9);
+  EXPECT_EQ(EntryNumbers(**pool, prefix, 0, 0), (std::vector<float>{0, 1, 2, 3, 4, 5}))
+      << "the shared prefix is untouched";
+  question.Release(**pool);
+  prefix.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 8);
+}
+
 TEST_F(KvCacheTest, BlocksInBytesAndUsage) {
   EXPECT_EQ(KvBlockPool::BlocksInBytes(10 * KvBlockPool::BlockBytes(16, 64) + 5, 16, 64), 10);
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 4, .block_size = 4, .head_dim = 2});
