@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bundled_model_fixture.h"
 #include "engine/model.h"
 #include "engine/safetensors.h"
 #include "engine/safetensors_writer.h"
@@ -29,36 +30,16 @@ double RelativeError(std::span<const float> actual, const std::vector<float>& ex
 
 constexpr double kF32Tolerance = 1e-4;
 
-class ModelReferenceTest : public ::testing::Test {
+class ModelReferenceTest : public testing::BundledModelTest<64> {
  protected:
   static void SetUpTestSuite() {
-    backend_ = kernels::CreateBackend("cpu", {.num_threads = 2})->release();
-    auto model = Model::Load(testing::BundledModelDir(), *backend_);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = model->release();
+    BundledModelTest::SetUpTestSuite();
     cases_ = new std::vector<ReferenceCase>(testing::LoadReferenceCases());
     ASSERT_GE(cases_->size(), 3u) << "no reference cases in " << testing::BundledModelDir();
   }
   static void TearDownTestSuite() {
     delete cases_;
-    delete model_;
-    delete backend_;
-  }
-  void SetUp() override {
-    ASSERT_NE(model_, nullptr);
-    const ModelConfig& config = model_->config();
-    auto pool =
-        KvBlockPool::Create(*backend_, {.num_blocks = 64 * config.num_layers * config.num_kv_heads,
-                                        .block_size = 16,
-                                        .head_dim = config.head_dim});
-    ASSERT_TRUE(pool.ok());
-    pool_ = *std::move(pool);
-  }
-  std::unique_ptr<SequenceKv> NewSequence(int32_t tokens) {
-    auto kv =
-        std::make_unique<SequenceKv>(model_->config().num_layers, model_->config().num_kv_heads);
-    EXPECT_TRUE(kv->Reserve(*pool_, tokens).ok());
-    return kv;
+    BundledModelTest::TearDownTestSuite();
   }
   static std::vector<int32_t> FullSequence(const ReferenceCase& c) {
     std::vector<int32_t> ids = c.input_ids;
@@ -66,15 +47,8 @@ class ModelReferenceTest : public ::testing::Test {
     return ids;
   }
 
-  static kernels::Backend* backend_;
-  static Model* model_;
-  static std::vector<ReferenceCase>* cases_;
-  std::unique_ptr<KvBlockPool> pool_;
+  static inline std::vector<ReferenceCase>* cases_ = nullptr;
 };
-
-kernels::Backend* ModelReferenceTest::backend_ = nullptr;
-Model* ModelReferenceTest::model_ = nullptr;
-std::vector<ReferenceCase>* ModelReferenceTest::cases_ = nullptr;
 
 TEST_F(ModelReferenceTest, PrefillLogitsMatchReference) {
   for (const ReferenceCase& c : *cases_) {

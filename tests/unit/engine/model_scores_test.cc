@@ -6,44 +6,22 @@
 #include <array>
 #include <random>
 
+#include "bundled_model_fixture.h"
 #include "engine/model.h"
 #include "kernels/backend.h"
-#include "reference_model.h"
 
 namespace kvd::engine {
 namespace {
 
-class ModelScoresTest : public ::testing::Test {
+class ModelScoresTest : public testing::BundledModelTest<32> {
  protected:
-  static void SetUpTestSuite() {
-    backend_ = kernels::CreateBackend("cpu", {.num_threads = 2})->release();
-    auto model = Model::Load(testing::BundledModelDir(), *backend_);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = model->release();
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete backend_;
-  }
   void SetUp() override {
-    ASSERT_NE(model_, nullptr);
-    const ModelConfig& config = model_->config();
-    auto pool =
-        KvBlockPool::Create(*backend_, {.num_blocks = 32 * config.num_layers * config.num_kv_heads,
-                                        .block_size = 16,
-                                        .head_dim = config.head_dim});
-    ASSERT_TRUE(pool.ok());
-    pool_ = *std::move(pool);
+    BundledModelTest::SetUp();
     std::mt19937 random(5);
-    std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
+    std::uniform_int_distribution<int32_t> token(0, model_->config().vocab_size - 1);
     for (int32_t& t : tokens_) t = token(random);
   }
-  std::unique_ptr<SequenceKv> NewSequence() {
-    const ModelConfig& config = model_->config();
-    auto kv = std::make_unique<SequenceKv>(config.num_layers, config.num_kv_heads);
-    EXPECT_TRUE(kv->Reserve(*pool_, kTokens).ok());
-    return kv;
-  }
+  std::unique_ptr<SequenceKv> NewSequence() { return BundledModelTest::NewSequence(kTokens); }
   StepScores NewScores(kernels::ScoreReduce reduce) const {
     const ModelConfig& config = model_->config();
     StepScores scores{.reduce = reduce, .stride = kTokens};
@@ -60,9 +38,6 @@ class ModelScoresTest : public ::testing::Test {
   }
 
   static constexpr int32_t kTokens = 40;
-  static inline kernels::Backend* backend_ = nullptr;
-  static inline Model* model_ = nullptr;
-  std::unique_ptr<KvBlockPool> pool_;
   std::array<int32_t, kTokens> tokens_{};
 };
 
