@@ -166,6 +166,21 @@ absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {
   return absl::OkStatus();
 }
 
+void Model::CollectQueries(const kernels::Tensor& q, int32_t layer_index,
+                           std::span<const SequenceStep> steps,
+                           std::span<const kernels::SequenceKvRef> refs) {
+  for (size_t s = 0; s < steps.size(); ++s) {
+    StepScores* scores = steps[s].scores;
+    if (scores == nullptr || !scores->collect_queries) continue;
+    const int32_t rows = std::max(0, refs[s].num_rows - scores->first_row);
+    const size_t layer_size = static_cast<size_t>(rows) * q.cols;
+    if (layer_index == 0) scores->queries.assign(layer_size * config_.num_layers, 0.0f);
+    if (rows == 0) continue;
+    backend_.CopyToHost(q.Rows(refs[s].first_row + scores->first_row, rows),
+                        scores->queries.data() + layer_size * layer_index);
+  }
+}
+
 void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
                      std::span<const SequenceStep> steps, std::span<const int32_t> positions,
                      KvBlockPool& pool) {
@@ -206,6 +221,7 @@ void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
     }
     first_row += refs[s].num_rows;
   }
+  CollectQueries(q, layer_index, steps, refs);
   backend_.AppendKv(k, v, pool.storage(), refs);
   const kernels::AttentionShape shape{config_.num_heads, config_.num_kv_heads, config_.head_dim,
                                       1.0f / std::sqrt(static_cast<float>(config_.head_dim))};

@@ -31,6 +31,11 @@ struct StepScores {
   int32_t first_row = 0;  // of the step's tokens
   int32_t stride = 0;     // entries per (layer, kv head), at least each one's length after the step
   std::vector<float> values;  // [num_layers * num_kv_heads * stride], layer-major
+  // When set, the step also returns the queries of the scored rows (after RoPE, unscaled):
+  // [num_layers, rows from first_row, num_heads * head_dim], so that a caller can compute the
+  // exact logits of any entry under them.
+  bool collect_queries = false;
+  std::vector<float> queries;
 
   float at(int32_t layer, int32_t kv_head, int32_t num_kv_heads, int32_t entry) const {
     return values[(static_cast<size_t>(layer) * num_kv_heads + kv_head) * stride + entry];
@@ -78,6 +83,10 @@ class Model {
   absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
   // Checks each step's scores against the cache geometry and copies them to the backend.
   absl::Status PrepareScores(std::span<const SequenceStep> steps);
+  // Copies the scored rows' queries of the steps that ask for them (StepScores::queries).
+  void CollectQueries(const kernels::Tensor& q, int32_t layer_index,
+                      std::span<const SequenceStep> steps,
+                      std::span<const kernels::SequenceKvRef> refs);
   void RunLayer(const LayerWeights& layer, int32_t layer_index, std::span<const SequenceStep> steps,
                 std::span<const int32_t> positions, KvBlockPool& pool);
 

@@ -57,12 +57,21 @@ void SchedulerMetrics::RecordGauges(const Gauges& gauges) {
       gauges.kv_blocks_total == 0
           ? 0.0
           : 1.0 - static_cast<double>(gauges.kv_blocks_free) / gauges.kv_blocks_total;
+  totals_.keepkv_sequences = gauges.keepkv_sequences;
+  totals_.keepkv_compressed_fraction = gauges.keepkv_compressed_fraction;
   for (auto& [tenant, stats] : totals_.tenants) stats.running = stats.waiting = 0;
   for (const auto& [tenant, current] : gauges.tenants) {
     TenantStats& stats = totals_.tenants[tenant];
     stats.running = current.running;
     stats.waiting = current.waiting;
   }
+}
+
+void SchedulerMetrics::RecordKeepKv(int64_t merges, int64_t evictions, int64_t refreshes) {
+  std::lock_guard lock(mu_);
+  totals_.keepkv_merges += static_cast<uint64_t>(merges);
+  totals_.keepkv_evictions += static_cast<uint64_t>(evictions);
+  totals_.keepkv_refreshes += static_cast<uint64_t>(refreshes);
 }
 
 void SchedulerMetrics::RecordStep(int32_t tokens, int32_t preemptions, double step_seconds,

@@ -46,6 +46,10 @@ struct MetricsSnapshot {
   int32_t kv_blocks_free = 0;
   double kv_usage = 0.0;  // fraction of KV blocks in use
   std::map<std::string, TenantStats> tenants;
+  // KeepKV sequences running, and the fraction of their own tokens' entries merged or evicted
+  // away (1 - entries kept / tokens, over all of them; 0 with none).
+  int32_t keepkv_sequences = 0;
+  double keepkv_compressed_fraction = 0.0;
   // Counters.
   uint64_t steps = 0;
   uint64_t preemptions = 0;
@@ -55,6 +59,9 @@ struct MetricsSnapshot {
   std::map<FinishReason, uint64_t> finished_sequences;
   double step_seconds_total = 0.0;
   double forward_seconds_total = 0.0;  // the part of step time spent in the forward pass
+  uint64_t keepkv_merges = 0;          // KV entries KeepKV folded into another
+  uint64_t keepkv_evictions = 0;       // KV entries KeepKV dropped (no similar partner)
+  uint64_t keepkv_refreshes = 0;       // rebuilds of a sequence from its full KV
   // Histograms.
   HistogramSnapshot tokens_per_step;
   HistogramSnapshot step_seconds;
@@ -76,6 +83,8 @@ class SchedulerMetrics {
     int32_t kv_blocks_total = 0;
     int32_t kv_blocks_free = 0;
     std::map<std::string, TenantStats> tenants;  // running and waiting only
+    int32_t keepkv_sequences = 0;
+    double keepkv_compressed_fraction = 0.0;
   };
   void RecordGauges(const Gauges& gauges);
   void RecordStep(int32_t tokens, int32_t preemptions, double step_seconds, double forward_seconds);
@@ -85,6 +94,7 @@ class SchedulerMetrics {
   void RecordToken(const std::string& tenant, std::optional<double> time_to_first_token,
                    std::optional<double> inter_token);
   void RecordFinish(FinishReason reason);
+  void RecordKeepKv(int64_t merges, int64_t evictions, int64_t refreshes);
   void RecordRequestDone(double e2e_seconds);
 
   MetricsSnapshot Snapshot() const;

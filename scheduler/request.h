@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cache_store/keepkv/keepkv_params.h"
 #include "cache_store/store/document_payload.h"
 #include "engine/sampling.h"
 
@@ -48,6 +49,8 @@ struct Request {
   std::vector<int32_t> stop_token_ids;  // finish on these as on end-of-sequence
   std::vector<std::string> stop;        // finish before these strings; never emitted
   bool skip_special_tokens = true;      // leave special tokens out of the text
+  // Keeps each sequence's own KV under a budget by merging entries (KeepKV); none: unbounded.
+  std::optional<cache_store::KeepKvParams> keepkv;
 };
 
 enum class FinishReason {

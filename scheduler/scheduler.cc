@@ -123,6 +123,9 @@ absl::Status Scheduler::Validate(const Request& request) const {
                    max_sequence_tokens_, " tokens per sequence");
   }
   if (auto status = request.sampling.Validate(config.vocab_size); !status.ok()) return status;
+  if (request.keepkv) {
+    if (auto status = request.keepkv->Validate(); !status.ok()) return status;
+  }
   for (int32_t id : request.stop_token_ids) {
     if (id < 0 || id >= config.vocab_size) {
       return invalid("stop token id ", id, " is outside the vocabulary of ", config.vocab_size);

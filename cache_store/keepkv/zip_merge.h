@@ -64,14 +64,16 @@ struct ZipMergeOptions {
 enum class MergeRule : uint8_t {
   kZip,           // the exact rule: weighted-mean key rescaled by f
   kWeightedMean,  // fallback: weighted-mean key, no rescale
+  kGqaFit,        // GqaFitMerge's rule: weighted-mean key plus the min-norm correction
 };
 
-// Why the fallback was taken; kNone with kZip.
+// Why the fallback was taken; kNone with kZip and kGqaFit.
 enum class FallbackReason : uint8_t {
   kNone,
   kNearZeroDenominator,  // |D| < min_abs_denominator
   kNegativeScale,        // f <= 0: L and D differ in sign (or L = 0)
   kScaleOutOfBounds,     // f outside [min_key_scale, max_key_scale]
+  kCorrectionTooLarge,   // GqaFitMerge: ||correction|| > max_relative_correction * ||mean key||
 };
 
 struct MergedEntry {

@@ -56,6 +56,13 @@ std::unique_ptr<SequenceOutput> BatchEngine::NewOutput(const Request& request,
                                           tokenizer_);
 }
 
+std::unique_ptr<cache_store::KeepKvSequence> BatchEngine::NewKeepKv(const Request& request) const {
+  if (!request.keepkv) return nullptr;
+  return std::make_unique<cache_store::KeepKvSequence>(
+      model_.config(), *request.keepkv,
+      request.keepkv->Budget(static_cast<int32_t>(request.prompt.size())));
+}
+
 void BatchEngine::Add(std::shared_ptr<RequestState> request) {
   auto sequence = std::make_unique<Sequence>();
   const Request& r = request->request;
@@ -65,6 +72,7 @@ void BatchEngine::Add(std::shared_ptr<RequestState> request) {
   sequence->kv = NewKv();
   sequence->sampler = NewSampler(r, 0);
   sequence->output = NewOutput(r, 0);
+  sequence->keepkv = NewKeepKv(r);
   sequence->tokens = r.prompt;
   waiting_.Push(std::move(sequence));
 }
@@ -79,6 +87,7 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   StepReport report;
   DropCancelled();
   jobs_.DropCancelled();
+  RefreshKeepKv();
   int32_t budget = config_.max_num_batched_tokens;
   std::vector<Scheduled> scheduled;
   ScheduleRunning(budget, scheduled, report);
@@ -205,19 +214,35 @@ bool BatchEngine::AttachDocument(Sequence& candidate) {
   return true;
 }
 
-absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled,
+void BatchEngine::RefreshKeepKv() {
+  int64_t refreshes = 0;
+  for (const auto& sequence : running_) {
+    if (sequence->keepkv == nullptr || !sequence->keepkv->RefreshDue()) continue;
+    // A refresh the pool has no room for now is skipped until the next period.
+    if (sequence->keepkv->Refresh(*sequence->kv, *pool_).ok()) ++refreshes;
+  }
+  if (refreshes > 0) metrics_.RecordKeepKv(0, 0, refreshes);
+}
+
+absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
                                      std::span<const engine::SequenceStep> compression,
                                      StepReport& report) {
   if (scheduled.empty() && compression.empty()) return absl::OkStatus();
   std::vector<engine::SequenceStep> steps;
   steps.reserve(scheduled.size() + compression.size());
-  for (const Scheduled& item : scheduled) {
+  keepkv_scores_.resize(scheduled.size());
+  for (size_t i = 0; i < scheduled.size(); ++i) {
+    Scheduled& item = scheduled[i];
     Sequence& sequence = *item.sequence;
     const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
+    if (sequence.keepkv != nullptr &&
+        sequence.keepkv->PrepareScores(*sequence.kv, item.count, completes, keepkv_scores_[i])) {
+      item.scores = &keepkv_scores_[i];
+    }
     steps.push_back(
         {sequence.kv.get(),
          std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count),
-         completes ? engine::LogitRows::kLast : engine::LogitRows::kNone});
+         completes ? engine::LogitRows::kLast : engine::LogitRows::kNone, item.scores});
     const bool decoding = sequence.generated > 0 && item.count == 1 && completes;
     (decoding ? report.num_decode_tokens : report.num_prefill_tokens) += item.count;
   }
@@ -237,14 +262,40 @@ absl::Status BatchEngine::RunForward(std::span<const Scheduled> scheduled,
 
 void BatchEngine::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now) {
   int32_t row = 0;
+  std::vector<std::shared_ptr<RequestState>> failed;
+  absl::Status keepkv_error;
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
     sequence.num_computed += item.count;
-    if (sequence.uncomputed() > 0) continue;  // a prompt chunk; the prompt goes on next step
+    const bool completes = sequence.uncomputed() == 0;
+    const bool healthy = AfterKeepKvStep(item, failed, keepkv_error);
+    if (!completes) continue;  // a prompt chunk; the prompt goes on next step
     const std::span<const float> logits = logits_.row(row++);
+    if (!healthy) continue;
+    // Forks share the prompt as KeepKV left it.
     if (sequence.pending_forks > 0) Fork(sequence, logits, now);
     SampleNext(sequence, logits, now);  // may retire `sequence`
   }
+  if (!failed.empty()) FailRequests(failed, keepkv_error);
+}
+
+bool BatchEngine::AfterKeepKvStep(const Scheduled& item,
+                                  std::vector<std::shared_ptr<RequestState>>& failed,
+                                  absl::Status& error) {
+  Sequence& sequence = *item.sequence;
+  if (std::find(failed.begin(), failed.end(), sequence.request) != failed.end()) return false;
+  if (sequence.keepkv == nullptr) return true;
+  absl::StatusOr<cache_store::KeepKvCounts> counts = sequence.keepkv->AfterStep(
+      *sequence.kv, *pool_, item.count, sequence.uncomputed() == 0, item.scores);
+  if (!counts.ok()) {
+    failed.push_back(sequence.request);
+    error = counts.status();
+    return false;
+  }
+  if (counts->merges + counts->evictions > 0) {
+    metrics_.RecordKeepKv(counts->merges, counts->evictions, 0);
+  }
+  return true;
 }
 
 void BatchEngine::Fork(Sequence& parent, std::span<const float> logits, absl::Time now) {
@@ -258,6 +309,9 @@ void BatchEngine::Fork(Sequence& parent, std::span<const float> logits, absl::Ti
     child->kv->ShareFrom(*parent.kv, *pool_);
     child->sampler = NewSampler(parent.request->request, child->choice);
     child->output = NewOutput(parent.request->request, child->choice);
+    if (parent.keepkv != nullptr) {
+      child->keepkv = std::make_unique<cache_store::KeepKvSequence>(*parent.keepkv);
+    }
     child->tokens = parent.tokens;
     child->num_computed = parent.num_computed;
     Sequence& forked = *child;
@@ -315,6 +369,7 @@ void BatchEngine::Preempt(std::unique_ptr<Sequence> sequence) {
   // computed again on resumption, and generation continues where it stopped.
   sequence->kv->Release(*pool_);
   sequence->num_computed = 0;
+  sequence->keepkv = NewKeepKv(sequence->request->request);  // compacts again once recomputed
   waiting_.Push(std::move(sequence));
 }
 
@@ -380,11 +435,22 @@ void BatchEngine::FailAll(const absl::Status& status) {
 }
 
 void BatchEngine::PublishGauges() {
-  metrics_.RecordGauges({.num_running = static_cast<int32_t>(running_.size()),
-                         .num_waiting = static_cast<int32_t>(waiting_.size()),
-                         .kv_blocks_total = pool_->num_blocks(),
-                         .kv_blocks_free = pool_->num_free_blocks(),
-                         .tenants = waiting_.Gauges()});
+  int32_t keepkv_sequences = 0;
+  double kept_entries = 0.0, own_tokens = 0.0;
+  for (const auto& sequence : running_) {
+    if (sequence->keepkv == nullptr) continue;
+    ++keepkv_sequences;
+    kept_entries += sequence->keepkv->mean_entries();
+    own_tokens += sequence->keepkv->own_tokens();
+  }
+  metrics_.RecordGauges(
+      {.num_running = static_cast<int32_t>(running_.size()),
+       .num_waiting = static_cast<int32_t>(waiting_.size()),
+       .kv_blocks_total = pool_->num_blocks(),
+       .kv_blocks_free = pool_->num_free_blocks(),
+       .tenants = waiting_.Gauges(),
+       .keepkv_sequences = keepkv_sequences,
+       .keepkv_compressed_fraction = own_tokens > 0 ? 1.0 - kept_entries / own_tokens : 0.0});
 }
 
 }  // namespace kvd::scheduler::internal

@@ -48,7 +48,8 @@ class BatchEngine {
  private:
   struct Scheduled {
     Sequence* sequence;
-    int32_t count;  // tokens computed this step
+    int32_t count;                         // tokens computed this step
+    engine::StepScores* scores = nullptr;  // what KeepKV collects in the step, if anything
   };
 
   void DropCancelled();
@@ -59,10 +60,16 @@ class BatchEngine {
   bool AttachDocument(Sequence& candidate);
   // Frees idle documents until `blocks` blocks are free; whether they are.
   bool MakeRoom(int64_t blocks) { return documents_.MakeRoom(blocks); }
-  [[nodiscard]] absl::Status RunForward(std::span<const Scheduled> scheduled,
+  // Rebuilds the KeepKV sequences whose refresh is due from their full KV, room permitting.
+  void RefreshKeepKv();
+  [[nodiscard]] absl::Status RunForward(std::span<Scheduled> scheduled,
                                         std::span<const engine::SequenceStep> compression,
                                         StepReport& report);
   void ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now);
+  // KeepKV's bookkeeping and compaction after the step. False when the sequence's request
+  // failed (now, adding it to `failed` and its status to `error`, or earlier in this step).
+  bool AfterKeepKvStep(const Scheduled& item, std::vector<std::shared_ptr<RequestState>>& failed,
+                       absl::Status& error);
   // Branches the pending completions off `parent`, sharing its KV blocks, and samples their
   // first tokens from `logits`.
   void Fork(Sequence& parent, std::span<const float> logits, absl::Time now);
@@ -84,6 +91,7 @@ class BatchEngine {
   std::unique_ptr<engine::SequenceKv> NewKv() const;
   std::unique_ptr<engine::Sampler> NewSampler(const Request& request, int32_t choice);
   std::unique_ptr<SequenceOutput> NewOutput(const Request& request, int32_t choice) const;
+  std::unique_ptr<cache_store::KeepKvSequence> NewKeepKv(const Request& request) const;
 
   engine::Model& model_;
   std::unique_ptr<engine::KvBlockPool> pool_;
@@ -100,6 +108,7 @@ class BatchEngine {
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;
   engine::StepLogits logits_;
+  std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
 };
 
 }  // namespace kvd::scheduler::internal

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "cache_store/keepkv/keepkv_sequence.h"
 #include "engine/kv_cache.h"
 #include "engine/sampling.h"
 #include "scheduler/internal/request_channel.h"
@@ -38,9 +39,10 @@ struct Sequence {
   std::unique_ptr<engine::SequenceKv> kv;
   std::unique_ptr<engine::Sampler> sampler;
   std::unique_ptr<SequenceOutput> output;
-  std::vector<int32_t> tokens;  // prompt, then output
-  int32_t generated = 0;        // output tokens
-  int32_t num_computed = 0;     // leading tokens whose keys and values are cached
+  std::unique_ptr<cache_store::KeepKvSequence> keepkv;  // null without a KV budget
+  std::vector<int32_t> tokens;                          // prompt, then output
+  int32_t generated = 0;                                // output tokens
+  int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   absl::Time last_token_time;
 
   const TenantPolicy& tenant() const { return request->request.tenant; }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "bench/document_bench.h"
+#include "bench/keepkv_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
@@ -25,7 +26,50 @@ struct BenchOptions {
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
   bool documents = false;
   bench::DocumentBenchOptions document;
+  bool keepkv = false;
+  bench::KeepKvBenchOptions keepkv_options;
 };
+
+void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
+  std::printf(
+      "| rule | budget | logit change, first step | mean | last quarter | KL | top-1 agree | "
+      "merges | evictions |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (const auto& row : rows) {
+    const bench::Perturbation& p = row.result;
+    std::printf("| %s | %.0f%% | %.4f | %.4f | %.4f | %.4f | %.1f%% | %lld | %lld |\n",
+                row.label.c_str(), 100.0 * row.budget, p.first_step, p.mean, p.last_quarter, p.kl,
+                100.0 * p.top1_agreement, static_cast<long long>(p.merges),
+                static_cast<long long>(p.evictions));
+  }
+}
+
+absl::Status RunKeepKvBench(const BenchOptions& options, engine::Model& model) {
+  auto tokenizer =
+      engine::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
+  if (!tokenizer.ok()) return tokenizer.status();
+  bench::KeepKvBenchOptions bench_options = options.keepkv_options;
+  bench_options.seed = options.throughput.seed;
+  auto result = bench::MeasureKeepKv(model, **tokenizer, bench_options);
+  if (!result.ok()) return result.status();
+  std::printf(
+      "model %s, backend %s, keepkv: %d prompts of %d tokens the model wrote, %d teacher-forced "
+      "decode steps after the compaction, against the full cache\n\n",
+      options.model_dir.c_str(), options.backend.c_str(), bench_options.prompts,
+      bench_options.prompt_tokens, bench_options.follow_steps);
+  PrintPerturbationRows(result->methods);
+  std::printf("\nsweep of the default rule at budget 20%%, one parameter changed at a time:\n\n");
+  PrintPerturbationRows(result->sweep);
+  std::printf(
+      "\nbatch of %d sequences, prompt %d tokens, %d generated each:\n\n| budget | decode tok/s "
+      "| peak KV blocks | compressed fraction |\n|---|---:|---:|---:|\n",
+      bench_options.batch_sequences, bench_options.batch_prompt_tokens,
+      bench_options.batch_decode_tokens);
+  for (const auto& batch : result->batch) {
+    std::printf("| %s | %.1f | %d | %.3f |\n", batch.keepkv ? "10%" : "none",
+                batch.decode_tokens_per_second, batch.peak_kv_blocks, batch.compressed_fraction);
+  }
+  return absl::OkStatus();
+}
 
 absl::Status RunDocumentBench(const BenchOptions& options, engine::Model& model) {
   bench::DocumentBenchOptions bench_options = options.document;
@@ -97,6 +141,7 @@ absl::Status RunBench(const BenchOptions& options) {
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
   if (options.documents) return RunDocumentBench(options, **model);
+  if (options.keepkv) return RunKeepKvBench(options, **model);
   if (options.scheduler) return RunSchedulerBench(options, **model);
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
@@ -154,6 +199,24 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--ratios", options->document.ratios,
                    "Kept ratios of the stored cache to measure, with --documents")
       ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_flag("--keepkv", options->keepkv,
+                 "Measure KeepKV: logit perturbation after compaction per merge rule and budget, "
+                 "a parameter sweep, and batch throughput and memory at a 10% budget")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"));
+  command
+      ->add_option("--keepkv-prompt-tokens", options->keepkv_options.prompt_tokens,
+                   "Prompt length, with --keepkv")
+      ->capture_default_str();
+  command
+      ->add_option("--keepkv-prompts", options->keepkv_options.prompts,
+                   "Prompts averaged over, with --keepkv")
+      ->capture_default_str();
+  command
+      ->add_option("--keepkv-steps", options->keepkv_options.follow_steps,
+                   "Decode steps measured after the compaction, with --keepkv")
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
 }

@@ -1,0 +1,140 @@
+// KeepKV in the scheduler: budgets hold while requests run batched, forked and preempted, the
+// outputs do not depend on batching, nothing leaks, and the metrics count the work.
+#include <gtest/gtest.h>
+
+#include "scheduler/scheduler.h"
+#include "tests/unit/scheduler/scheduler_fixture.h"
+
+namespace kvd::scheduler::testing {
+namespace {
+
+using cache_store::KeepKvParams;
+using cache_store::MergeMethod;
+
+class KeepKvSchedulerTest : public SchedulerTest {
+ protected:
+  static Request Bounded(std::mt19937& random, int32_t prompt, int32_t max_tokens, int32_t budget) {
+    Request request = Greedy(RandomPrompt(random, prompt), max_tokens);
+    KeepKvParams params;
+    params.budget_tokens = budget;
+    request.keepkv = params;
+    return request;
+  }
+
+  static Outcome RunAlone(Scheduler& scheduler, const Request& request) {
+    auto handle = scheduler.Submit(request);
+    EXPECT_TRUE(handle.ok()) << handle.status();
+    Outcome outcome;
+    while (scheduler.HasWork()) {
+      EXPECT_TRUE(scheduler.Step().ok());
+      Drain(*handle, outcome);
+    }
+    return outcome;
+  }
+};
+
+TEST_F(KeepKvSchedulerTest, BudgetHoldsAndOutputsDoNotDependOnBatching) {
+  std::mt19937 random(17);
+  std::vector<Request> requests;
+  for (int i = 0; i < 6; ++i) requests.push_back(Bounded(random, 200 + 20 * i, 24, 64));
+  requests[2].n = 2;
+  requests[4].keepkv->method = MergeMethod::kGroupMean;
+  auto scheduler = NewScheduler(SmallConfig());
+  std::vector<Outcome> alone;
+  for (const Request& request : requests) alone.push_back(RunAlone(*scheduler, request));
+
+  std::vector<RequestHandle> handles;
+  for (const Request& request : requests) handles.push_back(*scheduler->Submit(request));
+  const auto& config = model_->config();
+  const int32_t heads = config.num_layers * config.num_kv_heads;
+  std::vector<Outcome> together(requests.size());
+  while (scheduler->HasWork()) {
+    ASSERT_TRUE(scheduler->Step().ok());
+    const MetricsSnapshot metrics = scheduler->Metrics();
+    // Seven sequences of at most 64 entries per (layer, kv head), 4 blocks of 16 each, plus a
+    // prompt still being computed in chunks of 256 tokens.
+    EXPECT_LE(metrics.kv_blocks_total - metrics.kv_blocks_free, (7 * 5 + 2 * 19) * heads);
+    if (metrics.keepkv_sequences > 0) {
+      EXPECT_GT(metrics.keepkv_compressed_fraction, 0.5);
+    }
+    for (size_t i = 0; i < handles.size(); ++i) Drain(handles[i], together[i]);
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_TRUE(together[i].ended) << i;
+    EXPECT_TRUE(together[i].status.ok()) << together[i].status;
+    EXPECT_EQ(together[i].tokens, alone[i].tokens) << "request " << i;
+    EXPECT_EQ(together[i].usage.completion_tokens, requests[i].n * 24);
+  }
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_EQ(metrics.kv_blocks_free, metrics.kv_blocks_total);
+  EXPECT_EQ(metrics.keepkv_sequences, 0);
+  // Every prompt of 200+ tokens went down to under 64 entries per (layer, kv head), twice.
+  EXPECT_GE(metrics.keepkv_merges + metrics.keepkv_evictions, uint64_t{2 * 6 * 136} * heads);
+  EXPECT_GT(metrics.keepkv_merges, 0u);
+}
+
+TEST_F(KeepKvSchedulerTest, ABudgetOverTheWholeSequenceChangesNothing) {
+  std::mt19937 random(3);
+  Request bounded = Bounded(random, 120, 16, 200);
+  Request plain = bounded;
+  plain.keepkv.reset();
+  auto scheduler = NewScheduler(SmallConfig());
+  const Outcome with_budget = RunAlone(*scheduler, bounded);
+  const Outcome without = RunAlone(*scheduler, plain);
+  EXPECT_EQ(with_budget.tokens, without.tokens);
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_EQ(metrics.keepkv_merges + metrics.keepkv_evictions, 0u);
+}
+
+TEST_F(KeepKvSchedulerTest, RefreshesRunOnTheirPeriod) {
+  std::mt19937 random(5);
+  Request request = Bounded(random, 150, 30, 48);
+  request.keepkv->refresh_every = 8;
+  auto scheduler = NewScheduler(SmallConfig());
+  const Outcome outcome = RunAlone(*scheduler, request);
+  ASSERT_TRUE(outcome.ended);
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(outcome.tokens[0].size(), 30u);
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_EQ(metrics.keepkv_refreshes, 3u);  // after decode steps 8, 16 and 24
+  EXPECT_EQ(metrics.kv_blocks_free, metrics.kv_blocks_total);
+}
+
+TEST_F(KeepKvSchedulerTest, PreemptedSequencesCompactAgainWhenRecomputed) {
+  std::mt19937 random(9);
+  // Unbounded sequences first, which grow until the pool is full, then bounded ones, which
+  // are the latest and so the first preempted.
+  std::vector<Request> requests;
+  for (int i = 0; i < 2; ++i) requests.push_back(Greedy(RandomPrompt(random, 60), 150));
+  for (int i = 0; i < 6; ++i) requests.push_back(Bounded(random, 100, 40, 32));
+  SchedulerConfig config = SmallConfig();
+  config.kv_cache_bytes = KvBytesForTokens(260);
+  auto scheduler = NewScheduler(config);
+  std::vector<RequestHandle> handles;
+  for (const Request& request : requests) handles.push_back(*scheduler->Submit(request));
+  RunUntilIdle(*scheduler);
+  for (size_t i = 0; i < handles.size(); ++i) {
+    Outcome outcome;
+    Drain(handles[i], outcome);
+    ASSERT_TRUE(outcome.ended);
+    EXPECT_TRUE(outcome.status.ok()) << outcome.status;
+    EXPECT_EQ(outcome.tokens[0].size(), static_cast<size_t>(requests[i].max_tokens));
+  }
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_GT(metrics.preemptions, 0u);
+  EXPECT_EQ(metrics.kv_blocks_free, metrics.kv_blocks_total);
+}
+
+TEST_F(KeepKvSchedulerTest, InvalidParametersAreRefusedAtSubmit) {
+  std::mt19937 random(1);
+  Request request = Bounded(random, 20, 4, 8);
+  request.keepkv->alpha = 1.0;
+  auto scheduler = NewScheduler(SmallConfig());
+  auto handle = scheduler->Submit(request);
+  ASSERT_FALSE(handle.ok());
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(handle.status().message().find("keepkv.alpha"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvd::scheduler::testing
