@@ -59,6 +59,7 @@ absl::StatusOr<std::vector<float>> Run(engine::Model& model, engine::KvBlockPool
     if (counts != nullptr) {
       counts->merges += done->merges;
       counts->evictions += done->evictions;
+      counts->fallbacks += done->fallbacks;
     }
   }
   const std::span<const float> row = logits.row(0);
@@ -169,6 +170,7 @@ absl::StatusOr<Perturbation> BoundedRun(engine::Model& model, engine::KvBlockPoo
   if (!status.ok()) return status;
   result.merges = counts.merges;
   result.evictions = counts.evictions;
+  result.fallbacks = counts.fallbacks;
   return result;
 }
 
@@ -189,6 +191,7 @@ absl::StatusOr<Perturbation> Average(engine::Model& model, engine::KvBlockPool& 
     sum.top1_agreement += one->top1_agreement * share;
     sum.merges += one->merges;
     sum.evictions += one->evictions;
+    sum.fallbacks += one->fallbacks;
   }
   return sum;
 }
@@ -201,16 +204,21 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
     change(params);
     variants.emplace_back(std::move(label), params);
   };
+  add("similar pairs",
+      [](KeepKvParams& p) { p.selection = cache_store::MergeSelection::kSimilarPairs; });
   for (double alpha : {0.0, 0.5, 0.99}) {
     add(absl::StrCat("alpha ", alpha), [&](KeepKvParams& p) { p.alpha = alpha; });
   }
-  for (int32_t window : {1, 32}) {
+  for (int32_t window : {1, 4, 8, 32}) {
     add(absl::StrCat("window ", window), [&](KeepKvParams& p) { p.window = window; });
+  }
+  for (int32_t pool : {1, 3, 15}) {
+    add(absl::StrCat("pool ", pool), [&](KeepKvParams& p) { p.pool = pool; });
   }
   for (int32_t recent : {0, 64}) {
     add(absl::StrCat("recent ", recent), [&](KeepKvParams& p) { p.recent = recent; });
   }
-  for (float cosine : {0.5f, 0.9f}) {
+  for (float cosine : {0.3f, 0.65f, 0.8f, 0.9f}) {
     add(absl::StrCat("min_cosine ", cosine), [&](KeepKvParams& p) { p.min_cosine = cosine; });
   }
   for (int32_t every : {8, 16}) {
@@ -314,12 +322,14 @@ absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
       result.methods.push_back({std::string(cache_store::MergeMethodName(method)), budget, *row});
     }
   }
-  KeepKvParams base;
-  base.budget_fraction = 0.2;
-  for (const auto& [label, params] : SweepVariants(base)) {
-    auto row = Average(model, **pool, prompts, references, params);
-    if (!row.ok()) return row.status();
-    result.sweep.push_back({label, params.budget_fraction, *row});
+  for (double budget : {0.2, 0.1}) {
+    KeepKvParams base;
+    base.budget_fraction = budget;
+    for (const auto& [label, params] : SweepVariants(base)) {
+      auto row = Average(model, **pool, prompts, references, params);
+      if (!row.ok()) return row.status();
+      result.sweep.push_back({label, params.budget_fraction, *row});
+    }
   }
   for (bool keepkv : {false, true}) {
     auto batch = MeasureBatch(model, tokenizer, options, keepkv);

@@ -38,6 +38,7 @@ struct Perturbation {
   double top1_agreement = 0.0;
   int64_t merges = 0;
   int64_t evictions = 0;
+  int64_t fallbacks = 0;  // merges whose exact rule fell back to the weighted mean
 };
 
 struct PerturbationRow {
@@ -55,7 +56,7 @@ struct BatchResult {
 
 struct KeepKvBenchResult {
   std::vector<PerturbationRow> methods;  // every method at every budget, default parameters
-  std::vector<PerturbationRow> sweep;    // the default method at budget 0.2, one change each
+  std::vector<PerturbationRow> sweep;    // the defaults at budgets 0.2 and 0.1, one change each
   std::vector<BatchResult> batch;        // no budget, then budget 0.1
 };
 

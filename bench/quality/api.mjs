@@ -29,6 +29,16 @@ function SdkErrorText(error) {
   return Causes(error);
 }
 
+// `body` as JSON text with its `keepkv.budget`, a fraction, written with its decimal point
+// (`1.0`, not JSON.stringify's `1`): kvd reads an integer budget as a token count.
+export function KeepKvBodyText(body) {
+  const { keepkv, ...fields } = body;
+  const { budget, ...rest } = keepkv;
+  const fraction = Number.isInteger(budget) ? budget.toFixed(1) : String(budget);
+  const others = Object.keys(rest).length === 0 ? '' : `,${JSON.stringify(rest).slice(1, -1)}`;
+  return `${JSON.stringify(fields).slice(0, -1)},"keepkv":{"budget":${fraction}${others}}}`;
+}
+
 export class KvdApi {
   // `api_key`: '' sends no Authorization header. `timeout_s` bounds each request and each wait
   // for a document to become ready.
@@ -111,22 +121,36 @@ export class KvdApi {
     await this.Request('DELETE', `/documents/${encodeURIComponent(id)}`, undefined, [200, 204]);
   }
 
-  // One greedy chat turn; returns the answer's content ('' for none). `documents`: ids of
-  // stored documents the server places before the message, or undefined.
-  async Ask(model, content, documents) {
+  // One greedy chat turn; returns {content ('' for none), prompt_tokens}. `documents`: ids of
+  // stored documents the server places before the message, or undefined. `keepkv`: {budget,
+  // method} with `budget` a fraction of the prompt's tokens in (0, 1]; null turns KeepKV off
+  // whatever the tenant's default; undefined sends nothing.
+  async Ask(model, content, { documents, keepkv } = {}) {
     const body = {
       model,
       messages: [{ role: 'user', content }],
       max_tokens: kMaxTokens,
       temperature: 0,
     };
-    // Not an OpenAI field: the SDK sends the body object as it is, unknown keys included.
+    // Not OpenAI fields: the SDK sends the body object as it is, unknown keys included.
     if (documents !== undefined) body.documents = documents;
+    const options = {};
+    if (keepkv !== undefined) body.keepkv = keepkv;
+    if (keepkv) {
+      // The SDK's JSON.stringify writes the fraction 1.0 as `1`, which kvd reads as a budget of
+      // one token; the SDK's `body` option sends this text instead, as it is.
+      options.body = KeepKvBodyText(body);
+      options.headers = { 'Content-Type': 'application/json' };
+    }
     try {
-      const answer = await this.openai.chat.completions.create(body);
-      return answer.choices[0]?.message?.content ?? '';
+      const answer = await this.openai.chat.completions.create(body, options);
+      return {
+        content: answer.choices[0]?.message?.content ?? '',
+        prompt_tokens: answer.usage?.prompt_tokens ?? null,
+      };
     } catch (error) {
       throw new ApiError(`POST /chat/completions: ${SdkErrorText(error)}`);
     }
   }
+
 }

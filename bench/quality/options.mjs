@@ -1,6 +1,17 @@
 // Command-line options of quality.mjs: their table (names, defaults, help) and the parser.
 
-export const kMethods = ['inline', 'none', 'kvzip', 'snapkv', 'h2o', 'streaming'];
+// KeepKV's merge rules (docs/api.md, KeepKV); method `keepkv-RULE` runs each question inline
+// with the request's own KV kept under a budget of the ratio.
+export const kKeepKvRules = ['gqa_fit', 'group_mean', 'weighted_mean', 'convex', 'evict'];
+const kKeepKvPrefix = 'keepkv-';
+// The default run: every method of stored-document compression.
+export const kDefaultMethods = ['inline', 'none', 'kvzip', 'snapkv', 'h2o', 'streaming'];
+export const kMethods = [...kDefaultMethods, ...kKeepKvRules.map((r) => `${kKeepKvPrefix}${r}`)];
+// The merge rule of a keepkv-RULE method; null for any other method.
+export const KeepKvRule = (method) =>
+  method.startsWith(kKeepKvPrefix) ? method.slice(kKeepKvPrefix.length) : null;
+// Methods that store nothing: each question carries the document in its message.
+export const IsInlineMethod = (method) => method === 'inline' || KeepKvRule(method) !== null;
 // Methods that run once, at ratio 1.0, whatever --ratios says.
 export const kFullCacheMethods = new Set(['inline', 'none']);
 
@@ -12,11 +23,13 @@ const kOptions = [
   ['questions', 'number', 3, 'questions per document, on distinct keys of it'],
   ['min-bytes', 'number', 300, 'smallest document, bytes'],
   ['max-bytes', 'number', 1000, 'largest document, bytes'],
-  ['methods', 'string', kMethods.join(','),
+  ['methods', 'string', kDefaultMethods.join(','),
    `comma list of compression methods (${kMethods.join(', ')}); inline sends the document in ` +
-   'the message, none uploads it uncompressed'],
+   'the message, none uploads it uncompressed, keepkv-RULE sends it in the message with a ' +
+   'KeepKV budget of the ratio; keepkv stands for all five keepkv-RULE'],
   ['ratios', 'string', '0.1,0.2,0.3,0.5,0.7,1.0',
-   'comma list of fractions of KV entries kept, each in (0, 1]; inline and none run at 1.0 only'],
+   'comma list of fractions of KV entries kept (for keepkv: of the prompt\'s tokens), each in ' +
+   '(0, 1]; inline and none run at 1.0 only'],
   ['concurrency', 'number', 8, 'requests in flight at once (uploads until ready, then questions)'],
   ['seed', 'number', 20261129, 'seed of the documents and questions'],
   ['timeout', 'number', 120,
@@ -30,8 +43,9 @@ export function HelpText() {
     'Usage: node quality.mjs [OPTIONS]',
     '',
     'Document QA accuracy of kvd\'s KV compression methods: uploads seeded synthetic key-value',
-    'documents through /v1/documents with each method and ratio, asks for the values of some',
-    'keys with /v1/chat/completions, and prints exact-match accuracy as a markdown table.',
+    'documents through /v1/documents with each method and ratio (or, for keepkv-RULE, sends them',
+    'in each question with a KeepKV budget), asks for the values of some keys with',
+    '/v1/chat/completions, and prints exact-match accuracy as a markdown table.',
     '',
     'Options:',
   ];
@@ -100,7 +114,9 @@ export function Plan(options) {
   if (!Number.isSafeInteger(options.seed)) throw new Error('--seed: an integer below 2^53');
   if (options.minBytes > options.maxBytes) throw new Error('--min-bytes: above --max-bytes');
   if (!(options.timeout > 0)) throw new Error('--timeout: positive');
-  const methods = List(options.methods);
+  // `keepkv` stands for every keepkv-RULE method.
+  const methods = List(options.methods).flatMap((method) =>
+    (method === 'keepkv' ? kMethods.filter((m) => KeepKvRule(m) !== null) : [method]));
   if (methods.length === 0) throw new Error('--methods: no methods');
   for (const method of methods) {
     if (!kMethods.includes(method)) throw new Error(`--methods: unknown method "${method}"`);

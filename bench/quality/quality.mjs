@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // Document QA accuracy of kvd's KV compression methods over its HTTP API: uploads seeded
-// synthetic key-value documents per method and ratio, asks for values, prints exact-match
-// accuracy as a markdown table. See README.md.
+// synthetic key-value documents per method and ratio (or sends them in each question with a
+// KeepKV budget), asks for values, prints exact-match accuracy as a markdown table. See
+// README.md.
 import { writeFileSync } from 'node:fs';
 
 import { ApiError, KvdApi } from './api.mjs';
 import { BenchDocument } from './documents.mjs';
-import { HelpText, ParseOptions, Plan } from './options.mjs';
+import { HelpText, IsInlineMethod, KeepKvRule, ParseOptions, Plan } from './options.mjs';
 
 const kErrorsShown = 5;  // per method and ratio, on stderr
 
@@ -59,8 +60,9 @@ async function Store(api, doc, method, ratio) {
   return stored;
 }
 
-// One question: the stored document's id with "Q:KEY", or for inline the document in the
-// message. Exact match of the trimmed answer.
+// One question: the stored document's id with "Q:KEY", or for inline and keepkv the document
+// in the message; keepkv with a budget of `ratio` of the prompt, the others with KeepKV off.
+// Exact match of the trimmed answer.
 async function AskOne(api, model, doc, n, stored, method, ratio) {
   const { key, value } = doc.questions[n];
   const result = { doc: doc.index, question: n, key, expected: value, got: null, method, ratio };
@@ -68,16 +70,20 @@ async function AskOne(api, model, doc, n, stored, method, ratio) {
     return { ...result, correct: false, error: stored.error };
   }
   const content = stored === null ? `${doc.text}\n\nQ:${key}` : `Q:${key}`;
-  const ids = stored === null ? undefined : [stored.id];
-  const answer = await Try(() => api.Ask(model, content, ids));
+  const rule = KeepKvRule(method);
+  const answer = await Try(() => api.Ask(model, content, {
+    documents: stored === null ? undefined : [stored.id],
+    keepkv: rule === null ? null : { budget: ratio, method: rule },
+  }));
   if (answer.error) return { ...result, correct: false, error: answer.error };
-  return { ...result, got: answer.value, correct: answer.value.trim() === value };
+  const { content: got, prompt_tokens } = answer.value;
+  return { ...result, got, prompt_tokens, correct: got.trim() === value };
 }
 
 // One method at one ratio: uploads every document, asks all questions, deletes the documents.
 async function RunCell(api, model, docs, method, ratio, concurrency) {
   const start = Now();
-  const stored = method === 'inline'
+  const stored = IsInlineMethod(method)
     ? docs.map(() => null)
     : await Pool(docs, concurrency, (doc) => Store(api, doc, method, ratio));
   const asks = docs.flatMap((doc) => doc.questions.map((_, n) => ({ doc, n })));
@@ -113,6 +119,15 @@ function KeptCell(cell) {
     return values.length > 0 ? (Mean(values) / scale).toFixed(digits) : '?';
   };
   return `${mean('ratio', 3)}, ${mean('stored_bytes', 1, 1024)} KiB`;
+}
+
+// "22.9 / 219.4": for keepkv, the mean budget in tokens (the ratio of each answered question's
+// `prompt_tokens`, rounded up, as kvd rounds it) and the mean prompt.
+function BudgetCell(cell) {
+  const prompts = cell.results.map((r) => r.prompt_tokens).filter((t) => typeof t === 'number');
+  if (prompts.length === 0) return '-';
+  const budgets = prompts.map((t) => Math.max(1, Math.ceil(cell.ratio * t)));
+  return `${Mean(budgets).toFixed(1)} / ${Mean(prompts).toFixed(1)}`;
 }
 
 // A markdown table with one column per ratio that any cell ran at. `rows`: [[label, method,
@@ -200,11 +215,19 @@ async function Main() {
   const methods = [...new Set(plan.map((p) => p.method))];
   console.log(Table(cells, AccuracyRows(methods)));
   console.log('');
-  const stored_methods = methods.filter((m) => m !== 'inline');
+  const stored_methods = methods.filter((m) => !IsInlineMethod(m));
   if (stored_methods.length > 0) {
     console.log('Server-reported `ratio` and `stored_bytes`, mean over the ready documents:');
     console.log('');
     console.log(Table(cells, stored_methods.map((m) => [m, m, KeptCell])));
+    console.log('');
+  }
+  const keepkv_methods = methods.filter((m) => KeepKvRule(m) !== null);
+  if (keepkv_methods.length > 0) {
+    console.log('KeepKV budget per (layer, kv head) / prompt, mean tokens over the answered ' +
+                'questions:');
+    console.log('');
+    console.log(Table(cells, keepkv_methods.map((m) => [m, m, BudgetCell])));
     console.log('');
   }
   const errors = cells.reduce((sum, c) => sum + c.errors.length, 0);

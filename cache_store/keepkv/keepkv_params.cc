@@ -33,6 +33,19 @@ absl::StatusOr<MergeMethod> ParseMergeMethod(std::string_view name) {
       std::string(name) + "\"");
 }
 
+std::string_view MergeSelectionName(MergeSelection selection) {
+  return selection == MergeSelection::kLowestScores ? "lowest_scores" : "similar_pairs";
+}
+
+absl::StatusOr<MergeSelection> ParseMergeSelection(std::string_view name) {
+  for (MergeSelection selection : {MergeSelection::kLowestScores, MergeSelection::kSimilarPairs}) {
+    if (MergeSelectionName(selection) == name) return selection;
+  }
+  return absl::InvalidArgumentError(
+      "keepkv.selection must be one of lowest_scores, similar_pairs; got \"" + std::string(name) +
+      "\"");
+}
+
 absl::Status KeepKvParams::Validate() const {
   auto bad = [](std::string_view field, std::string_view rule) {
     return absl::InvalidArgumentError("keepkv." + std::string(field) + " must be " +
@@ -44,6 +57,7 @@ absl::Status KeepKvParams::Validate() const {
   }
   if (!(alpha >= 0.0 && alpha < 1.0)) return bad("alpha", "in [0, 1)");
   if (window < 1) return bad("window", ">= 1");
+  if (pool < 1 || pool % 2 == 0) return bad("pool", "odd and >= 1");
   if (refresh_every < 0) return bad("refresh_every", ">= 0 (0: never)");
   if (recent < 0) return bad("recent", ">= 0");
   if (sink < 0) return bad("sink", ">= 0");

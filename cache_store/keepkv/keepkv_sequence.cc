@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "cache_store/kvzip/selection.h"
+
 namespace kvd::cache_store {
 
 KeepKvSequence::KeepKvSequence(const engine::ModelConfig& config, const KeepKvParams& params,
@@ -115,21 +117,30 @@ void KeepKvSequence::UpdateScores(int32_t new_tokens, const engine::StepScores& 
   const double queries = static_cast<double>(new_tokens - scores.first_row) * group;
   if (queries <= 0) return;
   const double alpha = params_.alpha;
+  std::vector<float> step;
   for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
     for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
       HeadState& state = heads_[HeadIndex(layer, head)];
+      step.resize(state.entries.size());
+      for (size_t i = 0; i < state.entries.size(); ++i) {
+        step[i] = static_cast<float>(
+            scores.at(layer, head, config_.num_kv_heads, state.base + static_cast<int32_t>(i)) /
+            queries);
+      }
+      // The prompt's entries are still in position order: ranked by their scores pooled over
+      // neighbours.
+      const bool pooled = !prompt_done_ && params_.pool > 1;
+      const std::vector<float> ranks = pooled ? MaxPool(step, params_.pool) : std::vector<float>();
       for (size_t i = 0; i < state.entries.size(); ++i) {
         EntryState& entry = state.entries[i];
-        const double score =
-            scores.at(layer, head, config_.num_kv_heads, state.base + static_cast<int32_t>(i)) /
-            queries;
         // Bias-corrected EMA: S_n = alpha S_{n-1} + (1 - alpha) s_n, reported as
         // S_n / (1 - alpha^n), so that a new entry's first score is taken as it is.
         const double kept = 1.0 - std::pow(alpha, entry.updates);
         const double next = 1.0 - std::pow(alpha, entry.updates + 1);
         entry.score =
-            static_cast<float>((alpha * kept * entry.score + (1.0 - alpha) * score) / next);
+            static_cast<float>((alpha * kept * entry.score + (1.0 - alpha) * step[i]) / next);
         ++entry.updates;
+        entry.rank = pooled ? ranks[i] : entry.score;
       }
     }
   }
@@ -174,6 +185,7 @@ absl::StatusOr<KeepKvCounts> KeepKvSequence::Compact(engine::SequenceKv& kv,
       if (!done.ok()) return done.status();
       counts.merges += done->merges;
       counts.evictions += done->evictions;
+      counts.fallbacks += done->fallbacks;
     }
   }
   return counts;
@@ -221,6 +233,7 @@ absl::Status KeepKvSequence::Refresh(engine::SequenceKv& kv, engine::KvBlockPool
       for (const EntryState& entry : state.entries) {
         for (const TokenShare& member : entry.members) {
           tokens[member.token].score = entry.score * member.share;
+          tokens[member.token].rank = tokens[member.token].score;
           tokens[member.token].updates = entry.updates;
         }
       }

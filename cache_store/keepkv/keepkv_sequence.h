@@ -21,6 +21,7 @@ namespace kvd::cache_store {
 struct KeepKvCounts {
   int64_t merges = 0;     // entries folded into another
   int64_t evictions = 0;  // entries dropped (no similar partner, or the evict method)
+  int64_t fallbacks = 0;  // merges whose exact rule fell back to the weighted mean
   int64_t refreshes = 0;
 };
 

@@ -12,7 +12,61 @@ struct Edge {
   int32_t b;
 };
 
+// Keys scaled to unit length, so that a dot product is the cosine; a zero key stays zero and
+// matches nothing.
+std::vector<float> UnitKeys(std::span<const float> keys, int32_t head_dim) {
+  std::vector<float> unit(keys.begin(), keys.end());
+  for (size_t row = 0; row < unit.size(); row += head_dim) {
+    double norm = 0.0;
+    for (int32_t d = 0; d < head_dim; ++d) norm += double{unit[row + d]} * unit[row + d];
+    const float scale = norm > 0.0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
+    for (int32_t d = 0; d < head_dim; ++d) unit[row + d] *= scale;
+  }
+  return unit;
+}
+
+float Dot(const float* a, const float* b, int32_t n) {
+  float dot = 0.0f;
+  for (int32_t d = 0; d < n; ++d) dot += a[d] * b[d];
+  return dot;
+}
+
 }  // namespace
+
+std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int32_t head_dim,
+                                                std::span<const uint8_t> mergeable,
+                                                std::span<const float> scores, int32_t count,
+                                                float min_cosine) {
+  const int32_t n = static_cast<int32_t>(mergeable.size());
+  std::vector<int32_t> order;
+  for (int32_t i = 0; i < n; ++i) {
+    if (mergeable[i]) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return scores[a] != scores[b] ? scores[a] < scores[b] : a < b;
+  });
+  const std::vector<float> unit = UnitKeys(keys, head_dim);
+  auto row = [&](int32_t i) { return unit.data() + static_cast<size_t>(i) * head_dim; };
+  count = std::clamp<int32_t>(count, 0, static_cast<int32_t>(order.size()));
+  std::vector<uint8_t> alive(mergeable.begin(), mergeable.end());
+  std::vector<MergePair> merges;
+  for (int32_t k = 0; k < count; ++k) {
+    const int32_t i = order[k];
+    alive[i] = 0;
+    int32_t best = -1;
+    float best_cosine = min_cosine;
+    for (int32_t j = 0; j < n; ++j) {
+      if (!alive[j]) continue;
+      const float cosine = Dot(row(i), row(j), head_dim);
+      if (cosine > best_cosine || (best < 0 && cosine == best_cosine)) {
+        best = j;
+        best_cosine = cosine;
+      }
+    }
+    merges.push_back({i, best, best < 0 ? 0.0f : best_cosine});
+  }
+  return merges;
+}
 
 std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t head_dim,
                                         std::span<const uint8_t> mergeable,
@@ -21,16 +75,11 @@ std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t hea
   const int32_t n = static_cast<int32_t>(mergeable.size());
   std::vector<MergePair> pairs;
   if (options.max_pairs <= 0 || n < 2) return pairs;
-  // Unit keys, so a dot product is the cosine; a zero key has no direction and matches nothing.
-  std::vector<float> unit(keys.begin(), keys.end());
+  const std::vector<float> unit = UnitKeys(keys, head_dim);
   std::vector<uint8_t> candidate(mergeable.begin(), mergeable.end());
   for (int32_t i = 0; i < n; ++i) {
-    float* key = unit.data() + static_cast<size_t>(i) * head_dim;
-    double norm = 0.0;
-    for (int32_t d = 0; d < head_dim; ++d) norm += double{key[d]} * key[d];
-    if (norm == 0.0) candidate[i] = 0;
-    const float scale = norm > 0.0 ? static_cast<float>(1.0 / std::sqrt(norm)) : 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) key[d] *= scale;
+    const float* key = unit.data() + static_cast<size_t>(i) * head_dim;
+    if (Dot(key, key, head_dim) == 0.0f) candidate[i] = 0;
   }
   // Each mergeable entry's most similar mergeable partner: one edge per entry.
   std::vector<Edge> edges;
@@ -40,9 +89,7 @@ std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t hea
     Edge best{-2.0f, i, -1};
     for (int32_t j = 0; j < n; ++j) {
       if (j == i || !candidate[j]) continue;
-      const float* b = unit.data() + static_cast<size_t>(j) * head_dim;
-      float dot = 0.0f;
-      for (int32_t d = 0; d < head_dim; ++d) dot += a[d] * b[d];
+      const float dot = Dot(a, unit.data() + static_cast<size_t>(j) * head_dim, head_dim);
       if (dot > best.cosine) best = {dot, i, j};
     }
     if (best.b >= 0 && best.cosine >= options.min_cosine) edges.push_back(best);

@@ -1,6 +1,6 @@
-// Which entries of one (layer, kv head) KeepKV merges: disjoint pairs of mergeable entries with
-// the most similar keys, many per pass, the lower-scored entry of each pair folded into the
-// other.
+// Which entries of one (layer, kv head) KeepKV merges, two ways: disjoint pairs of mergeable
+// entries with the most similar keys, the lower-scored of each folded into the other; or the
+// lowest-scored entries, each folded into its most similar remaining entry.
 #pragma once
 
 #include <cstdint>
@@ -34,5 +34,16 @@ std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t hea
                                         std::span<const uint8_t> mergeable,
                                         std::span<const float> scores,
                                         const MergePairOptions& options);
+
+// The `count` lowest-scored mergeable entries (ties to the earlier), in ascending score, each
+// with the most similar entry still there as `kept` (cosine >= min_cosine; possibly one of the
+// later of these, so that the last of a group of similar keys carries the group's votes), or
+// -1 when none is similar enough (the entry is evicted). Apply in order.
+//
+// Cost: O(count · n · head_dim) for n entries, in one pass.
+std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int32_t head_dim,
+                                                std::span<const uint8_t> mergeable,
+                                                std::span<const float> scores, int32_t count,
+                                                float min_cosine);
 
 }  // namespace kvd::cache_store

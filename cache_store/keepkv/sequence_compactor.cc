@@ -133,8 +133,12 @@ class Compaction {
   absl::StatusOr<CompactionCounts> Run() {
     int32_t excess = std::min(entries_.size() - input_.target, entries_.PrivateTail());
     const bool merging = params_.method != MergeMethod::kEvict && !queries_.empty();
+    if (merging && params_.selection == MergeSelection::kLowestScores) {
+      if (absl::Status s = LowestScoredPass(excess); !s.ok()) return s;
+      return counts_;
+    }
     for (int pass = 0; merging && excess > 0 && pass < kMaxMergePasses; ++pass) {
-      absl::StatusOr<int32_t> merged = MergePass(excess);
+      absl::StatusOr<int32_t> merged = SimilarPairsPass(excess);
       if (!merged.ok()) return merged.status();
       if (*merged == 0) break;
       excess -= *merged;
@@ -156,10 +160,10 @@ class Compaction {
     for (int32_t i = 0; i < entries_.size(); ++i) mask[i] = Mergeable(i) ? 1 : 0;
     return mask;
   }
-  std::vector<float> Scores() const {
-    std::vector<float> scores;
-    for (const EntryState& entry : state_.entries) scores.push_back(entry.score);
-    return scores;
+  std::vector<float> Ranks() const {
+    std::vector<float> ranks;
+    for (const EntryState& entry : state_.entries) ranks.push_back(entry.rank);
+    return ranks;
   }
 
   // The entry's logits under the group's queries, moved by the EMA: the logit whose softmax
@@ -182,22 +186,30 @@ class Compaction {
     return logits;
   }
 
-  absl::StatusOr<int32_t> MergePass(int32_t excess) {
+  // Folds `pair.evicted` into `pair.kept`, on the host and in the state (not yet the pool).
+  absl::Status Fold(const MergePair& pair) {
+    const std::vector<float> logits_e = Logits(pair.evicted);
+    const std::vector<float> logits_c = Logits(pair.kept);
+    const MergeInput e{entries_.key(pair.evicted), entries_.value(pair.evicted),
+                       entries_.log_vote(pair.evicted), logits_e};
+    const MergeInput c{entries_.key(pair.kept), entries_.value(pair.kept),
+                       entries_.log_vote(pair.kept), logits_c};
+    absl::StatusOr<MergedEntry> merged = MergeEntries(params_.method, e, c, {queries_, scale_});
+    if (!merged.ok()) return merged.status();
+    if (merged->fallback != FallbackReason::kNone) ++counts_.fallbacks;
+    entries_.Set(pair.kept, *merged);
+    FoldState(pair.evicted, pair.kept, ShareOfEvicted(e, c));
+    return absl::OkStatus();
+  }
+
+  // Disjoint pairs of the most similar keys; returns how many entries went.
+  absl::StatusOr<int32_t> SimilarPairsPass(int32_t excess) {
     const std::vector<MergePair> pairs =
-        SelectMergePairs(entries_.keys(), input_.head_dim, MergeableMask(), Scores(),
+        SelectMergePairs(entries_.keys(), input_.head_dim, MergeableMask(), Ranks(),
                          {.max_pairs = excess, .min_cosine = params_.min_cosine});
     std::vector<int32_t> kept, evicted;
     for (const MergePair& pair : pairs) {
-      const std::vector<float> logits_e = Logits(pair.evicted);
-      const std::vector<float> logits_c = Logits(pair.kept);
-      const MergeInput e{entries_.key(pair.evicted), entries_.value(pair.evicted),
-                         entries_.log_vote(pair.evicted), logits_e};
-      const MergeInput c{entries_.key(pair.kept), entries_.value(pair.kept),
-                         entries_.log_vote(pair.kept), logits_c};
-      absl::StatusOr<MergedEntry> merged = MergeEntries(params_.method, e, c, {queries_, scale_});
-      if (!merged.ok()) return merged.status();
-      entries_.Set(pair.kept, *merged);
-      FoldState(pair.evicted, pair.kept, ShareOfEvicted(e, c));
+      if (absl::Status s = Fold(pair); !s.ok()) return s;
       kept.push_back(pair.kept);
       evicted.push_back(pair.evicted);
     }
@@ -206,6 +218,28 @@ class Compaction {
     if (absl::Status s = Remove(evicted); !s.ok()) return s;
     counts_.merges += static_cast<int64_t>(evicted.size());
     return static_cast<int32_t>(evicted.size());
+  }
+
+  // The `excess` lowest-scored entries, each folded into its most similar remaining entry or,
+  // with none similar enough, evicted.
+  absl::Status LowestScoredPass(int32_t excess) {
+    const std::vector<MergePair> merges = SelectLowestScoredMerges(
+        entries_.keys(), input_.head_dim, MergeableMask(), Ranks(), excess, params_.min_cosine);
+    std::vector<int32_t> kept, removed;
+    for (const MergePair& merge : merges) {
+      removed.push_back(merge.evicted);
+      if (merge.kept < 0) {
+        ++counts_.evictions;
+        continue;
+      }
+      if (absl::Status s = Fold(merge); !s.ok()) return s;
+      ++counts_.merges;
+      if (std::find(kept.begin(), kept.end(), merge.kept) == kept.end()) {
+        kept.push_back(merge.kept);
+      }
+    }
+    if (!kept.empty()) entries_.Write(kept);
+    return removed.empty() ? absl::OkStatus() : Remove(removed);
   }
 
   // The evicted entry's part of the pair's summed weight p * s over the queries.
@@ -226,6 +260,7 @@ class Compaction {
     EntryState& from = state_.entries[evicted];
     EntryState& into = state_.entries[kept];
     into.score += from.score;
+    into.rank += from.rank;
     if (!step_scores_.empty()) step_scores_[kept] += step_scores_[evicted];
     into.updates = std::max(into.updates, from.updates);
     into.position = std::max(into.position, from.position);
@@ -248,7 +283,7 @@ class Compaction {
     count = std::min<int32_t>(count, static_cast<int32_t>(candidates.size()));
     std::partial_sort(candidates.begin(), candidates.begin() + count, candidates.end(),
                       [&](int32_t a, int32_t b) {
-                        const float sa = state_.entries[a].score, sb = state_.entries[b].score;
+                        const float sa = state_.entries[a].rank, sb = state_.entries[b].rank;
                         return sa != sb ? sa < sb : a < b;
                       });
     candidates.resize(count);

@@ -22,10 +22,13 @@ struct TokenShare {
 
 // A cached entry of the sequence's own tokens.
 struct EntryState {
-  float score = 0.0f;     // bias-corrected EMA of its attention (mean probability per query head)
-  int32_t updates = 0;    // EMA updates so far
-  int32_t position = 0;   // the newest position among its tokens
-  float log_vote = 0.0f;  // ln p, as in the pool
+  float score = 0.0f;  // bias-corrected EMA of its attention (mean probability per query head)
+  // What decides which entries go, lowest first: the prompt's scores max-pooled over neighbours
+  // (KeepKvParams::pool) until the first decode step, the EMA from then on.
+  float rank = 0.0f;
+  int32_t updates = 0;              // EMA updates so far
+  int32_t position = 0;             // the newest position among its tokens
+  float log_vote = 0.0f;            // ln p, as in the pool
   std::vector<TokenShare> members;  // kept only when refreshes need them
 };
 
@@ -59,6 +62,8 @@ struct CompactionInput {
 struct CompactionCounts {
   int64_t merges = 0;
   int64_t evictions = 0;
+  // Merges whose exact rule (ZIP, GQA fit) was unsafe and fell back to the weighted mean.
+  int64_t fallbacks = 0;
 };
 
 // Removes own entries of (layer, kv head) until at most `target` remain, or none is mergeable:

@@ -7,6 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/api/chat_system_prefix.h"
+#include "server/api/keepkv_request.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -40,7 +42,8 @@ const std::set<std::string>& CommonKeys() {
                                              "stream_options",
                                              "priority",
                                              "documents",
-                                             "skip_special_tokens"};
+                                             "skip_special_tokens",
+                                             "keepkv"};
   return keys;
 }
 const std::set<std::string>& CompletionKeys() {
@@ -239,6 +242,16 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
   return text;
 }
 
+// messages[0, last].
+json MessagesThrough(const json& messages, int64_t last) {
+  json head = json::array();
+  for (int64_t i = 0; i <= last && i < static_cast<int64_t>(messages.size()); ++i) {
+    head.push_back(messages[static_cast<size_t>(i)]);
+  }
+  return head;
+}
+
+// The prompt of `messages`; with KeepKV on (parsed before), also its protected system turns.
 absl::Status ParseMessages(const json& body, const ModelInfo& model,
                            const DocumentContext* document, CompletionParams& params) {
   if (model.chat_template == nullptr) {
@@ -279,6 +292,7 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model,
     }
     extra = *kwargs;
   }
+  const int64_t last_system = LastSystemMessage(messages);
   if (document != nullptr) {
     const auto ordered = [](const json& value) {
       return nlohmann::ordered_json::parse(value.dump());
@@ -296,6 +310,18 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model,
     }
     params.prompts.push_back(model.tokenizer->Encode(split->suffix, /*add_special=*/false));
     params.prompt_texts.push_back(split->suffix);
+    if (params.request.keepkv.has_value() && last_system >= 0) {
+      const std::string text = split->prefix + split->suffix;
+      params.request.keepkv->protected_prefix = SystemPrefixTokens(
+          messages, last_system, {text, split->prefix.size(), params.prompts.back()},
+          *model.tokenizer, [&](int64_t last) -> absl::StatusOr<std::string> {
+            auto placed = engine::MessagesWithDocument(
+                document->text, ordered(MessagesThrough(messages, last)), document->role);
+            if (!placed.ok()) return placed.status();
+            return model.chat_template->Render(*placed, /*add_generation_prompt=*/false,
+                                               ordered(extra));
+          });
+    }
     return absl::OkStatus();
   }
   auto rendered = model.chat_template->Render(messages, add_generation_prompt, extra);
@@ -305,6 +331,15 @@ absl::Status ParseMessages(const json& body, const ModelInfo& model,
   }
   params.prompts.push_back(model.tokenizer->Encode(*rendered, /*add_special=*/false));
   params.prompt_texts.push_back(*rendered);
+  if (params.request.keepkv.has_value() && last_system >= 0) {
+    // A second, shorter rendering: a template's output does not say where a turn ends.
+    params.request.keepkv->protected_prefix = SystemPrefixTokens(
+        messages, last_system, {*rendered, 0, params.prompts.back()}, *model.tokenizer,
+        [&](int64_t last) {
+          return model.chat_template->Render(MessagesThrough(messages, last),
+                                             /*add_generation_prompt=*/false, extra);
+        });
+  }
   return absl::OkStatus();
 }
 
@@ -428,7 +463,8 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind, int32_t n) {
 
 absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind kind,
                                                        const ModelInfo& model,
-                                                       const DocumentContext* document) {
+                                                       const DocumentContext* document,
+                                                       const KeepKvConfig* keepkv) {
   if (!body.is_object()) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
@@ -465,6 +501,11 @@ absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind
       return Invalid("stream_options", "'stream_options.include_usage' must be a boolean");
     }
     params.include_usage = usage.get<bool>();
+  }
+  {
+    auto parsed = ParseKeepKvRequest(body, keepkv != nullptr ? *keepkv : KeepKvConfig{});
+    if (!parsed.ok()) return parsed.status();
+    request.keepkv = *std::move(parsed);
   }
   if (kind == ApiKind::kCompletion) {
     KVD_RETURN_IF_ERROR(fields.Boolean("echo", params.echo));

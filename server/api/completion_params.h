@@ -14,6 +14,7 @@
 #include "engine/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
+#include "server/config/keepkv_config.h"
 
 namespace kvd::server {
 
@@ -54,8 +55,10 @@ struct DocumentContext {
 
 // Parses `body` (already JSON). InvalidArgument with a param payload for every problem;
 // NotFound when `model` names another model. With `document`, the prompts continue it.
+// `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the request asks);
+// a chat request with KeepKV protects its system turns (request.keepkv->protected_prefix).
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(
     const nlohmann::json& body, ApiKind kind, const ModelInfo& model,
-    const DocumentContext* document = nullptr);
+    const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
 
 }  // namespace kvd::server

@@ -51,8 +51,9 @@ std::variant<StartedCompletion, CompletionRefusal> StartCompletion(ServingContex
                                                                    ApiKind kind) {
   auto document = ResolveRequestDocument(context, body, tenant.id());
   if (!document.ok()) return CompletionRefusal{document.status()};
+  const KeepKvConfig keepkv = tenant.keepkv();
   auto params = ParseCompletionParams(body, kind, context.model,
-                                      document->has_value() ? &**document : nullptr);
+                                      document->has_value() ? &**document : nullptr, &keepkv);
   if (!params.ok()) return CompletionRefusal{params.status()};
 
   int64_t tokens = 0;

@@ -45,6 +45,7 @@ Tenant::Tenant(const TenantConfig& config, const scheduler::Clock& clock)
       max_concurrent_(config.max_concurrent_requests),
       max_documents_(config.max_documents),
       max_stored_bytes_(static_cast<int64_t>(config.max_stored_bytes)),
+      keepkv_(config.keepkv),
       requests_bucket_(config.requests_per_minute, clock.Now()),
       tokens_bucket_(config.tokens_per_minute, clock.Now()) {}
 
@@ -56,6 +57,7 @@ void Tenant::Reconfigure(const TenantConfig& config) {
   max_concurrent_ = config.max_concurrent_requests;
   max_documents_ = config.max_documents;
   max_stored_bytes_ = static_cast<int64_t>(config.max_stored_bytes);
+  keepkv_ = config.keepkv;
   requests_bucket_.Resize(config.requests_per_minute, now);
   tokens_bucket_.Resize(static_cast<double>(config.tokens_per_minute), now);
 }
@@ -78,6 +80,11 @@ int64_t Tenant::max_documents() {
 int64_t Tenant::max_stored_bytes() {
   std::lock_guard lock(mu_);
   return max_stored_bytes_;
+}
+
+KeepKvConfig Tenant::keepkv() {
+  std::lock_guard lock(mu_);
+  return keepkv_;
 }
 
 absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refusal& refusal) {
@@ -113,7 +120,8 @@ void Tenant::Release() {
 }
 
 TenantRegistry::TenantRegistry(const std::vector<TenantConfig>& tenants,
-                               const scheduler::Clock& clock, const TenantRegistry* previous) {
+                               const scheduler::Clock& clock, const TenantRegistry* previous,
+                               const KeepKvConfig& keepkv) {
   for (const TenantConfig& config : tenants) {
     std::shared_ptr<Tenant> tenant;
     if (previous != nullptr) {
@@ -132,6 +140,7 @@ TenantRegistry::TenantRegistry(const std::vector<TenantConfig>& tenants,
   if (tenants_.empty()) {
     TenantConfig everyone;
     everyone.id = "default";
+    everyone.keepkv = keepkv;
     default_tenant_ = std::make_shared<Tenant>(everyone, clock);
   }
 }

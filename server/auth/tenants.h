@@ -56,6 +56,8 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   // Its own document limits (TenantConfig::max_documents, max_stored_bytes); 0: the server's.
   int64_t max_documents();
   int64_t max_stored_bytes();
+  // Its KeepKV defaults (TenantConfig::keepkv: the server's section under its own keys).
+  KeepKvConfig keepkv();
 
   // Takes a concurrent slot, one request and `tokens` (prompt plus max_tokens) from the
   // tenant's limits, or refuses with ResourceExhausted carrying Retry-After; `refusal` says
@@ -74,6 +76,7 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   int32_t max_concurrent_;          // guarded by mu_
   int64_t max_documents_;           // guarded by mu_
   int64_t max_stored_bytes_;        // guarded by mu_
+  KeepKvConfig keepkv_;             // guarded by mu_
   int32_t concurrent_ = 0;          // guarded by mu_
   TokenBucket requests_bucket_;     // guarded by mu_
   TokenBucket tokens_bucket_;       // guarded by mu_
@@ -83,8 +86,9 @@ class TenantRegistry {
  public:
   // `clock` is borrowed. Keys are the configs' SHA-256 digests. Tenants that `previous` (a
   // registry being replaced) already had keep their state: requests in flight and rate buckets.
+  // With no tenants, the default tenant takes `keepkv` (the server's section).
   TenantRegistry(const std::vector<TenantConfig>& tenants, const scheduler::Clock& clock,
-                 const TenantRegistry* previous = nullptr);
+                 const TenantRegistry* previous = nullptr, const KeepKvConfig& keepkv = {});
 
   bool authentication_enabled() const { return !keys_.empty(); }
   // The tenant of an `Authorization: Bearer <key>` header value; Unauthenticated when the

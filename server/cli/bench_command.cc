@@ -33,13 +33,15 @@ struct BenchOptions {
 void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
   std::printf(
       "| rule | budget | logit change, first step | mean | last quarter | KL | top-1 agree | "
-      "merges | evictions |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "merges | of which fell back | evictions "
+      "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+      "\n");
   for (const auto& row : rows) {
     const bench::Perturbation& p = row.result;
-    std::printf("| %s | %.0f%% | %.4f | %.4f | %.4f | %.4f | %.1f%% | %lld | %lld |\n",
+    std::printf("| %s | %.0f%% | %.4f | %.4f | %.4f | %.4f | %.1f%% | %lld | %lld | %lld |\n",
                 row.label.c_str(), 100.0 * row.budget, p.first_step, p.mean, p.last_quarter, p.kl,
                 100.0 * p.top1_agreement, static_cast<long long>(p.merges),
-                static_cast<long long>(p.evictions));
+                static_cast<long long>(p.fallbacks), static_cast<long long>(p.evictions));
   }
 }
 
@@ -57,7 +59,8 @@ absl::Status RunKeepKvBench(const BenchOptions& options, engine::Model& model) {
       options.model_dir.c_str(), options.backend.c_str(), bench_options.prompts,
       bench_options.prompt_tokens, bench_options.follow_steps);
   PrintPerturbationRows(result->methods);
-  std::printf("\nsweep of the default rule at budget 20%%, one parameter changed at a time:\n\n");
+  std::printf(
+      "\nsweep of the defaults at budgets 20%% and 10%%, one parameter changed at a time:\n\n");
   PrintPerturbationRows(result->sweep);
   std::printf(
       "\nbatch of %d sequences, prompt %d tokens, %d generated each:\n\n| budget | decode tok/s "

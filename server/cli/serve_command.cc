@@ -75,9 +75,9 @@ HttpServerOptions HttpOptions(const ListenConfig& listen) {
   return options;
 }
 
-// SIGHUP: the tenants of the configuration file replace the running ones; connections, requests
-// in flight and the tenants' rate buckets are kept. Anything else that changed in the file
-// waits for a restart.
+// SIGHUP: the tenants of the configuration file replace the running ones, with the file's
+// `keepkv` defaults; connections, requests in flight and the tenants' rate buckets are kept.
+// Anything else that changed in the file waits for a restart.
 void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
   if (flags.config_file.empty()) {
     spdlog::warn("SIGHUP: no --config file to reload");
@@ -91,7 +91,7 @@ void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
   }
   const auto previous = tenants.current();
   tenants.Replace(std::make_shared<TenantRegistry>(config->tenants, scheduler::Clock::System(),
-                                                   previous.get()));
+                                                   previous.get(), config->keepkv));
   spdlog::info("SIGHUP: {} tenants loaded", config->tenants.size());
 }
 
@@ -139,8 +139,8 @@ absl::Status RunServe(const ServeFlags& flags) {
   auto scheduler = scheduler::Scheduler::Create(**model, tokenizer->get(), config->scheduler);
   if (!scheduler.ok()) return scheduler.status();
 
-  TenantDirectory tenants(
-      std::make_shared<TenantRegistry>(config->tenants, scheduler::Clock::System()));
+  TenantDirectory tenants(std::make_shared<TenantRegistry>(
+      config->tenants, scheduler::Clock::System(), nullptr, config->keepkv));
   if (!tenants.current()->authentication_enabled()) {
     spdlog::warn(
         "NO TENANTS CONFIGURED: authentication is OFF and every caller shares one default "

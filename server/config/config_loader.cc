@@ -4,10 +4,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -58,7 +61,54 @@ void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::Sc
   r.Finish();
 }
 
-void ReadTenant(YamlDocument& document, const YAML::Node& node, std::string path, TenantConfig& t) {
+// A KeepKV mapping at `path` over `c`: keys left out keep c's values, so a tenant's starts
+// from the server's section.
+void ReadKeepKv(YamlDocument& document, const YAML::Node& node, std::string path, KeepKvConfig& c) {
+  YamlMapReader r(document, node, std::move(path));
+  r.Read("enabled", &c.enabled);
+  std::variant<int64_t, double> budget;
+  if (r.Read("budget", &budget)) {
+    const int64_t* tokens = std::get_if<int64_t>(&budget);
+    if (tokens != nullptr && *tokens != 1) {
+      // An integer over 1 is a token count; 1 is the whole prompt, as 1.0 is.
+      if (*tokens < 1) {
+        document.FailAtPath(r.PathOf("budget"),
+                            absl::StrCat("must be a positive token count or a fraction in (0, 1], "
+                                         "got ",
+                                         *tokens));
+      } else if (*tokens > std::numeric_limits<int32_t>::max()) {
+        document.FailAtPath(r.PathOf("budget"),
+                            absl::StrCat("must be at most ", std::numeric_limits<int32_t>::max(),
+                                         " tokens, got ", *tokens));
+      } else {
+        c.budget_tokens = static_cast<int32_t>(*tokens);
+      }
+    } else if (const double fraction = tokens != nullptr ? 1.0 : std::get<double>(budget);
+               fraction > 1.0) {
+      document.FailAtPath(
+          r.PathOf("budget"),
+          absl::StrCat("over 1 is a token count and must be an integer, got ", fraction));
+    } else {
+      c.budget_tokens = 0;
+      c.budget_fraction = fraction;
+    }
+  }
+  r.Read("alpha", &c.alpha);
+  r.Read("window", &c.window);
+  r.Read("pool", &c.pool);
+  r.Read("refresh_every", &c.refresh_every);
+  r.Read("recent", &c.recent);
+  r.Read("sink", &c.sink);
+  r.Read("method", &c.method);
+  r.Read("min_cosine", &c.min_cosine);
+  r.Read("selection", &c.selection);
+  r.Finish();
+}
+
+// Reads one tenant but for its `keepkv`, which needs the server's section first: returned for
+// the caller to read once that is.
+std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& node,
+                                     std::string path, TenantConfig& t) {
   YamlMapReader r(document, node, std::move(path));
   r.Require("id");
   r.Read("id", &t.id);
@@ -85,7 +135,9 @@ void ReadTenant(YamlDocument& document, const YAML::Node& node, std::string path
   r.Read("tokens_per_minute", &t.tokens_per_minute);
   r.Read("max_documents", &t.max_documents);
   r.ReadByteSize("max_stored_bytes", &t.max_stored_bytes);
+  std::optional<YAML::Node> keepkv = r.Find("keepkv");
   r.Finish();
+  return keepkv;
 }
 
 void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
@@ -141,15 +193,25 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("server")) ReadListen(document, *section, config.server);
   if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
   if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
+  std::vector<std::optional<YAML::Node>> tenant_keepkv;
   if (auto list = r.Find("tenants")) {
     const std::vector<YAML::Node> elements = document.Elements(*list, "tenants");
     for (size_t i = 0; i < elements.size(); ++i) {
-      ReadTenant(document, elements[i], absl::StrCat("tenants[", i, "]"),
-                 config.tenants.emplace_back());
+      tenant_keepkv.push_back(ReadTenant(document, elements[i], absl::StrCat("tenants[", i, "]"),
+                                         config.tenants.emplace_back()));
     }
   }
   if (auto section = r.Find("store")) ReadStore(document, *section, config.store);
   if (auto section = r.Find("documents")) ReadDocuments(document, *section, config.documents);
+  if (auto section = r.Find("keepkv")) ReadKeepKv(document, *section, "keepkv", config.keepkv);
+  for (size_t i = 0; i < tenant_keepkv.size() && i < config.tenants.size(); ++i) {
+    TenantConfig& tenant = config.tenants[i];
+    tenant.keepkv = config.keepkv;
+    if (tenant_keepkv[i].has_value()) {
+      ReadKeepKv(document, *tenant_keepkv[i], absl::StrCat("tenants[", i, "].keepkv"),
+                 tenant.keepkv);
+    }
+  }
   if (auto section = r.Find("metrics")) ReadMetrics(document, *section, config.metrics);
   if (auto section = r.Find("logging")) ReadLogging(document, *section, config.logging);
   r.Finish();

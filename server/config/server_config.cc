@@ -151,6 +151,33 @@ absl::Status ValidateModel(const ModelSection& c) {
   return CheckRange("model.threads", c.threads, 0, 1024);
 }
 
+// A KeepKV section at `path` ("keepkv", "tenants[0].keepkv") against KeepKvParams' own rules:
+// its "keepkv.alpha must be in [0, 1)" reads "<path>.alpha: must be in [0, 1), got 1.5".
+absl::Status ValidateKeepKv(const std::string& path, const KeepKvConfig& c) {
+  absl::Status status = cache_store::ParseMergeMethod(c.method).status();
+  if (status.ok()) status = cache_store::ParseMergeSelection(c.selection).status();
+  if (status.ok()) status = c.Params().Validate();
+  if (status.ok()) return status;
+  const KeepKvViolation violation = SplitKeepKvError(status);
+  if (violation.field.empty()) return KeyError(path, violation.rule);
+  const std::pair<std::string_view, std::string> values[] = {
+      {"budget",
+       c.budget_tokens != 0 ? absl::StrCat(c.budget_tokens) : absl::StrCat(c.budget_fraction)},
+      {"alpha", absl::StrCat(c.alpha)},
+      {"window", absl::StrCat(c.window)},
+      {"pool", absl::StrCat(c.pool)},
+      {"refresh_every", absl::StrCat(c.refresh_every)},
+      {"recent", absl::StrCat(c.recent)},
+      {"sink", absl::StrCat(c.sink)},
+      {"min_cosine", absl::StrCat(c.min_cosine)},
+  };
+  std::string message = violation.rule;
+  for (const auto& [field, value] : values) {
+    if (field == violation.field) absl::StrAppend(&message, ", got ", value);
+  }
+  return KeyError(absl::StrCat(path, ".", violation.field), message);
+}
+
 absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
   absl::flat_hash_map<std::string, std::string> tenant_paths;  // id -> "tenants[i]"
   absl::flat_hash_map<std::string, std::string> digest_paths;  // digest -> its key path
@@ -206,6 +233,7 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
                         absl::StrCat("must be at least 0 (0: unlimited), got ", value));
       }
     }
+    if (auto s = ValidateKeepKv(path + ".keepkv", t.keepkv); !s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -277,6 +305,8 @@ absl::Status ServerConfig::Validate() const {
   if (auto s = ValidateListen(server); !s.ok()) return s;
   if (auto s = ValidateModel(model); !s.ok()) return s;
   if (auto s = scheduler.Validate(); !s.ok()) return SchedulerKeyError(s);
+  // Before the tenants, which take their omitted keys from it.
+  if (auto s = ValidateKeepKv("keepkv", keepkv); !s.ok()) return s;
   if (auto s = ValidateTenants(tenants); !s.ok()) return s;
   if (store.data_dir.empty()) return KeyError("store.data_dir", "must not be empty");
   if (store.replica.size() > 63 ||

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "scheduler/config.h"
 #include "scheduler/request.h"
+#include "server/config/keepkv_config.h"
 
 namespace kvd::server {
 
@@ -102,6 +103,9 @@ struct TenantConfig {
   // Bytes of compressed caches the tenant may store (more: 429); 0 uses
   // documents.max_stored_bytes_per_tenant. Default 0.
   size_t max_stored_bytes = 0;
+  // YAML `keepkv`: the section `keepkv` with the keys this tenant sets over it (filled by the
+  // loader: a key the tenant omits takes the section's value). Default: KeepKvConfig{}.
+  KeepKvConfig keepkv;
 
   // Every digest that authenticates this tenant: key_sha256, then key_env_sha256 if set.
   std::vector<std::string> KeyDigests() const;
@@ -189,13 +193,16 @@ struct ServerConfig {
   ListenConfig server;                   // section `server`; not reloadable
   ModelSection model;                    // section `model`; not reloadable
   scheduler::SchedulerConfig scheduler;  // section `scheduler`; not reloadable
-  // Section `tenants`; reloadable on SIGHUP (the only reloadable part). Empty: requests are not
-  // authenticated. Default: none.
+  // Section `tenants`; reloadable on SIGHUP (with `keepkv`, the only reloadable parts). Empty:
+  // requests are not authenticated. Default: none.
   std::vector<TenantConfig> tenants;
   StoreConfig store;          // section `store`; not reloadable
   DocumentsConfig documents;  // section `documents`; not reloadable
-  MetricsConfig metrics;      // section `metrics`; not reloadable
-  LoggingConfig logging;      // section `logging`; not reloadable
+  // Section `keepkv`: the defaults of every tenant (and of the one default tenant when there
+  // are none); reloadable on SIGHUP with the tenants.
+  KeepKvConfig keepkv;
+  MetricsConfig metrics;  // section `metrics`; not reloadable
+  LoggingConfig logging;  // section `logging`; not reloadable
 
   // Checks every field and the relations between them. An error's message starts with the key
   // path ("server.port: must be in [0, 65535], got 70000") and carries the path as a payload

@@ -203,6 +203,25 @@ bool YamlMapReader::Read(std::string_view key, double* out) {
   return true;
 }
 
+bool YamlMapReader::Read(std::string_view key, std::variant<int64_t, double>* out) {
+  const Entry* entry = Lookup(key);
+  if (entry == nullptr) return false;
+  int64_t integer = 0;
+  double number = 0.0;
+  if (IsUnquotedScalar(entry->value) && absl::SimpleAtoi(entry->value.Scalar(), &integer)) {
+    *out = integer;
+    return true;
+  }
+  if (!IsUnquotedScalar(entry->value) || !absl::SimpleAtod(entry->value.Scalar(), &number) ||
+      !std::isfinite(number)) {
+    document_.Fail(entry->mark, PathOf(key),
+                   absl::StrCat("must be a finite number, got ", Describe(entry->value)));
+    return false;
+  }
+  *out = number;
+  return true;
+}
+
 bool YamlMapReader::Read(std::string_view key, std::vector<std::string>* out) {
   const Entry* entry = Lookup(key);
   if (entry == nullptr) return false;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -60,6 +61,9 @@ class YamlMapReader {
   bool Read(std::string_view key, int32_t* out);
   bool Read(std::string_view key, int64_t* out);
   bool Read(std::string_view key, double* out);
+  // A number kept as written: an int64_t when it has no point or exponent ("256"), else a
+  // finite double ("0.5", "1.0").
+  bool Read(std::string_view key, std::variant<int64_t, double>* out);
   // A list of strings; a single string reads as a list of one.
   bool Read(std::string_view key, std::vector<std::string>* out);
   // A byte count: an integer or a string with a unit (see byte_size.h).

@@ -1,6 +1,7 @@
 #include "server/grpc/generate_request_json.h"
 
 #include <string>
+#include <utility>
 
 #include "server/http/error_response.h"
 
@@ -15,6 +16,33 @@ json Array(const Repeated& values) {
   json array = json::array();
   for (const auto& value : values) array.push_back(value);
   return array;
+}
+
+// KeepKv as HTTP's "keepkv": null when disabled, else an object of the fields set.
+absl::StatusOr<json> KeepKvJson(const v1::KeepKv& keepkv) {
+  json out = json::object();
+  switch (keepkv.budget_case()) {
+    case v1::KeepKv::kBudgetTokens:
+      out["budget"] = keepkv.budget_tokens();
+      break;
+    case v1::KeepKv::kBudgetFraction:
+      out["budget"] = keepkv.budget_fraction();
+      break;
+    case v1::KeepKv::BUDGET_NOT_SET:
+      break;
+  }
+  if (keepkv.has_alpha()) out["alpha"] = keepkv.alpha();
+  if (keepkv.has_window()) out["window"] = keepkv.window();
+  if (keepkv.has_refresh_every()) out["refresh_every"] = keepkv.refresh_every();
+  if (keepkv.has_recent()) out["recent"] = keepkv.recent();
+  if (keepkv.has_method()) out["method"] = keepkv.method();
+  if (!keepkv.disabled()) return out;
+  if (!out.empty()) {
+    return WithParam(absl::InvalidArgumentError(
+                         "keepkv.disabled turns KeepKV off; it takes no other keepkv field"),
+                     "keepkv.disabled");
+  }
+  return json(nullptr);
 }
 
 }  // namespace
@@ -90,6 +118,11 @@ absl::StatusOr<GenerateBody> GenerateRequestToJson(const v1::GenerateRequest& re
           "chat_template_kwargs_json");
     }
     body["chat_template_kwargs"] = std::move(kwargs);
+  }
+  if (request.has_keepkv()) {
+    absl::StatusOr<json> keepkv = KeepKvJson(request.keepkv());
+    if (!keepkv.ok()) return keepkv.status();
+    body["keepkv"] = *std::move(keepkv);
   }
   // Streaming is gRPC's own; the parser only checks that usage options come with it.
   body["stream"] = true;

@@ -16,7 +16,7 @@ struct GenerateBody {
 };
 
 // InvalidArgument for what JSON cannot say the same way (no input, malformed
-// chat_template_kwargs_json).
+// chat_template_kwargs_json, keepkv.disabled with other keepkv fields).
 [[nodiscard]] absl::StatusOr<GenerateBody> GenerateRequestToJson(
     const v1::GenerateRequest& request);
 

@@ -137,6 +137,25 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
                        "Tokens through the model, recomputation after preemption included "
                        "(tokens).",
                        counter, kvd_labels_, static_cast<double>(s.computed_tokens)));
+
+  // KeepKV.
+  out.push_back(Single("kvd_keepkv_merges_total",
+                       "KV entries KeepKV merged into another entry (entries, per layer and kv "
+                       "head).",
+                       counter, kvd_labels_, static_cast<double>(s.keepkv_merges)));
+  out.push_back(Single("kvd_keepkv_evictions_total",
+                       "KV entries KeepKV dropped for want of a similar partner (entries, per "
+                       "layer and kv head).",
+                       counter, kvd_labels_, static_cast<double>(s.keepkv_evictions)));
+  out.push_back(Single("kvd_keepkv_refreshes_total",
+                       "Rebuilds of a KeepKV sequence from its full KV (refreshes).", counter,
+                       kvd_labels_, static_cast<double>(s.keepkv_refreshes)));
+  out.push_back(Single("kvd_keepkv_sequences", "Running sequences under a KV budget (sequences).",
+                       gauge, kvd_labels_, s.keepkv_sequences));
+  out.push_back(Single("kvd_keepkv_compressed_fraction",
+                       "Fraction of the own tokens of running KeepKV sequences whose entries were "
+                       "merged or evicted away (ratio).",
+                       gauge, kvd_labels_, s.keepkv_compressed_fraction));
   return out;
 }
 

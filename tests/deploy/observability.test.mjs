@@ -134,7 +134,7 @@ test('the dashboard is shaped for any Prometheus data source and filters by mode
   }
 });
 
-test('the dashboard covers latencies, load, cache, scheduler and tenants', () => {
+test('the dashboard covers latencies, load, cache, scheduler, tenants and KeepKV', () => {
   const all = dashboardExpressions.join('\n');
   for (const histogram of ['vllm:time_to_first_token_seconds', 'vllm:inter_token_latency_seconds',
     'vllm:e2e_request_latency_seconds', 'vllm:request_queue_time_seconds']) {
@@ -147,7 +147,9 @@ test('the dashboard covers latencies, load, cache, scheduler and tenants', () =>
     'vllm:kv_cache_usage_perc', 'vllm:num_preemptions_total', 'vllm:prompt_tokens_total',
     'vllm:generation_tokens_total', 'kvd_scheduler_step_seconds_total', 'kvd_scheduler_forward_seconds_total',
     'kvd_scheduler_steps_total', 'kvd_tenant_rejections_total', 'kvd_tenant_prompt_tokens_total',
-    'kvd_tenant_generation_tokens_total', 'kvd_tenant_requests_running', 'kvd_tenant_requests_waiting']) {
+    'kvd_tenant_generation_tokens_total', 'kvd_tenant_requests_running', 'kvd_tenant_requests_waiting',
+    'kvd_keepkv_merges_total', 'kvd_keepkv_evictions_total', 'kvd_keepkv_refreshes_total',
+    'kvd_keepkv_compressed_fraction']) {
     assert.ok(all.includes(`${name}{`), name);
   }
 });

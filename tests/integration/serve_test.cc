@@ -99,6 +99,42 @@ TEST_F(ServeTest, ChatCompletionUsesTheModelsTemplate) {
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
 }
 
+// The value of a counter or gauge without labels other than model_name, from /metrics.
+double MetricValue(const std::string& scrape, const std::string& name) {
+  const std::string prefix = name + "{model_name=\"kvd-tiny\"} ";
+  const size_t at = scrape.find(prefix);
+  return at == std::string::npos ? -1.0 : std::stod(scrape.substr(at + prefix.size()));
+}
+
+TEST_F(ServeTest, KeepKvBudgetsCompactTheChatAndCountTheMerges) {
+  auto ask = [](const json& keepkv) {
+    json body = {{"model", "kvd-tiny"},
+                 {"messages", {{{"role", "user"}, {"content", DocumentQuestionText()}}}},
+                 {"temperature", 0},
+                 {"max_completion_tokens", 16}};
+    body["keepkv"] = keepkv;
+    return Post("/v1/chat/completions", body);
+  };
+  const double merges_before =
+      MetricValue(Curl("GET", server_->url("/metrics")).body, "kvd_keepkv_merges_total");
+  ASSERT_GE(merges_before, 0.0);
+  // A budget over the whole prompt changes nothing; null turns KeepKV off.
+  for (const json& keepkv : {json{{"budget", 1.0}}, json(nullptr)}) {
+    const HttpResult whole = ask(keepkv);
+    ASSERT_EQ(whole.status, 200) << whole.body;
+    EXPECT_EQ(json::parse(whole.body)["choices"][0]["message"]["content"], "KSOHB");
+  }
+  const HttpResult bounded = ask({{"budget", 0.3}, {"method", "gqa_fit"}});
+  ASSERT_EQ(bounded.status, 200) << bounded.body;
+  EXPECT_TRUE(json::parse(bounded.body)["choices"][0]["finish_reason"].is_string());
+  const std::string scrape = Curl("GET", server_->url("/metrics")).body;
+  EXPECT_GT(MetricValue(scrape, "kvd_keepkv_merges_total"), merges_before);
+  EXPECT_EQ(MetricValue(scrape, "kvd_keepkv_sequences"), 0.0);
+  ExpectError(ask({{"budget", 0.3}, {"alpha", 1.5}}), 400, "invalid_request_error", "keepkv.alpha");
+  ExpectError(ask({{"budget", 0.3}, {"method", "magic"}}), 400, "invalid_request_error",
+              "keepkv.method");
+}
+
 TEST_F(ServeTest, StreamingChatSendsRoleDeltasUsageAndDone) {
   const HttpResult result =
       Post("/v1/chat/completions",

@@ -18,6 +18,7 @@ constexpr int32_t kHeadDim = 32;
 
 struct Entries {
   std::vector<float> keys, values;  // [n, kHeadDim]
+  std::vector<float> centers_sum;   // [kHeadDim]: the clusters' directions added up
   int32_t size() const { return static_cast<int32_t>(keys.size() / kHeadDim); }
 };
 
@@ -32,18 +33,24 @@ class KeepKvSequenceTest : public ::testing::Test {
         *backend_, {.num_blocks = 512, .block_size = 8, .head_dim = kHeadDim});
   }
 
-  // `count` entries around `clusters` directions: neighbours have keys of cosine near 1.
+  // `count` entries around `clusters` directions: neighbours have keys of cosine near 1, and
+  // lengths that differ, so that the scores of one direction spread.
   Entries Clustered(int32_t count, int32_t clusters, float noise) {
     std::normal_distribution<float> normal;
+    std::uniform_real_distribution<float> length(0.2f, 1.0f);
+    // Orthogonal directions, each along its own axis.
     std::vector<std::vector<float>> centers(clusters, std::vector<float>(kHeadDim));
-    for (auto& center : centers) {
-      for (float& x : center) x = normal(rng_);
-    }
+    for (int32_t c = 0; c < clusters; ++c) centers[c][c % kHeadDim] = 4.0f;
     Entries out;
+    out.centers_sum.assign(kHeadDim, 0.0f);
+    for (const auto& center : centers) {
+      for (int32_t d = 0; d < kHeadDim; ++d) out.centers_sum[d] += center[d];
+    }
     for (int32_t i = 0; i < count; ++i) {
       const auto& center = centers[(i / 4) % clusters];
+      const float scale = length(rng_);
       for (int32_t d = 0; d < kHeadDim; ++d) {
-        out.keys.push_back(center[d] * 0.5f + noise * normal(rng_));
+        out.keys.push_back(center[d] * scale + noise * normal(rng_));
         out.values.push_back(normal(rng_));
       }
     }
@@ -146,6 +153,7 @@ class KeepKvSequenceTest : public ::testing::Test {
     KeepKvParams params;
     params.budget_tokens = budget;
     params.window = 1;
+    params.pool = 1;  // the exact scores of the window's query
     params.sink = 2;
     params.recent = 4;
     params.method = method;
@@ -154,13 +162,24 @@ class KeepKvSequenceTest : public ::testing::Test {
 
   // Compacts a prompt of 64 clustered entries to `budget` and returns the relative change of
   // the last prompt query's output, the one the merges were made for.
-  double MergeStepChange(MergeMethod method, uint32_t seed, KeepKvCounts* counts = nullptr) {
+  double MergeStepChange(MergeMethod method, MergeSelection selection, uint32_t seed,
+                         KeepKvCounts* counts = nullptr) {
     rng_.seed(seed);
-    const Entries prompt = Clustered(64, 8, 0.02f);
-    const std::vector<float> q = Queries(prompt.size());
+    // Tight clusters, so that every merge finds a partner of cosine near 1: similar pairs need
+    // many small ones (pairs within pairs); the lowest scores, whole clusters of which go
+    // together, need a few large ones.
+    const int32_t clusters = selection == MergeSelection::kSimilarPairs ? 8 : 4;
+    const Entries prompt = Clustered(64, clusters, 0.02f);
+    std::vector<float> q = Queries(prompt.size());
+    // The scored query points at every cluster alike, so that the scores follow the keys'
+    // lengths and each cluster has high scores and low ones: the lowest-scored entries always
+    // have partners left.
+    std::copy(prompt.centers_sum.begin(), prompt.centers_sum.end(), q.end() - kHeadDim);
     const std::vector<float> last(q.end() - config_.num_heads * kHeadDim, q.end());
     engine::SequenceKv kv(1, 1);
-    KeepKvSequence sequence(config_, Params(method, 32), 32);
+    KeepKvParams params = Params(method, 32);
+    params.selection = selection;
+    KeepKvSequence sequence(config_, params, 32);
     engine::SequenceKv full(1, 1);
     KeepKvSequence unbounded(config_, Params(method, 1000), 1000);
     EXPECT_TRUE(Step(full, unbounded, prompt, q).ok());
@@ -183,16 +202,18 @@ class KeepKvSequenceTest : public ::testing::Test {
 TEST_F(KeepKvSequenceTest, MergesKeepTheMergeStepOutputWithoutGqa) {
   SetUpModel(/*group=*/1);
   const uint32_t base_seed = std::random_device{}();
-  for (MergeMethod method : {MergeMethod::kGqaFit, MergeMethod::kGroupMean}) {
-    for (uint32_t seed = base_seed; seed < base_seed + 5; ++seed) {
-      KeepKvCounts counts;
-      const double merged = MergeStepChange(method, seed, &counts);
-      EXPECT_GT(counts.merges, 0) << "seed " << seed;
-      EXPECT_EQ(counts.evictions, 0) << "seed " << seed;
-      EXPECT_LE(merged, 1e-5) << MergeMethodName(method) << " seed " << seed;
-      // Dropping the same number of entries instead changes the output visibly.
-      const double evicted = MergeStepChange(MergeMethod::kEvict, seed);
-      EXPECT_GT(evicted, 100 * std::max(merged, 1e-7)) << "seed " << seed;
+  for (MergeSelection selection : {MergeSelection::kLowestScores, MergeSelection::kSimilarPairs}) {
+    for (MergeMethod method : {MergeMethod::kGqaFit, MergeMethod::kGroupMean}) {
+      for (uint32_t seed = base_seed; seed < base_seed + 5; ++seed) {
+        KeepKvCounts counts;
+        const double merged = MergeStepChange(method, selection, seed, &counts);
+        EXPECT_GT(counts.merges, 0) << "seed " << seed;
+        EXPECT_EQ(counts.evictions, 0) << MergeSelectionName(selection) << " seed " << seed;
+        EXPECT_LE(merged, 1e-5) << MergeMethodName(method) << " seed " << seed;
+        // Dropping the same number of entries instead changes the output visibly.
+        const double evicted = MergeStepChange(MergeMethod::kEvict, selection, seed);
+        EXPECT_GT(evicted, 100 * std::max(merged, 1e-7)) << "seed " << seed;
+      }
     }
   }
   EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks());

@@ -1,5 +1,7 @@
-// KeepKV's pair selection: disjoint, most similar first, the lower score evicted, protected
-// entries never touched, and the similarity floor and pair cap honoured.
+// KeepKV's merge selection. Similar pairs: disjoint, most similar first, the lower score
+// evicted, protected entries never touched, the similarity floor and pair cap honoured. Lowest
+// scores: exactly the lowest go, in ascending score, each into the most similar entry still
+// there (chains carrying a group's votes to its last member) or evicted without one.
 #include "cache_store/keepkv/merge_pairs.h"
 
 #include <gtest/gtest.h>
@@ -99,6 +101,62 @@ TEST(SelectMergePairs, RandomInputsGiveDisjointMergeablePairsInDecreasingSimilar
     if (p > 0) {
       EXPECT_LE(pair.cosine, pairs[p - 1].cosine);
     }
+  }
+}
+
+TEST(SelectLowestScoredMerges, FoldsInAscendingScoreIntoTheMostSimilarEntryStillThere) {
+  // Two groups of one direction each, {0, 1, 2} along x and {3, 4} along y, and 5 along z.
+  const std::vector<float> keys = {1, 0, 0, 2, 0.1f, 0, 1, 0, 0.01f, 0, 1, 0, 0, 2, 0, 0, 0, 1};
+  const std::vector<uint8_t> mergeable = {1, 1, 1, 1, 1, 1};
+  const std::vector<float> scores = {0.1f, 0.3f, 0.2f, 0.05f, 0.6f, 0.4f};
+  const auto merges = SelectLowestScoredMerges(keys, 3, mergeable, scores, 3, 0.8f);
+  ASSERT_EQ(merges.size(), 3u);
+  // 3 (0.05) into 4; 0 (0.1) into 2, its closest; 2 (0.2) then into 1, carrying 0.
+  EXPECT_EQ(merges[0].evicted, 3);
+  EXPECT_EQ(merges[0].kept, 4);
+  EXPECT_EQ(merges[1].evicted, 0);
+  EXPECT_EQ(merges[1].kept, 2);
+  EXPECT_EQ(merges[2].evicted, 2);
+  EXPECT_EQ(merges[2].kept, 1);
+  EXPECT_NEAR(merges[2].cosine, Cosine(keys, 3, 2, 1), 1e-6);
+}
+
+TEST(SelectLowestScoredMerges, TheLowestGoEvenWithoutAPartner) {
+  // Three orthogonal keys and a pair: only the pair can merge.
+  const std::vector<float> keys = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0.1f, 1};
+  const std::vector<uint8_t> mergeable = {1, 1, 1, 1};
+  const std::vector<float> scores = {0.1f, 0.2f, 0.3f, 0.4f};
+  const auto merges = SelectLowestScoredMerges(keys, 3, mergeable, scores, 3, 0.8f);
+  ASSERT_EQ(merges.size(), 3u);
+  EXPECT_EQ(merges[0].evicted, 0);  // no partner: evicted
+  EXPECT_EQ(merges[0].kept, -1);
+  EXPECT_EQ(merges[1].evicted, 1);
+  EXPECT_EQ(merges[1].kept, -1);
+  EXPECT_EQ(merges[2].evicted, 2);  // folds into 3, the one left
+  EXPECT_EQ(merges[2].kept, 3);
+}
+
+TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
+  std::mt19937 random(std::random_device{}());
+  std::normal_distribution<float> normal;
+  constexpr int32_t kDim = 8;
+  constexpr int32_t kCount = 60;
+  std::vector<float> keys(kCount * kDim), scores(kCount);
+  for (float& x : keys) x = normal(random);
+  for (float& x : scores) x = std::abs(normal(random));
+  std::vector<uint8_t> mergeable(kCount, 1);
+  for (int32_t i = 0; i < kCount; i += 3) mergeable[i] = 0;
+  const auto merges = SelectLowestScoredMerges(keys, kDim, mergeable, scores, 30, 0.3f);
+  EXPECT_EQ(merges.size(), 30u);
+  std::set<int32_t> gone;
+  for (const MergePair& merge : merges) {
+    EXPECT_TRUE(mergeable[merge.evicted]) << merge.evicted;
+    if (merge.kept >= 0) {
+      EXPECT_TRUE(mergeable[merge.kept]) << merge.kept;
+      EXPECT_FALSE(gone.count(merge.kept)) << "folded into an entry already gone";
+      EXPECT_GE(merge.cosine, 0.3f);
+    }
+    EXPECT_TRUE(gone.insert(merge.evicted).second);
   }
 }
 

@@ -57,6 +57,22 @@ void ExpectSchedulerEq(const scheduler::SchedulerConfig& a, const scheduler::Sch
   EXPECT_EQ(a.compression_tokens_per_step, b.compression_tokens_per_step);
 }
 
+void ExpectKeepKvEq(const KeepKvConfig& a, const KeepKvConfig& b) {
+  EXPECT_EQ(a.enabled, b.enabled);
+  EXPECT_EQ(a.budget_tokens, b.budget_tokens);
+  EXPECT_EQ(a.budget_fraction, b.budget_fraction);
+  EXPECT_EQ(a.alpha, b.alpha);
+  EXPECT_EQ(a.window, b.window);
+  EXPECT_EQ(a.pool, b.pool);
+  EXPECT_EQ(a.refresh_every, b.refresh_every);
+  EXPECT_EQ(a.recent, b.recent);
+  EXPECT_EQ(a.sink, b.sink);
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.min_cosine, b.min_cosine);
+  EXPECT_EQ(a.selection, b.selection);
+  EXPECT_TRUE(a == b);
+}
+
 // Field by field, so that a failure names the field.
 void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.server.host, b.server.host);
@@ -93,6 +109,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.documents.max_documents_per_tenant, b.documents.max_documents_per_tenant);
   EXPECT_EQ(a.documents.max_stored_bytes_per_tenant, b.documents.max_stored_bytes_per_tenant);
   EXPECT_TRUE(a.documents == b.documents);
+  ExpectKeepKvEq(a.keepkv, b.keepkv);
   EXPECT_EQ(a.metrics.enabled, b.metrics.enabled);
   EXPECT_TRUE(a.metrics == b.metrics);
   EXPECT_EQ(a.logging.level, b.logging.level);
@@ -144,9 +161,12 @@ TEST(ConfigLoaderTest, ExampleFileDocumentsEveryKey) {
       "scheduler: {unknown_key: 1}\n",
       "store: {unknown_key: 1}\n",
       "documents: {unknown_key: 1}\n",
+      "keepkv: {unknown_key: 1}\n",
       "metrics: {unknown_key: 1}\n",
       "logging: {unknown_key: 1}\n",
       "tenants: [{id: a, key_sha256: [" + std::string(kDigestAbc) + "], unknown_key: 1}]\n",
+      "tenants: [{id: a, key_sha256: [" + std::string(kDigestAbc) +
+          "], keepkv: {unknown_key: 1}}]\n",
   };
   for (const std::string& probe : probes) {
     const std::string error = ParseError(probe);
@@ -192,10 +212,13 @@ TEST(ConfigLoaderTest, ExampleTenantParses) {
   EXPECT_EQ(tenant.key_sha256, std::vector<std::string>{kDigestAbc});
   EXPECT_EQ(tenant.key_env, "KVD_TEAM_A_KEY");
   EXPECT_EQ(tenant.key_env_sha256, Sha256Hex("team-a-secret"));
+  EXPECT_TRUE(tenant.keepkv.enabled);
+  EXPECT_EQ(tenant.keepkv.budget_tokens, 512);
   EXPECT_TRUE((tenant == TenantConfig{.id = "team-a",
                                       .key_sha256 = {kDigestAbc},
                                       .key_env = "KVD_TEAM_A_KEY",
-                                      .key_env_sha256 = Sha256Hex("team-a-secret")}));
+                                      .key_env_sha256 = Sha256Hex("team-a-secret"),
+                                      .keepkv = {.enabled = true, .budget_tokens = 512}}));
 }
 
 TEST(ConfigLoaderTest, ReadsEverySection) {
@@ -428,7 +451,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "tenants, store, documents, metrics, logging)");
+            "tenants, store, documents, keepkv, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads)");
@@ -454,7 +477,10 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "config.yaml:6: tenants[1].wieght: unknown key (expected one of id, key_sha256, "
             "key_env, weight, priority, max_concurrent_requests, max_queued_requests, "
             "max_running_sequences, requests_per_minute, tokens_per_minute, max_documents, "
-            "max_stored_bytes)");
+            "max_stored_bytes, keepkv)");
+  EXPECT_EQ(ParseError("keepkv:\n  sinks: 4\n"),
+            "config.yaml:2: keepkv.sinks: unknown key (expected one of enabled, budget, alpha, "
+            "window, pool, refresh_every, recent, sink, method, min_cosine, selection)");
   // key_env_sha256 is filled by the loader, never read from the file.
   EXPECT_THAT(ParseError(std::string("tenants:\n  - id: a\n    key_env_sha256: ") + kDigestAbc),
               HasSubstr("config.yaml:3: tenants[0].key_env_sha256: unknown key"));
@@ -649,6 +675,173 @@ TEST(ConfigLoaderTest, LoadNamesTheFile) {
   EXPECT_THAT(std::string(config.status().message()), HasSubstr("is a directory"));
 }
 
+TEST(ConfigLoaderTest, ReadsKeepKv) {
+  const ServerConfig config = ParseOk(R"(
+keepkv:
+  enabled: true
+  budget: 256
+  alpha: 0.5
+  window: 4
+  refresh_every: 32
+  recent: 8
+  sink: 2
+  method: evict
+  min_cosine: 0.6
+  selection: similar_pairs
+)");
+  ExpectKeepKvEq(config.keepkv, KeepKvConfig{.enabled = true,
+                                             .budget_tokens = 256,
+                                             .budget_fraction = 0.5,
+                                             .alpha = 0.5,
+                                             .window = 4,
+                                             .refresh_every = 32,
+                                             .recent = 8,
+                                             .sink = 2,
+                                             .method = "evict",
+                                             .min_cosine = 0.6,
+                                             .selection = "similar_pairs"});
+  const cache_store::KeepKvParams params = config.keepkv.Params();
+  EXPECT_EQ(params.budget_tokens, 256);
+  EXPECT_DOUBLE_EQ(params.alpha, 0.5);
+  EXPECT_EQ(params.window, 4);
+  EXPECT_EQ(params.refresh_every, 32);
+  EXPECT_EQ(params.recent, 8);
+  EXPECT_EQ(params.sink, 2);
+  EXPECT_EQ(params.protected_prefix, 0);
+  EXPECT_EQ(params.method, cache_store::MergeMethod::kEvict);
+  EXPECT_FLOAT_EQ(params.min_cosine, 0.6f);
+  EXPECT_EQ(params.selection, cache_store::MergeSelection::kSimilarPairs);
+
+  // A number in (0, 1] is a fraction, 1 included (the whole prompt); a larger one a count.
+  EXPECT_EQ(ParseOk("keepkv: {budget: 1}").keepkv.budget_tokens, 0);
+  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 1}").keepkv.budget_fraction, 1.0);
+  EXPECT_EQ(ParseOk("keepkv: {budget: 2}").keepkv.budget_tokens, 2);
+  const KeepKvConfig whole = ParseOk("keepkv: {budget: 1.0}").keepkv;
+  EXPECT_EQ(whole.budget_tokens, 0);
+  EXPECT_DOUBLE_EQ(whole.budget_fraction, 1.0);
+  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 0.25}").keepkv.budget_fraction, 0.25);
+  EXPECT_FALSE(ParseOk("keepkv: {budget: 0.25}").keepkv.enabled);
+  // The defaults.
+  const cache_store::KeepKvParams defaults = KeepKvConfig{}.Params();
+  EXPECT_EQ(defaults.budget_tokens, 0);
+  EXPECT_DOUBLE_EQ(defaults.budget_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(defaults.alpha, 0.9);
+  EXPECT_EQ(defaults.window, 8);
+  EXPECT_EQ(defaults.refresh_every, 0);
+  EXPECT_EQ(defaults.recent, 16);
+  EXPECT_EQ(defaults.sink, 4);
+  EXPECT_EQ(defaults.method, cache_store::MergeMethod::kGroupMean);
+  EXPECT_FLOAT_EQ(defaults.min_cosine, 0.5f);
+  EXPECT_EQ(defaults.selection, cache_store::MergeSelection::kLowestScores);
+  EXPECT_TRUE(defaults.Validate().ok());
+}
+
+// A tenant's keepkv starts from the section, wherever the section is in the file.
+TEST(ConfigLoaderTest, TenantKeepKvOverridesTheSection) {
+  const ServerConfig config = ParseOk(R"(
+tenants:
+  - id: a
+    key_sha256: )" + std::string(kDigestAbc) +
+                                      R"(
+    keepkv:
+      enabled: true
+      budget: 0.25
+  - id: b
+    key_sha256: )" + std::string(kDigestEmpty) +
+                                      R"(
+    keepkv:
+      method: convex
+  - id: c
+    key_sha256: )" + Sha256Hex("c-key") +
+                                      R"(
+keepkv:
+  budget: 128
+  alpha: 0.8
+  method: group_mean
+)");
+  ASSERT_EQ(config.tenants.size(), 3u);
+  KeepKvConfig section;
+  section.budget_tokens = 128;
+  section.alpha = 0.8;
+  section.method = "group_mean";
+  ExpectKeepKvEq(config.keepkv, section);
+
+  KeepKvConfig a = section;  // a fraction replaces the section's token count
+  a.enabled = true;
+  a.budget_tokens = 0;
+  a.budget_fraction = 0.25;
+  ExpectKeepKvEq(config.tenants[0].keepkv, a);
+  KeepKvConfig b = section;
+  b.method = "convex";
+  ExpectKeepKvEq(config.tenants[1].keepkv, b);
+  ExpectKeepKvEq(config.tenants[2].keepkv, section);
+
+  // Without a section, tenants start from the defaults.
+  const ServerConfig alone = ParseOk(std::string("tenants:\n  - id: a\n    key_sha256: [") +
+                                     kDigestAbc + "]\n    keepkv: {recent: 0}\n");
+  ExpectKeepKvEq(alone.tenants[0].keepkv, KeepKvConfig{.recent = 0});
+}
+
+TEST(ConfigLoaderTest, KeepKvErrorsNameKeyAndLine) {
+  const std::string tenant =
+      std::string("tenants:\n  - id: a\n    key_sha256: [") + kDigestAbc + "]\n    keepkv:\n";
+  const struct {
+    std::string yaml;
+    std::string error;
+  } cases[] = {
+      {"keepkv:\n  enabled: 1\n",
+       "config.yaml:2: keepkv.enabled: must be true or false, got \"1\""},
+      {"keepkv:\n  budget: half\n",
+       "config.yaml:2: keepkv.budget: must be a finite number, got \"half\""},
+      {"keepkv:\n  budget: 0\n",
+       "config.yaml:2: keepkv.budget: must be a positive token count or a fraction in (0, 1], got "
+       "0"},
+      {"keepkv:\n  budget: -5\n",
+       "config.yaml:2: keepkv.budget: must be a positive token count or a fraction in (0, 1], got "
+       "-5"},
+      {"keepkv:\n  budget: 3000000000\n",
+       "config.yaml:2: keepkv.budget: must be at most 2147483647 tokens, got 3000000000"},
+      {"keepkv:\n  budget: 1.5\n",
+       "config.yaml:2: keepkv.budget: over 1 is a token count and must be an integer, got 1.5"},
+      {"keepkv:\n  budget: 0.0\n",
+       "config.yaml:2: keepkv.budget: must be a positive token count or a fraction in (0, 1], got "
+       "0"},
+      {"\nkeepkv:\n  alpha: 1\n", "config.yaml:3: keepkv.alpha: must be in [0, 1), got 1"},
+      {"keepkv:\n  alpha: -0.1\n", "config.yaml:2: keepkv.alpha: must be in [0, 1), got -0.1"},
+      {"keepkv:\n  window: 0\n", "config.yaml:2: keepkv.window: must be >= 1, got 0"},
+      {"keepkv:\n  pool: 4\n", "config.yaml:2: keepkv.pool: must be odd and >= 1, got 4"},
+      {"keepkv:\n  window: 2.5\n", "config.yaml:2: keepkv.window: must be an integer, got \"2.5\""},
+      {"keepkv:\n  refresh_every: -1\n",
+       "config.yaml:2: keepkv.refresh_every: must be >= 0 (0: never), got -1"},
+      {"keepkv:\n  recent: -1\n", "config.yaml:2: keepkv.recent: must be >= 0, got -1"},
+      {"keepkv:\n  sink: -2\n", "config.yaml:2: keepkv.sink: must be >= 0, got -2"},
+      {"keepkv:\n  min_cosine: 1.5\n",
+       "config.yaml:2: keepkv.min_cosine: must be in [-1, 1], got 1.5"},
+      {"keepkv:\n  selection: random\n",
+       "config.yaml:2: keepkv.selection: must be one of lowest_scores, similar_pairs; got "
+       "\"random\""},
+      {"keepkv:\n  method: average\n",
+       "config.yaml:2: keepkv.method: must be one of gqa_fit, group_mean, weighted_mean, convex, "
+       "evict; got \"average\""},
+      {"keepkv: [1]\n", "config.yaml:1: keepkv: must be a mapping, got a list"},
+      {tenant + "      alpha: 2\n",
+       "config.yaml:5: tenants[0].keepkv.alpha: must be in [0, 1), got 2"},
+      {tenant + "      budget: 0\n",
+       "config.yaml:5: tenants[0].keepkv.budget: must be a positive token count or a fraction in "
+       "(0, 1], got 0"},
+      {tenant + "      method: x\n",
+       "config.yaml:5: tenants[0].keepkv.method: must be one of gqa_fit, group_mean, "
+       "weighted_mean, convex, evict; got \"x\""},
+      {tenant + "      windows: 2\n",
+       "config.yaml:5: tenants[0].keepkv.windows: unknown key (expected one of enabled, budget, "
+       "alpha, window, pool, refresh_every, recent, sink, method, min_cosine, selection)"},
+      // A bad section is reported there, not at the tenants that inherit it.
+      {tenant + "      enabled: true\nkeepkv:\n  window: 0\n",
+       "config.yaml:7: keepkv.window: must be >= 1, got 0"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(ParseError(c.yaml), c.error) << c.yaml;
+}
+
 TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   ServerConfig config;
   config.tenants.push_back(TenantConfig{.id = "a", .key_sha256 = {kDigestAbc}});
@@ -664,6 +857,20 @@ TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   config.tenants.push_back(TenantConfig{.id = "a", .key_env = "SOME_VAR"});
   status = config.Validate();
   EXPECT_EQ(status.message(), "tenants[0].key_env: variable SOME_VAR has not been read");
+
+  config = ServerConfig{};
+  config.keepkv.alpha = 1.0;
+  status = config.Validate();
+  EXPECT_EQ(status.message(), "keepkv.alpha: must be in [0, 1), got 1");
+  EXPECT_EQ(ConfigErrorKeyPath(status), "keepkv.alpha");
+  config = ServerConfig{};
+  config.tenants.push_back(
+      TenantConfig{.id = "a", .key_sha256 = {kDigestAbc}, .keepkv = {.budget_tokens = -1}});
+  status = config.Validate();
+  EXPECT_EQ(status.message(),
+            "tenants[0].keepkv.budget: must be a positive token count or a fraction in (0, 1], "
+            "got -1");
+  EXPECT_EQ(ConfigErrorKeyPath(status), "tenants[0].keepkv.budget");
 
   config = ServerConfig{};
   config.scheduler.max_num_seqs = 0;

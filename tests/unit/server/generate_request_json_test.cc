@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/http/error_response.h"
+
 namespace kvd::server {
 namespace {
 
@@ -66,6 +72,58 @@ TEST(GenerateRequestToJsonTest, RefusesWhatJsonCannotSay) {
   request.set_prompt("x");
   request.set_chat_template_kwargs_json("[1]");
   EXPECT_EQ(GenerateRequestToJson(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// KeepKv maps to "keepkv": unset leaves it out (the tenant's default), fields set become an
+// object (a budget as an integer or a fraction), disabled becomes null.
+TEST(GenerateRequestToJsonTest, KeepKvMapsToTheSameJson) {
+  v1::GenerateRequest request;
+  request.set_model("m");
+  request.set_prompt("x");
+  auto body = GenerateRequestToJson(request);
+  ASSERT_TRUE(body.ok());
+  EXPECT_FALSE(body->body.contains("keepkv"));
+
+  request.mutable_keepkv();
+  body = GenerateRequestToJson(request);
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(body->body["keepkv"], json::object());
+
+  v1::KeepKv* keepkv = request.mutable_keepkv();
+  keepkv->set_budget_tokens(256);
+  keepkv->set_alpha(0.5);
+  keepkv->set_window(4);
+  keepkv->set_refresh_every(0);
+  keepkv->set_recent(8);
+  keepkv->set_method("evict");
+  body = GenerateRequestToJson(request);
+  ASSERT_TRUE(body.ok());
+  EXPECT_EQ(body->body["keepkv"], json::parse(R"({"budget": 256, "alpha": 0.5, "window": 4,
+                                                  "refresh_every": 0, "recent": 8,
+                                                  "method": "evict"})"));
+  EXPECT_TRUE(body->body["keepkv"]["budget"].is_number_integer());
+
+  keepkv->set_budget_fraction(1.0);  // a fraction stays one, even when whole
+  body = GenerateRequestToJson(request);
+  ASSERT_TRUE(body.ok());
+  EXPECT_TRUE(body->body["keepkv"]["budget"].is_number_float());
+  EXPECT_EQ(body->body["keepkv"]["budget"].dump(), "1.0");
+
+  v1::KeepKv off;
+  off.set_disabled(true);
+  *request.mutable_keepkv() = off;
+  body = GenerateRequestToJson(request);
+  ASSERT_TRUE(body.ok());
+  ASSERT_TRUE(body->body.contains("keepkv"));
+  EXPECT_TRUE(body->body["keepkv"].is_null());
+
+  // Disabled with something to set is a contradiction.
+  request.mutable_keepkv()->set_alpha(0.5);
+  const absl::Status status = GenerateRequestToJson(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ErrorFields(status),
+      (std::vector<std::pair<std::string, std::string>>{{"kvd-error-param", "keepkv.disabled"}}));
 }
 
 }  // namespace

@@ -116,6 +116,11 @@ MetricsSnapshot SampleSnapshot() {
   s.prompt_tokens = 52;
   s.generation_tokens = 15;
   s.computed_tokens = 70;
+  s.keepkv_merges = 300;
+  s.keepkv_evictions = 20;
+  s.keepkv_refreshes = 3;
+  s.keepkv_sequences = 2;
+  s.keepkv_compressed_fraction = 0.8;
   s.finished_sequences[FinishReason::kStop] = 4;
   s.finished_sequences[FinishReason::kLength] = 1;
   s.step_seconds_total = 0.5;
@@ -184,6 +189,11 @@ constexpr FamilyType kFamilies[] = {
     {"kvd_scheduler_step_seconds_total", "counter"},
     {"kvd_scheduler_forward_seconds_total", "counter"},
     {"kvd_scheduler_computed_tokens_total", "counter"},
+    {"kvd_keepkv_merges_total", "counter"},
+    {"kvd_keepkv_evictions_total", "counter"},
+    {"kvd_keepkv_refreshes_total", "counter"},
+    {"kvd_keepkv_sequences", "gauge"},
+    {"kvd_keepkv_compressed_fraction", "gauge"},
     {"kvd_documents", "gauge"},
     {"kvd_document_stored_bytes", "gauge"},
     {"kvd_tenant_documents", "gauge"},
@@ -210,7 +220,7 @@ TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
     EXPECT_TRUE(std::regex_search(
         line,
         std::regex(
-            R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups)\b)")))
+            R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups|entries|refreshes)\b)")))
         << "no unit in: " << line;
   }
 }
@@ -243,6 +253,11 @@ TEST(MetricsExporterTest, GaugesAndCountersCarryTheSnapshot) {
   EXPECT_EQ(ValueOf(samples, "kvd_scheduler_step_seconds_total"), 0.5);
   EXPECT_EQ(ValueOf(samples, "kvd_scheduler_forward_seconds_total"), 0.4);
   EXPECT_EQ(ValueOf(samples, "kvd_scheduler_computed_tokens_total"), 70);
+  EXPECT_EQ(ValueOf(samples, "kvd_keepkv_merges_total"), 300);
+  EXPECT_EQ(ValueOf(samples, "kvd_keepkv_evictions_total"), 20);
+  EXPECT_EQ(ValueOf(samples, "kvd_keepkv_refreshes_total"), 3);
+  EXPECT_EQ(ValueOf(samples, "kvd_keepkv_sequences"), 2);
+  EXPECT_EQ(ValueOf(samples, "kvd_keepkv_compressed_fraction"), 0.8);
 }
 
 TEST(MetricsExporterTest, EveryFinishReasonIsPresent) {

@@ -1,0 +1,337 @@
+// A completion request's `keepkv` over its tenant's defaults (absent, null, an object, bad
+// values named by param), and the system prompt a chat request protects from merging.
+#include "server/api/completion_params.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cache_store/store/document_payload.h"
+#include "engine/chat_document.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kModelDir[] = KVD_SOURCE_DIR "/models/kvd-tiny";
+
+class CompletionParamsTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto config = engine::LoadModelConfig(kModelDir);
+    ASSERT_TRUE(config.ok()) << config.status();
+    config_ = new engine::ModelConfig(*config);
+    auto tokenizer = engine::Tokenizer::FromFile(std::string(kModelDir) + "/tokenizer.json");
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    tokenizer_ = tokenizer->release();
+    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(kModelDir);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.status();
+    chat_template_ = chat_template->release();
+  }
+  static void TearDownTestSuite() {
+    delete chat_template_;
+    delete tokenizer_;
+    delete config_;
+  }
+
+  ModelInfo Model(const engine::ChatTemplate* chat_template = nullptr) const {
+    return {config_, tokenizer_, chat_template != nullptr ? chat_template : chat_template_,
+            "kvd-tiny"};
+  }
+
+  absl::StatusOr<CompletionParams> Completion(json body, const KeepKvConfig* keepkv = nullptr) {
+    body["model"] = "kvd-tiny";
+    body["prompt"] = "the old river";
+    return ParseCompletionParams(body, ApiKind::kCompletion, Model(), nullptr, keepkv);
+  }
+
+  absl::StatusOr<CompletionParams> Chat(json messages, json extra = json::object(),
+                                        const KeepKvConfig* keepkv = nullptr,
+                                        const engine::ChatTemplate* chat_template = nullptr) {
+    extra["model"] = "kvd-tiny";
+    extra["messages"] = std::move(messages);
+    return ParseCompletionParams(extra, ApiKind::kChat, Model(chat_template), nullptr, keepkv);
+  }
+
+  // The text of the first `count` tokens of `prompt`.
+  std::string Head(const std::vector<int32_t>& prompt, int32_t count) const {
+    auto text = tokenizer_->Decode(std::span(prompt).first(static_cast<size_t>(count)));
+    EXPECT_TRUE(text.ok()) << text.status();
+    return text.ok() ? *text : "";
+  }
+
+  static engine::ModelConfig* config_;
+  static engine::Tokenizer* tokenizer_;
+  static engine::ChatTemplate* chat_template_;
+};
+
+engine::ModelConfig* CompletionParamsTest::config_ = nullptr;
+engine::Tokenizer* CompletionParamsTest::tokenizer_ = nullptr;
+engine::ChatTemplate* CompletionParamsTest::chat_template_ = nullptr;
+
+// The param and message of an error, as the HTTP error body carries them.
+struct ErrorShape {
+  int status = 0;
+  std::string param;
+  std::string message;
+};
+
+ErrorShape ErrorOf(const absl::StatusOr<CompletionParams>& params) {
+  if (params.ok()) {
+    ADD_FAILURE() << "parsed without an error";
+    return {};
+  }
+  const json error = json::parse(ErrorJson(params.status()))["error"];
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  return {HttpStatusFor(params.status()),
+          error["param"].is_string() ? error["param"].get<std::string>() : "",
+          error["message"].get<std::string>()};
+}
+
+void ExpectSameParams(const cache_store::KeepKvParams& a, const cache_store::KeepKvParams& b) {
+  EXPECT_EQ(a.budget_tokens, b.budget_tokens);
+  EXPECT_EQ(a.budget_fraction, b.budget_fraction);
+  EXPECT_EQ(a.alpha, b.alpha);
+  EXPECT_EQ(a.window, b.window);
+  EXPECT_EQ(a.refresh_every, b.refresh_every);
+  EXPECT_EQ(a.recent, b.recent);
+  EXPECT_EQ(a.sink, b.sink);
+  EXPECT_EQ(a.protected_prefix, b.protected_prefix);
+  EXPECT_EQ(a.method, b.method);
+  EXPECT_EQ(a.min_cosine, b.min_cosine);
+}
+
+TEST_F(CompletionParamsTest, AbsentKeepKvTakesTheTenantDefault) {
+  auto params = Completion(json::object());
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_FALSE(params->request.keepkv.has_value());
+
+  const KeepKvConfig off{.budget_tokens = 64};
+  params = Completion(json::object(), &off);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_FALSE(params->request.keepkv.has_value());
+
+  const KeepKvConfig on{.enabled = true, .budget_tokens = 64, .sink = 2, .method = "convex"};
+  params = Completion(json::object(), &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  ASSERT_TRUE(params->request.keepkv.has_value());
+  ExpectSameParams(*params->request.keepkv, on.Params());
+  EXPECT_EQ(params->request.keepkv->protected_prefix, 0);
+}
+
+TEST_F(CompletionParamsTest, NullKeepKvTurnsItOff) {
+  const KeepKvConfig on{.enabled = true};
+  auto params = Completion({{"keepkv", nullptr}}, &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_FALSE(params->request.keepkv.has_value());
+}
+
+TEST_F(CompletionParamsTest, AnObjectTurnsItOnOverTheDefaults) {
+  // Off by default: {} turns it on with the tenant's values.
+  const KeepKvConfig tenant{.budget_fraction = 0.25, .alpha = 0.5, .sink = 1, .min_cosine = 0.3};
+  auto params = Completion({{"keepkv", json::object()}}, &tenant);
+  ASSERT_TRUE(params.ok()) << params.status();
+  ASSERT_TRUE(params->request.keepkv.has_value());
+  ExpectSameParams(*params->request.keepkv, tenant.Params());
+
+  params = Completion({{"keepkv",
+                        {{"budget", 128},
+                         {"alpha", 0.75},
+                         {"window", 4},
+                         {"refresh_every", 64},
+                         {"recent", 2},
+                         {"method", "weighted_mean"}}}},
+                      &tenant);
+  ASSERT_TRUE(params.ok()) << params.status();
+  cache_store::KeepKvParams expected = tenant.Params();
+  expected.budget_tokens = 128;
+  expected.alpha = 0.75;
+  expected.window = 4;
+  expected.refresh_every = 64;
+  expected.recent = 2;
+  expected.method = cache_store::MergeMethod::kWeightedMean;
+  ExpectSameParams(*params->request.keepkv, expected);
+
+  // A fraction replaces a token count; a null key keeps the default; 1 is 1.0, the whole
+  // prompt; 2 is two tokens.
+  const KeepKvConfig tokens{.budget_tokens = 512};
+  params = Completion({{"keepkv", {{"budget", 1.0}, {"alpha", nullptr}}}}, &tokens);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->request.keepkv->budget_tokens, 0);
+  EXPECT_EQ(params->request.keepkv->budget_fraction, 1.0);
+  EXPECT_EQ(params->request.keepkv->alpha, 0.9);
+  params = Completion({{"keepkv", {{"budget", 1}}}});
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->request.keepkv->budget_tokens, 0);
+  EXPECT_EQ(params->request.keepkv->budget_fraction, 1.0);
+  params = Completion({{"keepkv", {{"budget", 2}}}});
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->request.keepkv->budget_tokens, 2);
+  params = Completion({{"keepkv", {{"budget", 2.5}}}});
+  ASSERT_FALSE(params.ok());
+  EXPECT_NE(params.status().message().find("must be an integer"), std::string::npos);
+  // Without tenant defaults: the built-in ones.
+  params = Completion({{"keepkv", json::object()}});
+  ASSERT_TRUE(params.ok()) << params.status();
+  ExpectSameParams(*params->request.keepkv, KeepKvConfig{}.Params());
+}
+
+TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
+  const struct {
+    json keepkv;
+    std::string param;
+    std::string message;
+  } cases[] = {
+      {true, "keepkv", "'keepkv' must be an object or null, got boolean"},
+      {json::array(), "keepkv", "'keepkv' must be an object or null, got array"},
+      {{{"budget", 0}},
+       "keepkv.budget",
+       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got 0"},
+      {{{"budget", -3}},
+       "keepkv.budget",
+       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got -3"},
+      {{{"budget", 1.5}},
+       "keepkv.budget",
+       "'keepkv.budget' over 1 is a token count and must be an integer, got 1.5"},
+      {{{"budget", 0.0}},
+       "keepkv.budget",
+       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got 0.0"},
+      {{{"budget", 3000000000}},
+       "keepkv.budget",
+       "'keepkv.budget' must be at most 2147483647 tokens, got 3000000000"},
+      {{{"budget", "half"}},
+       "keepkv.budget",
+       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got string"},
+      {{{"alpha", 1}}, "keepkv.alpha", "'keepkv.alpha' must be in [0, 1), got 1"},
+      {{{"alpha", "0.5"}}, "keepkv.alpha", "'keepkv.alpha' must be a number, got string"},
+      {{{"window", 0}}, "keepkv.window", "'keepkv.window' must be >= 1, got 0"},
+      {{{"window", 2.5}}, "keepkv.window", "'keepkv.window' must be an integer, got number"},
+      {{{"window", 5000000000}},
+       "keepkv.window",
+       "'keepkv.window' must be in [-2147483648, 2147483647], got 5000000000"},
+      {{{"refresh_every", -1}},
+       "keepkv.refresh_every",
+       "'keepkv.refresh_every' must be >= 0 (0: never), got -1"},
+      {{{"recent", -1}}, "keepkv.recent", "'keepkv.recent' must be >= 0, got -1"},
+      {{{"method", "average"}},
+       "keepkv.method",
+       "'keepkv.method' must be one of gqa_fit, group_mean, weighted_mean, convex, evict; got "
+       "\"average\""},
+      {{{"method", 1}}, "keepkv.method", "'keepkv.method' must be a string, got number"},
+      {{{"sink", 0}},
+       "keepkv.sink",
+       "unsupported parameter 'keepkv.sink' (keepkv takes budget, alpha, window, refresh_every, "
+       "recent, method)"},
+      {{{"min_cosine", 0.5}},
+       "keepkv.min_cosine",
+       "unsupported parameter 'keepkv.min_cosine' (keepkv takes budget, alpha, window, "
+       "refresh_every, recent, method)"},
+      {{{"protected_prefix", 4}},
+       "keepkv.protected_prefix",
+       "unsupported parameter 'keepkv.protected_prefix' (keepkv takes budget, alpha, window, "
+       "refresh_every, recent, method)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.keepkv.dump());
+    const ErrorShape error = ErrorOf(Completion({{"keepkv", c.keepkv}}));
+    EXPECT_EQ(error.status, 400);
+    EXPECT_EQ(error.param, c.param);
+    EXPECT_EQ(error.message, c.message);
+  }
+  // Chat requests are checked the same way.
+  const ErrorShape error = ErrorOf(
+      Chat(json::parse(R"([{"role": "user", "content": "hi"}])"), {{"keepkv", {{"alpha", -1}}}}));
+  EXPECT_EQ(error.param, "keepkv.alpha");
+}
+
+TEST_F(CompletionParamsTest, ChatProtectsItsSystemTurns) {
+  const KeepKvConfig on{.enabled = true};
+  const std::string system_turn =
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>";
+  auto params = Chat(json::parse(R"([{"role": "system", "content": "Be brief."},
+                                     {"role": "user", "content": "Q:vig"}])"),
+                     json::object(), &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  ASSERT_TRUE(params->request.keepkv.has_value());
+  const std::vector<int32_t>& prompt = params->prompts.front();
+  const int32_t protected_prefix = params->request.keepkv->protected_prefix;
+  EXPECT_EQ(protected_prefix, static_cast<int32_t>(tokenizer_->Encode(system_turn, false).size()));
+  EXPECT_LT(protected_prefix, static_cast<int32_t>(prompt.size()));
+  EXPECT_EQ(Head(prompt, protected_prefix), system_turn);
+
+  // The last of several system (or developer) turns, later in the conversation.
+  params = Chat(json::parse(R"([{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": "Q:vig"},
+                               {"role": "assistant", "content": "A"},
+                               {"role": "developer", "content": "Answer in French."},
+                               {"role": "user", "content": "Q:again"}])"),
+                {{"keepkv", json::object()}});
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(Head(params->prompts.front(), params->request.keepkv->protected_prefix),
+            system_turn +
+                "<|start_header_id|>user<|end_header_id|>\n\nQ:vig<|eot_id|>"
+                "<|start_header_id|>assistant<|end_header_id|>\n\nA<|eot_id|>"
+                "<|start_header_id|>developer<|end_header_id|>\n\nAnswer in French.<|eot_id|>");
+
+  // No system message: nothing protected. KeepKV off: no parameters at all.
+  params = Chat(json::parse(R"([{"role": "user", "content": "Q:vig"}])"), json::object(), &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->request.keepkv->protected_prefix, 0);
+  params = Chat(json::parse(R"([{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": "Q:vig"}])"),
+                {{"keepkv", nullptr}}, &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_FALSE(params->request.keepkv.has_value());
+}
+
+// A template that prints the system text inside the first user turn renders nothing for the
+// system message alone: the protected prefix ends with the system text itself.
+TEST_F(CompletionParamsTest, SystemTextInsideTheFirstUserTurn) {
+  auto folded = engine::ChatTemplate::Parse(
+      "{% for m in messages %}{% if m['role'] == 'user' %}[INST] {% if loop.index0 == 1 and "
+      "messages[0]['role'] == 'system' %}<<SYS>>{{ messages[0]['content'] }}<</SYS>> {% endif "
+      "%}{{ m['content'] }} [/INST]{% elif m['role'] == 'assistant' %}{{ m['content'] }}{% endif "
+      "%}{% endfor %}",
+      "<|begin_of_text|>", "<|eot_id|>");
+  ASSERT_TRUE(folded.ok()) << folded.status();
+  const KeepKvConfig on{.enabled = true};
+  auto params = Chat(json::parse(R"([{"role": "system", "content": "Be brief."},
+                                     {"role": "user", "content": "Q:vig"}])"),
+                     json::object(), &on, folded->get());
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->prompt_texts.front(), "[INST] <<SYS>>Be brief.<</SYS>> Q:vig [/INST]");
+  const std::string head = Head(params->prompts.front(), params->request.keepkv->protected_prefix);
+  EXPECT_GT(head.size(), 0u);
+  EXPECT_TRUE(std::string("[INST] <<SYS>>Be brief.").starts_with(head)) << head;
+  EXPECT_GE(head.size(), std::string("[INST] <<SYS>>Be").size()) << head;
+}
+
+// With a stored document the prompt is the text after it; the protected prefix counts from
+// there, through the request's own system text.
+TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) {
+  const json messages = json::parse(R"([{"role": "system", "content": "Be brief."},
+                                        {"role": "user", "content": "Q:vig"}])");
+  const std::string document = "the river runs by the old mill";
+  auto split = engine::SplitDocumentChat(
+      *chat_template_, document, nlohmann::ordered_json::parse(messages.dump()), true,
+      nlohmann::ordered_json::object(), engine::DocumentRole::kSystem);
+  ASSERT_TRUE(split.ok()) << split.status();
+  auto payload = std::make_shared<cache_store::DocumentPayload>();
+  payload->prefix_text = split->prefix;
+  payload->original_length = static_cast<int32_t>(tokenizer_->Encode(split->prefix, false).size());
+  DocumentContext context{{"doc-key", payload}, document, engine::DocumentRole::kSystem};
+  const KeepKvConfig on{.enabled = true};
+  json body = {{"model", "kvd-tiny"}, {"messages", messages}};
+  auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context, &on);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(Head(params->prompts.front(), params->request.keepkv->protected_prefix),
+            "\n\nBe brief.<|eot_id|>");
+}
+
+}  // namespace
+}  // namespace kvd::server
