@@ -138,6 +138,51 @@ TEST_F(DocumentsTest, ConcurrentQuestionsShareOneCopyOfTheDocument) {
   RunUntilIdle(*scheduler);
 }
 
+TEST_F(DocumentsTest, KeepKvQuestionsMergeOnlyTheirOwnEntries) {
+  auto scheduler = NewScheduler(SmallConfig());
+  auto payload = std::make_shared<const cache_store::DocumentPayload>(
+      Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone}));
+  // Plain questions, alone: the reference answers over the untouched document.
+  std::vector<Outcome> reference;
+  for (const auto& [key, value] : document_.records) {
+    auto handle = scheduler->Submit(Ask(payload, key));
+    RunUntilIdle(*scheduler);
+    testing::Drain(*handle, reference.emplace_back());
+  }
+  // The same questions, each beside a bounded one that shares the document's blocks and merges
+  // its own entries down to 4 per (layer, kv head) (nothing of its own is protected).
+  std::vector<RequestHandle> plain, bounded;
+  for (const auto& [key, value] : document_.records) {
+    Request request = Ask(payload, key);
+    request.max_tokens = 24;
+    request.ignore_eos = true;
+    cache_store::KeepKvParams params;
+    params.budget_tokens = 4;
+    params.recent = 0;
+    params.sink = 0;
+    request.keepkv = params;
+    bounded.push_back(*scheduler->Submit(request));
+    plain.push_back(*scheduler->Submit(Ask(payload, key)));
+  }
+  RunUntilIdle(*scheduler);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    Outcome answer, merged;
+    testing::Drain(plain[i], answer);
+    testing::Drain(bounded[i], merged);
+    ASSERT_TRUE(merged.ended && merged.status.ok()) << merged.status;
+    EXPECT_EQ(merged.tokens[0].size(), 24u);
+    EXPECT_EQ(answer.tokens, reference[i].tokens) << document_.records[i].first;
+  }
+  const MetricsSnapshot metrics = scheduler->Metrics();
+  EXPECT_GT(metrics.keepkv_merges + metrics.keepkv_evictions, 0u);
+  // Asked again afterwards, the document still answers as before.
+  auto again = scheduler->Submit(Ask(payload, document_.records[0].first));
+  RunUntilIdle(*scheduler);
+  Outcome repeated;
+  testing::Drain(*again, repeated);
+  EXPECT_EQ(repeated.tokens, reference[0].tokens);
+}
+
 TEST_F(DocumentsTest, IdleDocumentsGiveWayWhenBlocksRunShort) {
   SchedulerConfig config = SmallConfig();
   auto probe = NewScheduler(config);
