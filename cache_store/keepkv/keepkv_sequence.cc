@@ -26,20 +26,6 @@ double KeepKvSequence::mean_entries() const {
   return heads_.empty() ? 0.0 : static_cast<double>(total) / heads_.size();
 }
 
-size_t KeepKvSequence::HostBytes() const {
-  size_t bytes = 0;
-  for (const HeadState& head : heads_) {
-    bytes += head.entries.capacity() * sizeof(EntryState);
-    for (const EntryState& entry : head.entries) {
-      bytes += entry.members.capacity() * sizeof(TokenShare);
-    }
-  }
-  for (size_t i = 0; i < full_keys_.size(); ++i) {
-    bytes += (full_keys_[i].capacity() + full_values_[i].capacity()) * sizeof(float);
-  }
-  return bytes;
-}
-
 void KeepKvSequence::Attach(const engine::SequenceKv& kv) {
   attached_ = true;
   own_start_ = kv.next_position();

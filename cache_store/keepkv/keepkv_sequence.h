@@ -31,8 +31,6 @@ class KeepKvSequence {
   // prompt's own tokens).
   KeepKvSequence(const engine::ModelConfig& config, const KeepKvParams& params, int32_t budget);
 
-  const KeepKvParams& params() const { return params_; }
-  int32_t budget() const { return budget_; }
   // Own tokens so far (prompt and generated), and own entries per (layer, kv head) on average.
   int32_t own_tokens() const { return own_tokens_; }
   double mean_entries() const;
@@ -41,8 +39,6 @@ class KeepKvSequence {
   const HeadState& head(int32_t layer, int32_t kv_head) const {
     return heads_[HeadIndex(layer, kv_head)];
   }
-  // Host bytes of the state, the full KV copy included.
-  size_t HostBytes() const;
 
   // Before a step that computes `new_tokens` tokens of the sequence (`completes`: they reach
   // the end of its tokens, so the prompt is in): sets `scores` up and returns true when the
