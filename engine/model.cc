@@ -120,7 +120,7 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
 
   logits.vocab_size = config_.vocab_size;
   logits.values.clear();
-  if (num_logit_rows == 0) return absl::OkStatus();
+  if (num_logit_rows == 0) return backend_.TakeError();
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   kernels::Tensor selected = scratch_.selected.Rows(0, num_logit_rows);
   backend_.GatherRows(hidden, logit_rows, selected);
@@ -129,7 +129,7 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   backend_.Linear(selected, weights_.lm_head(), nullptr, out);
   logits.values.resize(static_cast<size_t>(out.num_elements()));
   backend_.CopyToHost(out, logits.values.data());
-  return absl::OkStatus();
+  return backend_.TakeError();
 }
 
 absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {

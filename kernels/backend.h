@@ -79,6 +79,10 @@ class Backend {
   virtual void Attention(const Tensor& q, const KvPool& pool,
                          std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
                          Tensor out) = 0;
+
+  // The first error an op met since the last call, then cleared. Ops return nothing: a device
+  // backend's launch and copy failures surface here (the CPU backend has none).
+  [[nodiscard]] virtual absl::Status TakeError() { return absl::OkStatus(); }
 };
 
 struct BackendOptions {

@@ -3,16 +3,14 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/devices.h"
 
 namespace kvd::kernels {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(std::string_view name,
                                                        const BackendOptions& options) {
   if (name == "cpu") return std::make_unique<cpu::CpuBackend>(options);
-  if (name == "cuda") {
-    return absl::UnimplementedError(
-        "backend 'cuda': the CUDA engine backend is not part of this build yet; use 'cpu'");
-  }
+  if (name == "cuda") return CreateCudaBackend(options);
   return absl::InvalidArgumentError(
       absl::StrCat("unknown backend '", std::string(name), "'; expected 'cpu' or 'cuda'"));
 }

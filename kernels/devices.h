@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,12 @@ struct AcceleratorInfo {
 // The CUDA devices visible to this process. An error when the build has no CUDA support or the
 // driver is missing; an empty list when there is a driver but no device.
 [[nodiscard]] absl::StatusOr<std::vector<AcceleratorInfo>> ListCudaDevices();
+
+class Backend;
+struct BackendOptions;
+// The CUDA backend on device 0: FailedPrecondition when the build has no CUDA support or no
+// device is visible.
+[[nodiscard]] absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(
+    const BackendOptions& options);
 
 }  // namespace kvd::kernels

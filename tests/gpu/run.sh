@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The device check for the CUDA backend, in two halves, because the GPU machine has CUDA but
+# none of kvd's Debian libraries and fetches nothing:
+#   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test binaries
+#                             and every shared library they need beyond glibc and the CUDA
+#                             driver into gpu-pack/ (git-ignored; carry it to the device)
+#   tests/gpu/run.sh          on the device: runs the packed `gpu` tests and prints a table
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+pack=gpu-pack
+
+if [[ "${1:-}" == "--pack" ]]; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVD_WITH_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90
+  cmake --build build-gpu -j "$(nproc)" --target gpu_cuda_backend_test
+  rm -rf "$pack" && mkdir -p "$pack/lib"
+  cp build-gpu/tests/gpu/gpu_cuda_backend_test "$pack/"
+  strip "$pack/gpu_cuda_backend_test"
+  # Libraries outside glibc and the driver (the CUDA runtime and cuBLAS travel too).
+  ldd "$pack/gpu_cuda_backend_test" | awk '/=> \// {print $3}' |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda)\.so' |
+    while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+  du -sh "$pack"
+  exit 0
+fi
+
+[[ -x "$pack/gpu_cuda_backend_test" ]] || { echo "no $pack/: run tests/gpu/run.sh --pack and carry it" >&2; exit 2; }
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+export LD_LIBRARY_PATH="$PWD/$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KVD_MODEL_DIR="$PWD/models/kvd-tiny"
+status=0
+"$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
+echo
+echo "| test | result |"
+echo "|---|---|"
+grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' /tmp/gpu_test.log |
+  sed -E 's/^\[ +([A-Z]+) +\] ([^ ]+).*/| \2 | \1 |/' || true
+exit $status
