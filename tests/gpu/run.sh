@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The device check for the CUDA backend, in two halves, because the GPU machine has CUDA but
 # none of kvd's Debian libraries and fetches nothing:
-#   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test binaries
-#                             and every shared library they need beyond glibc and the CUDA
-#                             driver into gpu-pack/ (git-ignored; carry it to the device)
+#   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test binary and
+#                             every shared library it needs beyond glibc and CUDA's into
+#                             gpu-pack/ (git-ignored, under 64 MiB: carry it to the device)
 #   tests/gpu/run.sh          on the device: runs the packed `gpu` tests and prints a table
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,9 +16,10 @@ if [[ "${1:-}" == "--pack" ]]; then
   rm -rf "$pack" && mkdir -p "$pack/lib"
   cp build-gpu/tests/gpu/gpu_cuda_backend_test "$pack/"
   strip "$pack/gpu_cuda_backend_test"
-  # Libraries outside glibc and the driver (the CUDA runtime and cuBLAS travel too).
+  # Libraries outside glibc, the C++ runtime and CUDA (the device has newer ones, and CUDA 13's
+  # runtime and cuBLAS; cuBLAS alone is far over what can be carried).
   ldd "$pack/gpu_cuda_backend_test" | awk '/=> \// {print $3}' |
-    grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda)\.so' |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$pack/lib/"; done
   du -sh "$pack"
   exit 0
@@ -26,7 +27,7 @@ fi
 
 [[ -x "$pack/gpu_cuda_backend_test" ]] || { echo "no $pack/: run tests/gpu/run.sh --pack and carry it" >&2; exit 2; }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-export LD_LIBRARY_PATH="$PWD/$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$PWD/$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KVD_MODEL_DIR="$PWD/models/kvd-tiny"
 status=0
 "$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
