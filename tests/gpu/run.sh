@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The device check for the CUDA backend, in two halves, because the GPU machine has CUDA but
 # none of kvd's Debian libraries and fetches nothing:
-#   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test binary and
-#                             every shared library it needs beyond glibc and CUDA's into
-#                             gpu-pack/ (git-ignored, under 64 MiB: carry it to the device)
-#   tests/gpu/run.sh          on the device: runs the packed `gpu` tests and prints a table
+#   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test, the
+#                             benchmark, the random-model maker and every shared library they
+#                             need beyond glibc, the C++ runtime and CUDA's into gpu-pack/
+#                             (git-ignored, under 64 MiB: carry it to the device)
+#   tests/gpu/run.sh          on the device: runs the packed `gpu` tests, then the benchmark on
+#                             a random model in Llama 3.2 1B's shape, and prints two tables
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pack=gpu-pack
@@ -12,13 +14,16 @@ pack=gpu-pack
 if [[ "${1:-}" == "--pack" ]]; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVD_WITH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90
-  cmake --build build-gpu -j "$(nproc)" --target gpu_cuda_backend_test
+  cmake --build build-gpu -j "$(nproc)" --target gpu_cuda_backend_test gpu_bench make_random_model
   rm -rf "$pack" && mkdir -p "$pack/lib"
-  cp build-gpu/tests/gpu/gpu_cuda_backend_test "$pack/"
-  strip "$pack/gpu_cuda_backend_test"
+  cp build-gpu/tests/gpu/gpu_cuda_backend_test build-gpu/tests/gpu/gpu_bench \
+    build-gpu/make_random_model "$pack/"
+  strip "$pack"/gpu_cuda_backend_test "$pack"/gpu_bench "$pack"/make_random_model
   # Libraries outside glibc, the C++ runtime and CUDA (the device has newer ones, and CUDA 13's
   # runtime and cuBLAS; cuBLAS alone is far over what can be carried).
-  ldd "$pack/gpu_cuda_backend_test" | awk '/=> \// {print $3}' |
+  for binary in "$pack"/gpu_cuda_backend_test "$pack"/gpu_bench "$pack"/make_random_model; do
+    ldd "$binary" | awk '/=> \// {print $3}'
+  done | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$pack/lib/"; done
   du -sh "$pack"
@@ -31,9 +36,15 @@ export LD_LIBRARY_PATH="$PWD/$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:
 export KVD_MODEL_DIR="$PWD/models/kvd-tiny"
 status=0
 "$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
+# Llama 3.2 1B's shape with random bf16 weights (widened to f32 on the device).
+"$pack/make_random_model" --out /tmp/llama-1b-random >/dev/null
+"$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 | tee /tmp/gpu_bench.log ||
+  status=$?
 echo
 echo "| test | result |"
 echo "|---|---|"
 grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' /tmp/gpu_test.log |
   sed -E 's/^\[ +([A-Z]+) +\] ([^ ]+).*/| \2 | \1 |/' || true
+echo
+grep -E '^\|' /tmp/gpu_bench.log || true
 exit $status
