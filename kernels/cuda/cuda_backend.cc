@@ -52,10 +52,6 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOp
   if (cudaError_t e = cudaSetDevice(0); e != cudaSuccess) {
     return failed("cudaSetDevice", cudaGetErrorString(e));
   }
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaError_t e = cudaMemGetInfo(&free_bytes, &total_bytes); e != cudaSuccess) {
-    return failed("cudaMemGetInfo", cudaGetErrorString(e));
-  }
   cudaStream_t stream = nullptr;
   if (cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess) {
     return failed("cudaStreamCreateWithFlags", cudaGetErrorString(e));
@@ -70,7 +66,16 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOp
     cudaStreamDestroy(stream);
     return failed("cublasSetStream", cublasGetStatusString(s));
   }
-  return std::unique_ptr<CudaBackend>(new CudaBackend(stream, blas, free_bytes));
+  return std::unique_ptr<CudaBackend>(new CudaBackend(stream, blas));
+}
+
+size_t CudaBackend::MemoryBytes() const {
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
 }
 
 CudaBackend::~CudaBackend() {

@@ -26,8 +26,9 @@ class CudaBackend final : public Backend {
   CudaBackend& operator=(const CudaBackend&) = delete;
 
   std::string_view name() const override { return "cuda"; }
-  // Free device memory when the backend was created.
-  size_t MemoryBytes() const override { return free_bytes_; }
+  // Device memory free now (after the weights, when asked once they are loaded), so that
+  // `kv_cache_memory_fraction` sizes the KV pool from what is left.
+  size_t MemoryBytes() const override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
   void CopyToHost(const Tensor& src, float* dst) override;
@@ -53,8 +54,7 @@ class CudaBackend final : public Backend {
   absl::Status TakeError() override;
 
  private:
-  CudaBackend(cudaStream_t stream, cublasHandle_t blas, size_t free_bytes)
-      : stream_(stream), blas_(blas), free_bytes_(free_bytes) {}
+  CudaBackend(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
 
   // Keeps the first failure; true when `error` is a success.
   bool Check(cudaError_t error, const char* call);
@@ -82,7 +82,6 @@ class CudaBackend final : public Backend {
 
   cudaStream_t stream_;
   cublasHandle_t blas_;
-  size_t free_bytes_;
   absl::Status error_;
   Staging staging_;
 };
