@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -87,6 +88,10 @@ class Backend {
 
 struct BackendOptions {
   int32_t num_threads = 0;  // 0: all hardware threads
+  // The type the CUDA backend keeps the weight matrices in: kF32 or kBF16 (kF16 is refused);
+  // none: the checkpoint's own, bf16 staying bf16 and anything else f32. The CPU backend
+  // computes in f32 whatever this says.
+  std::optional<DType> weight_dtype;
 };
 
 // Creates a backend by name: "cpu" (always available) or "cuda" where built and present.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace kvd::kernels {
@@ -22,6 +23,14 @@ constexpr std::string_view DTypeName(DType dtype) {
       return "f16";
   }
   return "unknown";
+}
+
+// The type DTypeName names ("f32", "bf16", "f16"); none for anything else, such as "auto".
+constexpr std::optional<DType> DTypeFromName(std::string_view name) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    if (DTypeName(dtype) == name) return dtype;
+  }
+  return std::nullopt;
 }
 
 inline float BF16ToFloat(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }

@@ -40,7 +40,11 @@ KvSlot SlotOf(const int32_t* block_table, int32_t entry, int32_t block_size) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOptions&) {
+absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOptions& options) {
+  if (options.weight_dtype == DType::kF16) {
+    return absl::InvalidArgumentError(
+        "backend 'cuda': f16 weights are not supported; use bf16 or f32");
+  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky "no device" error
@@ -66,7 +70,7 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOp
     cudaStreamDestroy(stream);
     return failed("cublasSetStream", cublasGetStatusString(s));
   }
-  return std::unique_ptr<CudaBackend>(new CudaBackend(stream, blas));
+  return std::unique_ptr<CudaBackend>(new CudaBackend(stream, blas, options.weight_dtype));
 }
 
 size_t CudaBackend::MemoryBytes() const {
@@ -163,9 +167,53 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes
   return std::make_unique<CudaBuffer>(data, bytes);
 }
 
+bool CudaBackend::KeepsBf16(const Tensor& host) const {
+  if (host.rows <= 1) return false;
+  return weight_dtype_ ? *weight_dtype_ == DType::kBF16 : host.dtype == DType::kBF16;
+}
+
+uint16_t* CudaBackend::Bf16Scratch(int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * sizeof(uint16_t);
+  if (bf16_scratch_ == nullptr || bf16_scratch_->size() < bytes) {
+    bf16_scratch_.reset();  // cudaFree waits for the work still reading it
+    auto buffer = Allocate(bytes);
+    if (!buffer.ok()) {
+      if (error_.ok()) error_ = buffer.status();
+      return nullptr;
+    }
+    bf16_scratch_ = *std::move(buffer);
+  }
+  return static_cast<uint16_t*>(bf16_scratch_->data());
+}
+
 absl::StatusOr<PreparedWeight> CudaBackend::PrepareWeight(const Tensor& host) {
-  std::vector<float> converted(static_cast<size_t>(host.num_elements()));
   const auto* src = static_cast<const unsigned char*>(host.data);
+  const size_t n = static_cast<size_t>(host.num_elements());
+  if (KeepsBf16(host)) {
+    std::vector<uint16_t> bits(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (host.dtype == DType::kF32) {
+        float value;
+        std::memcpy(&value, src + 4 * i, sizeof(value));
+        bits[i] = FloatToBF16(value);
+      } else {
+        uint16_t raw;
+        std::memcpy(&raw, src + 2 * i, sizeof(raw));
+        bits[i] = host.dtype == DType::kBF16 ? raw : FloatToBF16(F16ToFloat(raw));
+      }
+    }
+    auto buffer = Allocate(n * sizeof(uint16_t));
+    if (!buffer.ok()) return buffer.status();
+    Tensor tensor{(*buffer)->data(), DType::kBF16, host.rows, host.cols};
+    if (cudaError_t e =
+            cudaMemcpy(tensor.data, bits.data(), tensor.num_bytes(), cudaMemcpyHostToDevice);
+        e != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrCat("cuda: cudaMemcpy (weight): ", cudaGetErrorString(e)));
+    }
+    return PreparedWeight{tensor, *std::move(buffer)};
+  }
+  std::vector<float> converted(n);
   if (host.dtype == DType::kF32) {
     std::memcpy(converted.data(), src, host.num_bytes());
   } else {
@@ -202,8 +250,14 @@ void CudaBackend::GatherRows(const Tensor& table, std::span<const int32_t> indic
   if (indices.empty()) return;
   const size_t at = staging_.Add(indices);
   if (!staging_.Upload(*this)) return;
-  LaunchGatherRows(table.f32(), table.cols, static_cast<const int32_t*>(staging_.Device(at)),
-                   static_cast<int64_t>(indices.size()), out.f32(), stream_);
+  const auto* device_indices = static_cast<const int32_t*>(staging_.Device(at));
+  if (table.dtype == DType::kBF16) {
+    LaunchGatherRowsBf16(static_cast<const uint16_t*>(table.data), table.cols, device_indices,
+                         static_cast<int64_t>(indices.size()), out.f32(), stream_);
+  } else {
+    LaunchGatherRows(table.f32(), table.cols, device_indices, static_cast<int64_t>(indices.size()),
+                     out.f32(), stream_);
+  }
   CheckLaunch("GatherRows");
 }
 
@@ -219,9 +273,21 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bi
   const float one = 1.0f, zero = 0.0f;
   const int n = static_cast<int>(weight.rows), k = static_cast<int>(weight.cols);
   const int m = static_cast<int>(x.rows);
-  if (!Check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.f32(), k, x.f32(),
-                         k, &zero, out.f32(), n),
-             "cublasSgemm")) {
+  if (weight.dtype == DType::kBF16) {
+    // bf16 × bf16 with fp32 accumulation into the f32 output; x rounded to bf16 first.
+    uint16_t* x_bf16 = Bf16Scratch(x.num_elements());
+    if (x_bf16 == nullptr) return;
+    LaunchToBf16(x.f32(), x.num_elements(), x_bf16, stream_);
+    CheckLaunch("ToBf16");
+    if (!Check(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.data,
+                            CUDA_R_16BF, k, x_bf16, CUDA_R_16BF, k, &zero, out.f32(), CUDA_R_32F, n,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+               "cublasGemmEx (bf16)")) {
+      return;
+    }
+  } else if (!Check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.f32(), k,
+                                x.f32(), k, &zero, out.f32(), n),
+                    "cublasSgemm")) {
     return;
   }
   if (bias != nullptr) {

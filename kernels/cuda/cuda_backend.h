@@ -1,7 +1,8 @@
-// The CUDA backend: every Backend op on one NVIDIA GPU (device 0), f32 like the CPU reference,
-// cuBLAS for the projections and kvd's kernels (kernels/cuda/*.cu) for the rest, all on one
-// stream. A failed CUDA or cuBLAS call is kept, with its call site, as the backend's first
-// error, which TakeError reports (Model::Forward does after each step).
+// The CUDA backend: every Backend op on one NVIDIA GPU (device 0) with f32 activations like the
+// CPU reference and weight matrices in f32 or bf16 (BackendOptions::weight_dtype), cuBLAS for
+// the projections (bf16 ones with fp32 accumulation) and kvd's kernels (kernels/cuda/*.cu) for
+// the rest, all on one stream. A failed CUDA or cuBLAS call is kept, with its call site, as the
+// backend's first error, which TakeError reports (Model::Forward does after each step).
 #pragma once
 
 #include <cublas_v2.h>
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -18,7 +20,8 @@ namespace kvd::kernels::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  // FailedPrecondition without a usable device; the CUDA error otherwise.
+  // FailedPrecondition without a usable device, InvalidArgument for f16 weights; the CUDA
+  // error otherwise.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
       const BackendOptions& options);
   ~CudaBackend() override;
@@ -54,7 +57,13 @@ class CudaBackend final : public Backend {
   absl::Status TakeError() override;
 
  private:
-  CudaBackend(cudaStream_t stream, cublasHandle_t blas) : stream_(stream), blas_(blas) {}
+  CudaBackend(cudaStream_t stream, cublasHandle_t blas, std::optional<DType> weight_dtype)
+      : stream_(stream), blas_(blas), weight_dtype_(weight_dtype) {}
+  // Whether a host weight is kept in bf16 on the device: a matrix (vectors such as norms stay
+  // f32) asked for in bf16, or in bf16 already when no type was asked for.
+  bool KeepsBf16(const Tensor& host) const;
+  // `count` bf16 values of device scratch for an activation, grown as needed; null on failure.
+  uint16_t* Bf16Scratch(int64_t count);
 
   // Keeps the first failure; true when `error` is a success.
   bool Check(cudaError_t error, const char* call);
@@ -82,8 +91,10 @@ class CudaBackend final : public Backend {
 
   cudaStream_t stream_;
   cublasHandle_t blas_;
+  std::optional<DType> weight_dtype_;
   absl::Status error_;
   Staging staging_;
+  std::unique_ptr<DeviceBuffer> bf16_scratch_;
 };
 
 }  // namespace kvd::kernels::cuda

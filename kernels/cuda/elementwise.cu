@@ -35,6 +35,33 @@ __global__ void GatherRowsKernel(const float* __restrict__ table, int64_t cols,
   }
 }
 
+// GatherRowsKernel from bf16 bit patterns: a bf16 is the top half of an f32.
+__global__ void GatherRowsBf16Kernel(const uint16_t* __restrict__ table, int64_t cols,
+                                     const int32_t* __restrict__ indices, int64_t count,
+                                     float* __restrict__ out) {
+  for (int64_t row = blockIdx.x; row < count; row += gridDim.x) {
+    const uint16_t* src = table + static_cast<int64_t>(indices[row]) * cols;
+    float* dst = out + row * cols;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      dst[c] = __uint_as_float(static_cast<uint32_t>(src[c]) << 16);
+    }
+  }
+}
+
+// Round to nearest even, NaN kept a NaN: engine's FloatToBF16 on the device.
+__global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t bits = __float_as_uint(x[i]);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) {
+      out[i] = static_cast<uint16_t>((bits >> 16) | 0x40u);
+      continue;
+    }
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    out[i] = static_cast<uint16_t>(bits >> 16);
+  }
+}
+
 // The sum of `value` over the block, returned to every thread. blockDim.x is a multiple of the
 // warp size, at most 1024. Starts with a barrier so that `scratch` may be reused right away.
 __device__ double BlockSum(double value, double* scratch /* [32] */) {
@@ -143,6 +170,18 @@ void LaunchGatherRows(const float* table, int64_t cols, const int32_t* indices, 
   if (count <= 0 || cols <= 0) return;
   GatherRowsKernel<<<BlocksFor(count, 1), RowThreads(cols), 0, stream>>>(table, cols, indices,
                                                                          count, out);
+}
+
+void LaunchGatherRowsBf16(const uint16_t* table, int64_t cols, const int32_t* indices,
+                          int64_t count, float* out, cudaStream_t stream) {
+  if (count <= 0 || cols <= 0) return;
+  GatherRowsBf16Kernel<<<BlocksFor(count, 1), RowThreads(cols), 0, stream>>>(table, cols,
+                                                                             indices, count, out);
+}
+
+void LaunchToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
+  if (n <= 0) return;
+  ToBf16Kernel<<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, out);
 }
 
 void LaunchRmsNorm(const float* x, const float* weight, int64_t rows, int64_t cols, float eps,

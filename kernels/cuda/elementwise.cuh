@@ -12,6 +12,11 @@ namespace kvd::kernels::cuda {
 // out[i, :] = table[indices[i], :] for i < count.
 void LaunchGatherRows(const float* table, int64_t cols, const int32_t* indices, int64_t count,
                       float* out, cudaStream_t stream);
+// The same from a table of bf16 bit patterns, widened to f32.
+void LaunchGatherRowsBf16(const uint16_t* table, int64_t cols, const int32_t* indices,
+                          int64_t count, float* out, cudaStream_t stream);
+// out[i] = bf16(x[i]) for i < n, rounded to nearest even, as bit patterns.
+void LaunchToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream);
 // out[r, :] = x[r, :] / sqrt(mean(x[r, :]²) + eps) * weight, for r < rows; out may be x.
 void LaunchRmsNorm(const float* x, const float* weight, int64_t rows, int64_t cols, float eps,
                    float* out, cudaStream_t stream);

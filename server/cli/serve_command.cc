@@ -120,8 +120,9 @@ absl::Status RunServe(const ServeFlags& flags) {
   if (!config.ok()) return config.status();
   if (auto status = ConfigureLogging(config->logging); !status.ok()) return status;
 
-  auto backend =
-      kernels::CreateBackend(config->model.backend, {.num_threads = config->model.threads});
+  auto backend = kernels::CreateBackend(
+      config->model.backend, {.num_threads = config->model.threads,
+                              .weight_dtype = kernels::DTypeFromName(config->model.dtype)});
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(config->model.path, **backend);
   if (!model.ok()) return model.status();

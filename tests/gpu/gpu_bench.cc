@@ -13,14 +13,15 @@
 namespace {
 
 // Bytes a decode step must read at least: every weight (the embedding again as the LM head
-// when tied) in f32, and each sequence's keys and values in f32.
-double DecodeStepBytes(const kvd::engine::ModelConfig& c, int64_t batch, int64_t context) {
+// when tied) at `weight_bytes` each, and each sequence's keys and values in f32.
+double DecodeStepBytes(const kvd::engine::ModelConfig& c, int64_t batch, int64_t context,
+                       double weight_bytes) {
   const double layer = static_cast<double>(c.hidden_size) * c.num_heads * c.head_dim * 2 +
                        static_cast<double>(c.hidden_size) * c.num_kv_heads * c.head_dim * 2 +
                        3.0 * c.hidden_size * c.intermediate_size;
   const double weights = layer * c.num_layers + static_cast<double>(c.vocab_size) * c.hidden_size;
   const double kv = 2.0 * c.num_layers * c.num_kv_heads * c.head_dim * context;
-  return 4.0 * (weights + kv * batch);
+  return weight_bytes * weights + 4.0 * kv * batch;
 }
 
 }  // namespace
@@ -33,15 +34,20 @@ int main(int argc, char** argv) {
   options.prompt_tokens = 512;
   options.decode_tokens = 32;
   double bandwidth_tbs = 4.8;
+  std::string dtype = "bf16";
   app.add_option("--model", model_dir, "Model directory")->required();
   app.add_option("--batch", batches, "Batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--prompt-tokens", options.prompt_tokens)->capture_default_str();
   app.add_option("--decode-tokens", options.decode_tokens)->capture_default_str();
   app.add_option("--bandwidth-tbs", bandwidth_tbs, "HBM bandwidth, TB/s")->capture_default_str();
+  app.add_option("--dtype", dtype, "Weight matrices on the device: bf16 or f32")
+      ->check(CLI::IsMember({"bf16", "f32"}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.batch_sizes = batches;
 
-  auto backend = kvd::kernels::CreateBackend("cuda", {});
+  auto backend =
+      kvd::kernels::CreateBackend("cuda", {.weight_dtype = kvd::kernels::DTypeFromName(dtype)});
   if (!backend.ok()) {
     std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
     return 1;
@@ -57,15 +63,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto& config = (*model)->config();
-  std::printf("prompt %d tokens, %d decode steps, floor at %.1f TB/s\n\n", options.prompt_tokens,
-              options.decode_tokens, bandwidth_tbs);
+  std::printf("%s weights, prompt %d tokens, %d decode steps, floor at %.1f TB/s\n\n",
+              dtype.c_str(), options.prompt_tokens, options.decode_tokens, bandwidth_tbs);
   std::printf(
       "| batch | prefill tok/s | decode tok/s | decode ms/step | floor ms/step | of the floor "
       "|\n|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& r : *results) {
     const int64_t context = options.prompt_tokens + options.decode_tokens / 2;
     const double floor_ms =
-        DecodeStepBytes(config, r.batch_size, context) / (bandwidth_tbs * 1e12) * 1e3;
+        DecodeStepBytes(config, r.batch_size, context, dtype == "bf16" ? 2.0 : 4.0) /
+        (bandwidth_tbs * 1e12) * 1e3;
     std::printf("| %d | %.0f | %.0f | %.3f | %.3f | %.0f%% |\n", r.batch_size,
                 r.prefill_tokens_per_second, r.decode_tokens_per_second, r.decode_step_ms, floor_ms,
                 100.0 * floor_ms / r.decode_step_ms);

@@ -35,16 +35,19 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader ||
 export LD_LIBRARY_PATH="$PWD/$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KVD_MODEL_DIR="$PWD/models/kvd-tiny"
 status=0
+rm -f /tmp/gpu_bench.log
 "$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
 # Llama 3.2 1B's shape with random bf16 weights (widened to f32 on the device).
 "$pack/make_random_model" --out /tmp/llama-1b-random >/dev/null
-"$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 | tee /tmp/gpu_bench.log ||
-  status=$?
+for dtype in bf16 f32; do
+  "$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 --dtype "$dtype" |
+    tee -a /tmp/gpu_bench.log || status=$?
+done
 echo
 echo "| test | result |"
 echo "|---|---|"
 grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' /tmp/gpu_test.log |
   sed -E 's/^\[ +([A-Z]+) +\] ([^ ]+).*/| \2 | \1 |/' || true
 echo
-grep -E '^\|' /tmp/gpu_bench.log || true
+grep -E '^\||weights, prompt' /tmp/gpu_bench.log || true
 exit $status
