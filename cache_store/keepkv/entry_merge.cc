@@ -5,23 +5,10 @@
 #include <cstddef>
 
 #include "cache_store/keepkv/gqa_fit.h"
+#include "cache_store/keepkv/merge_math.h"
 
 namespace kvd::cache_store {
 namespace {
-
-// ln of the sum of exp over `logits`.
-double LogSumExp(std::span<const float> logits) {
-  double hi = logits[0];
-  for (float l : logits) hi = std::max(hi, static_cast<double>(l));
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - hi);
-  return hi + std::log(sum);
-}
-
-double LogAddExp(double a, double b) {
-  const double hi = std::max(a, b);
-  return hi + std::log1p(std::exp(std::min(a, b) - hi));
-}
 
 // Key and value mixed with weight `share_e` for the evicted entry.
 MergedEntry Mix(const MergeInput& evicted, const MergeInput& kept, double share_e) {

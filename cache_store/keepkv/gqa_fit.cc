@@ -7,32 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "cache_store/keepkv/merge_math.h"
+
 namespace kvd::cache_store {
 namespace {
-
-// ln(exp(a) + exp(b)) without overflow.
-double LogAddExp(double a, double b) {
-  const double hi = std::max(a, b);
-  return hi + std::log1p(std::exp(std::min(a, b) - hi));
-}
-
-bool AllFinite(std::span<const float> xs) {
-  return std::all_of(xs.begin(), xs.end(), [](float x) { return std::isfinite(x); });
-}
-
-absl::Status CheckEntry(const MergeInput& in, const char* name) {
-  if (in.key.empty() || in.logits.empty()) {
-    return absl::InvalidArgumentError(std::string(name) + ": empty key or logits");
-  }
-  if (in.value.size() != in.key.size()) {
-    return absl::InvalidArgumentError(std::string(name) + ": key and value lengths differ");
-  }
-  if (!AllFinite(in.key) || !AllFinite(in.value) || !AllFinite(in.logits) ||
-      !std::isfinite(in.log_vote)) {
-    return absl::InvalidArgumentError(std::string(name) + ": non-finite input");
-  }
-  return absl::OkStatus();
-}
 
 absl::Status CheckQueries(std::span<const float> queries, float scale,
                           std::span<const float> query_weights, size_t m, size_t head_dim) {
@@ -150,8 +128,8 @@ absl::StatusOr<MergedEntry> GqaFitMerge(const MergeInput& evicted, const MergeIn
                                         std::span<const float> query_weights,
                                         const GqaFitOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  if (absl::Status s = CheckEntry(evicted, "evicted"); !s.ok()) return s;
-  if (absl::Status s = CheckEntry(kept, "kept"); !s.ok()) return s;
+  if (absl::Status s = CheckMergeInput(evicted, "evicted"); !s.ok()) return s;
+  if (absl::Status s = CheckMergeInput(kept, "kept"); !s.ok()) return s;
   if (evicted.key.size() != kept.key.size()) {
     return absl::InvalidArgumentError("entries have different head_dim");
   }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache_store/keepkv/entry_merge.h"
+#include "cache_store/keepkv/merge_math.h"
 #include "cache_store/keepkv/merge_pairs.h"
 
 namespace kvd::cache_store {
@@ -244,16 +245,9 @@ class Compaction {
 
   // The evicted entry's part of the pair's summed weight p * s over the queries.
   static double ShareOfEvicted(const MergeInput& e, const MergeInput& c) {
-    auto log_weight = [](const MergeInput& in) {
-      double hi = in.logits[0];
-      for (float l : in.logits) hi = std::max(hi, static_cast<double>(l));
-      double sum = 0.0;
-      for (float l : in.logits) sum += std::exp(l - hi);
-      return in.log_vote + hi + std::log(sum);
-    };
-    const double we = log_weight(e);
-    const double wc = log_weight(c);
-    return 1.0 / (1.0 + std::exp(wc - we));
+    const double log_weight_e = e.log_vote + LogSumExp(e.logits);
+    const double log_weight_c = c.log_vote + LogSumExp(c.logits);
+    return 1.0 / (1.0 + std::exp(log_weight_c - log_weight_e));
   }
 
   void FoldState(int32_t evicted, int32_t kept, double share_evicted) {

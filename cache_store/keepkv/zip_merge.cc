@@ -1,34 +1,14 @@
 #include "cache_store/keepkv/zip_merge.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <string>
 
+#include "cache_store/keepkv/merge_math.h"
+
 namespace kvd::cache_store {
-namespace {
 
-// ln(exp(a) + exp(b)) without overflow.
-double LogAddExp(double a, double b) {
-  const double hi = std::max(a, b);
-  const double lo = std::min(a, b);
-  return hi + std::log1p(std::exp(lo - hi));
-}
-
-// ln of the summed scores of a GQA group: logsumexp of its logits.
-double LogScore(std::span<const float> logits) {
-  double hi = logits[0];
-  for (float l : logits) hi = std::max(hi, static_cast<double>(l));
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l) - hi);
-  return hi + std::log(sum);
-}
-
-bool AllFinite(std::span<const float> xs) {
-  return std::all_of(xs.begin(), xs.end(), [](float x) { return std::isfinite(x); });
-}
-
-absl::Status CheckInput(const MergeInput& in, const char* name) {
+absl::Status CheckMergeInput(const MergeInput& in, const char* name) {
   if (in.key.empty() || in.logits.empty()) {
     return absl::InvalidArgumentError(std::string(name) + ": empty key or logits");
   }
@@ -41,8 +21,6 @@ absl::Status CheckInput(const MergeInput& in, const char* name) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status ZipMergeOptions::Validate() const {
   if (!(min_key_scale > 0.0) || !(max_key_scale >= min_key_scale) ||
@@ -58,8 +36,8 @@ absl::Status ZipMergeOptions::Validate() const {
 absl::StatusOr<MergedEntry> ZipMerge(const MergeInput& evicted, const MergeInput& kept,
                                      const ZipMergeOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  if (absl::Status s = CheckInput(evicted, "evicted"); !s.ok()) return s;
-  if (absl::Status s = CheckInput(kept, "kept"); !s.ok()) return s;
+  if (absl::Status s = CheckMergeInput(evicted, "evicted"); !s.ok()) return s;
+  if (absl::Status s = CheckMergeInput(kept, "kept"); !s.ok()) return s;
   if (evicted.key.size() != kept.key.size()) {
     return absl::InvalidArgumentError("entries have different head_dim");
   }
@@ -68,8 +46,8 @@ absl::StatusOr<MergedEntry> ZipMerge(const MergeInput& evicted, const MergeInput
   }
 
   // Log domain throughout: ln s, ln w = ln p + ln s, ln W, ln P.
-  const double log_s_e = LogScore(evicted.logits);
-  const double log_s_c = LogScore(kept.logits);
+  const double log_s_e = LogSumExp(evicted.logits);
+  const double log_s_c = LogSumExp(kept.logits);
   const double log_w_e = evicted.log_vote + log_s_e;
   const double log_w_c = kept.log_vote + log_s_c;
   const double log_w_sum = LogAddExp(log_w_e, log_w_c);

@@ -10,25 +10,21 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/cache_store/merge_test_head.h"
+
 namespace kvd::cache_store {
 namespace {
 
-using Vec = std::vector<float>;
-
-double Dot(const Vec& a, const Vec& b) {
-  double sum = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) sum += static_cast<double>(a[i]) * b[i];
-  return sum;
-}
-
-double Logit(const Vec& q, const Vec& k) { return Dot(q, k) / std::sqrt(double(q.size())); }
-
-Vec RandomVec(std::mt19937& rng, size_t n, double scale = 1.0) {
-  std::normal_distribution<double> normal(0.0, scale);
-  Vec v(n);
-  for (float& x : v) x = static_cast<float>(normal(rng));
-  return v;
-}
+using testing::Attend;
+using testing::Attention;
+using testing::Dot;
+using testing::KvHead;
+using testing::LogAddExp;
+using testing::Logit;
+using testing::RandomKvHead;
+using testing::RandomVec;
+using testing::RelativeError;
+using testing::Vec;
 
 // A random key whose logit under q is `logit` (up to float rounding).
 Vec KeyWithLogit(std::mt19937& rng, const Vec& q, double logit) {
@@ -38,50 +34,9 @@ Vec KeyWithLogit(std::mt19937& rng, const Vec& q, double logit) {
   return k;
 }
 
-// One (layer, kv head) with a single query head.
-struct Head {
-  std::vector<Vec> keys;
-  std::vector<Vec> values;
-  std::vector<float> log_votes;
-};
-
-struct Attention {
-  Vec output;
-  double log_denominator = 0.0;  // ln sum_i p_i exp(logit_i)
-};
-
-Attention Attend(const Vec& q, const Head& head) {
-  std::vector<double> logits;
-  double hi = -INFINITY;
-  for (size_t i = 0; i < head.keys.size(); ++i) {
-    logits.push_back(Logit(q, head.keys[i]) + head.log_votes[i]);
-    hi = std::max(hi, logits.back());
-  }
-  double denominator = 0.0;
-  std::vector<double> out(head.values[0].size(), 0.0);
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const double e = std::exp(logits[i] - hi);
-    denominator += e;
-    for (size_t j = 0; j < out.size(); ++j) out[j] += e * head.values[i][j];
-  }
-  Attention a;
-  for (double x : out) a.output.push_back(static_cast<float>(x / denominator));
-  a.log_denominator = hi + std::log(denominator);
-  return a;
-}
-
-double RelativeError(const Vec& got, const Vec& want) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
-    norm += double(want[i]) * want[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 // Merges entry e into entry c of `head` under query q; returns the merged entry and replaces
 // the pair by it in `head`.
-MergedEntry MergeInHead(const Vec& q, Head& head, size_t e, size_t c,
+MergedEntry MergeInHead(const Vec& q, KvHead& head, size_t e, size_t c,
                         const ZipMergeOptions& options = {}) {
   const float logit_e = static_cast<float>(Logit(q, head.keys[e]));
   const float logit_c = static_cast<float>(Logit(q, head.keys[c]));
@@ -99,27 +54,12 @@ MergedEntry MergeInHead(const Vec& q, Head& head, size_t e, size_t c,
   return *merged;
 }
 
-Head RandomHead(std::mt19937& rng, size_t entries, size_t head_dim) {
-  Head head;
-  std::uniform_real_distribution<double> log_vote(0.0, std::log(4.0));
-  for (size_t i = 0; i < entries; ++i) {
-    head.keys.push_back(RandomVec(rng, head_dim));
-    head.values.push_back(RandomVec(rng, head_dim));
-    head.log_votes.push_back(static_cast<float>(log_vote(rng)));
-  }
-  return head;
-}
-
-double LogAddExp(double a, double b) {
-  return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
-}
-
 TEST(ZipMergeTest, ExactRuleKeepsTheOutputAtTheMergeStep) {
   int exact = 0;
   for (size_t head_dim : {32u, 64u, 128u}) {
     for (uint32_t seed = 0; seed < 20; ++seed) {
       std::mt19937 rng(seed * 131 + head_dim);
-      Head head = RandomHead(rng, 16, head_dim);
+      KvHead head = RandomKvHead(rng, 16, head_dim);
       const size_t e = 3, c = 11;
       // A query that attends to both entries of the pair, as a merge of similar keys sees.
       Vec q = RandomVec(rng, head_dim, 0.3);
@@ -148,7 +88,7 @@ TEST(ZipMergeTest, EveryRuleKeepsTheMergeStepWithTheDefaultOptions) {
   for (size_t head_dim : {32u, 64u, 128u}) {
     for (uint32_t seed = 0; seed < 50; ++seed) {
       std::mt19937 rng(seed * 7919 + head_dim);
-      Head head = RandomHead(rng, 12, head_dim);
+      KvHead head = RandomKvHead(rng, 12, head_dim);
       const Vec q = RandomVec(rng, head_dim, 0.5);
       const double log_p_sum = LogAddExp(head.log_votes[0], head.log_votes[5]);
       const Attention before = Attend(q, head);
@@ -180,7 +120,7 @@ TEST_P(ZipMergeFallbackTest, FallsBackToTheWeightedMeanAndKeepsTheDenominator) {
   const DegenerateCase& dc = GetParam();
   for (size_t head_dim : {32u, 64u, 128u}) {
     std::mt19937 rng(head_dim);
-    Head head = RandomHead(rng, 8, head_dim);
+    KvHead head = RandomKvHead(rng, 8, head_dim);
     const Vec q = RandomVec(rng, head_dim);
     head.keys[2] = KeyWithLogit(rng, q, dc.logit_e);
     head.keys[6] = KeyWithLogit(rng, q, dc.logit_c);
@@ -259,7 +199,7 @@ TEST(ZipMergeTest, IdenticalKeysKeepTheKey) {
 TEST(ZipMergeTest, LargeLogitsDoNotOverflow) {
   for (size_t head_dim : {32u, 64u, 128u}) {
     std::mt19937 rng(head_dim + 2);
-    Head head = RandomHead(rng, 10, head_dim);
+    KvHead head = RandomKvHead(rng, 10, head_dim);
     const Vec q = RandomVec(rng, head_dim);
     head.keys[1] = KeyWithLogit(rng, q, 80.0);
     head.keys[4] = KeyWithLogit(rng, q, 85.0);
