@@ -24,15 +24,6 @@ MergedEntry Mix(const MergeInput& evicted, const MergeInput& kept, double share_
   return out;
 }
 
-absl::Status CheckShapes(const MergeInput& evicted, const MergeInput& kept) {
-  if (kept.key.empty() || evicted.key.size() != kept.key.size() ||
-      evicted.value.size() != kept.key.size() || kept.value.size() != kept.key.size() ||
-      kept.logits.empty() || evicted.logits.size() != kept.logits.size()) {
-    return absl::InvalidArgumentError("merge: entries of different shapes");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<MergedEntry> MergeEntries(MergeMethod method, const MergeInput& evicted,
@@ -43,7 +34,7 @@ absl::StatusOr<MergedEntry> MergeEntries(MergeMethod method, const MergeInput& e
     case MergeMethod::kGroupMean:
       return ZipMerge(evicted, kept);
     case MergeMethod::kWeightedMean: {
-      if (absl::Status s = CheckShapes(evicted, kept); !s.ok()) return s;
+      if (absl::Status s = CheckMergePair(evicted, kept); !s.ok()) return s;
       // Weights p * s with s summed over the queries, in the log domain.
       const double log_w_e = evicted.log_vote + LogSumExp(evicted.logits);
       const double log_w_c = kept.log_vote + LogSumExp(kept.logits);
@@ -52,7 +43,7 @@ absl::StatusOr<MergedEntry> MergeEntries(MergeMethod method, const MergeInput& e
       return out;
     }
     case MergeMethod::kConvex: {
-      if (absl::Status s = CheckShapes(evicted, kept); !s.ok()) return s;
+      if (absl::Status s = CheckMergePair(evicted, kept); !s.ok()) return s;
       MergedEntry out = Mix(evicted, kept, 0.5);
       out.log_vote = kept.log_vote;
       return out;

@@ -128,14 +128,7 @@ absl::StatusOr<MergedEntry> GqaFitMerge(const MergeInput& evicted, const MergeIn
                                         std::span<const float> query_weights,
                                         const GqaFitOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  if (absl::Status s = CheckMergeInput(evicted, "evicted"); !s.ok()) return s;
-  if (absl::Status s = CheckMergeInput(kept, "kept"); !s.ok()) return s;
-  if (evicted.key.size() != kept.key.size()) {
-    return absl::InvalidArgumentError("entries have different head_dim");
-  }
-  if (evicted.logits.size() != kept.logits.size()) {
-    return absl::InvalidArgumentError("entries have different query counts");
-  }
+  if (absl::Status s = CheckMergePair(evicted, kept); !s.ok()) return s;
   const size_t head_dim = kept.key.size();
   const size_t m = kept.logits.size();
   if (absl::Status s = CheckQueries(queries, scale, query_weights, m, head_dim); !s.ok()) {

@@ -33,5 +33,7 @@ inline bool AllFinite(std::span<const float> xs) {
 // InvalidArgument, naming the entry (`name`), for an empty key or logits, a value of another
 // length than the key, or anything not finite.
 absl::Status CheckMergeInput(const MergeInput& in, const char* name);
+// Both entries checked, and of the same head_dim and query count.
+absl::Status CheckMergePair(const MergeInput& evicted, const MergeInput& kept);
 
 }  // namespace kvd::cache_store

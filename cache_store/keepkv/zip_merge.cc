@@ -22,6 +22,18 @@ absl::Status CheckMergeInput(const MergeInput& in, const char* name) {
   return absl::OkStatus();
 }
 
+absl::Status CheckMergePair(const MergeInput& evicted, const MergeInput& kept) {
+  if (absl::Status s = CheckMergeInput(evicted, "evicted"); !s.ok()) return s;
+  if (absl::Status s = CheckMergeInput(kept, "kept"); !s.ok()) return s;
+  if (evicted.key.size() != kept.key.size()) {
+    return absl::InvalidArgumentError("entries have different head_dim");
+  }
+  if (evicted.logits.size() != kept.logits.size()) {
+    return absl::InvalidArgumentError("entries have different query counts");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ZipMergeOptions::Validate() const {
   if (!(min_key_scale > 0.0) || !(max_key_scale >= min_key_scale) ||
       !std::isfinite(max_key_scale)) {
@@ -36,14 +48,7 @@ absl::Status ZipMergeOptions::Validate() const {
 absl::StatusOr<MergedEntry> ZipMerge(const MergeInput& evicted, const MergeInput& kept,
                                      const ZipMergeOptions& options) {
   if (absl::Status s = options.Validate(); !s.ok()) return s;
-  if (absl::Status s = CheckMergeInput(evicted, "evicted"); !s.ok()) return s;
-  if (absl::Status s = CheckMergeInput(kept, "kept"); !s.ok()) return s;
-  if (evicted.key.size() != kept.key.size()) {
-    return absl::InvalidArgumentError("entries have different head_dim");
-  }
-  if (evicted.logits.size() != kept.logits.size()) {
-    return absl::InvalidArgumentError("entries have different query-head counts");
-  }
+  if (absl::Status s = CheckMergePair(evicted, kept); !s.ok()) return s;
 
   // Log domain throughout: ln s, ln w = ln p + ln s, ln W, ln P.
   const double log_s_e = LogSumExp(evicted.logits);
