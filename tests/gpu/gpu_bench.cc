@@ -1,6 +1,9 @@
-// The device check's benchmark: prefill and decode throughput of a model on the CUDA backend at
-// several batch sizes, each decode step set against its memory floor (every weight and each
-// sequence's KV read once, at the HBM bandwidth given), printed as a markdown table.
+// The device check's benchmark, printed as markdown tables: prefill and decode throughput of a
+// model on the CUDA backend at several batch sizes, each decode step set against its memory floor
+// (every weight and each sequence's KV read once, at the HBM bandwidth given) and against the
+// time its logits take to reach the host; then KVzip's scoring of a document against its prefill.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "bench/throughput.h"
 #include "engine/model.h"
 #include "kernels/backend.h"
+#include "tests/gpu/kvzip_timing.h"
 
 namespace {
 
@@ -24,21 +28,58 @@ double DecodeStepBytes(const kvd::engine::ModelConfig& c, int64_t batch, int64_t
   return weight_bytes * weights + 4.0 * kv * batch;
 }
 
+// Median time of bringing a decode step's logits ([batch, vocab] f32) to the host as
+// Model::Forward does: into a reused vector, cleared and resized, by CopyToHost.
+absl::StatusOr<double> LogitsToHostMs(kvd::kernels::Backend& backend, int32_t batch,
+                                      int32_t vocab_size) {
+  constexpr int kCopies = 20;
+  const size_t count = static_cast<size_t>(batch) * vocab_size;
+  auto buffer = backend.Allocate(count * sizeof(float));
+  if (!buffer.ok()) return buffer.status();
+  const kvd::kernels::Tensor logits{(*buffer)->data(), kvd::kernels::DType::kF32, batch,
+                                    vocab_size};
+  std::vector<float> host;
+  std::vector<double> ms;
+  // The first copy is a warm-up: it faults the vector's pages in, which a serving loop does once.
+  for (int i = 0; i <= kCopies; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    host.clear();
+    host.resize(count);
+    backend.CopyToHost(logits, host.data());
+    if (i > 0) {
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+  }
+  if (auto status = backend.TakeError(); !status.ok()) return status;
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "%s\n", status.ToString().c_str());
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Prefill and decode throughput on the CUDA backend against the memory floor");
+  CLI::App app("Prefill, decode and KVzip scoring on the CUDA backend against their floors");
   std::string model_dir;
   std::vector<int32_t> batches = {1, 16, 64};
   kvd::bench::ThroughputOptions options;
   options.prompt_tokens = 512;
   options.decode_tokens = 32;
+  kvd::bench::KvzipTimingOptions kvzip;
   double bandwidth_tbs = 4.8;
   std::string dtype = "bf16";
   app.add_option("--model", model_dir, "Model directory")->required();
   app.add_option("--batch", batches, "Batch sizes")->delimiter(',')->capture_default_str();
   app.add_option("--prompt-tokens", options.prompt_tokens)->capture_default_str();
   app.add_option("--decode-tokens", options.decode_tokens)->capture_default_str();
+  app.add_option("--document-tokens", kvzip.document_tokens, "KVzip-scored document's length")
+      ->capture_default_str();
   app.add_option("--bandwidth-tbs", bandwidth_tbs, "HBM bandwidth, TB/s")->capture_default_str();
   app.add_option("--dtype", dtype, "Weight matrices on the device: bf16 or f32")
       ->check(CLI::IsMember({"bf16", "f32"}))
@@ -48,34 +89,44 @@ int main(int argc, char** argv) {
 
   auto backend =
       kvd::kernels::CreateBackend("cuda", {.weight_dtype = kvd::kernels::DTypeFromName(dtype)});
-  if (!backend.ok()) {
-    std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
-    return 1;
-  }
+  if (!backend.ok()) return Fail(backend.status());
   auto model = kvd::engine::Model::Load(model_dir, **backend);
-  if (!model.ok()) {
-    std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
-    return 1;
-  }
+  if (!model.ok()) return Fail(model.status());
   auto results = kvd::bench::MeasureThroughput(**model, options);
-  if (!results.ok()) {
-    std::fprintf(stderr, "%s\n", results.status().ToString().c_str());
-    return 1;
-  }
+  if (!results.ok()) return Fail(results.status());
   const auto& config = (*model)->config();
   std::printf("%s weights, prompt %d tokens, %d decode steps, floor at %.1f TB/s\n\n",
               dtype.c_str(), options.prompt_tokens, options.decode_tokens, bandwidth_tbs);
   std::printf(
-      "| batch | prefill tok/s | decode tok/s | decode ms/step | floor ms/step | of the floor "
-      "|\n|---:|---:|---:|---:|---:|---:|\n");
+      "| batch | prefill tok/s | decode tok/s | decode ms/step | logits to host ms | of the step "
+      "| floor ms/step | of the floor |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& r : *results) {
+    auto logits_ms = LogitsToHostMs(**backend, r.batch_size, config.vocab_size);
+    if (!logits_ms.ok()) return Fail(logits_ms.status());
     const int64_t context = options.prompt_tokens + options.decode_tokens / 2;
     const double floor_ms =
         DecodeStepBytes(config, r.batch_size, context, dtype == "bf16" ? 2.0 : 4.0) /
         (bandwidth_tbs * 1e12) * 1e3;
-    std::printf("| %d | %.0f | %.0f | %.3f | %.3f | %.0f%% |\n", r.batch_size,
-                r.prefill_tokens_per_second, r.decode_tokens_per_second, r.decode_step_ms, floor_ms,
+    std::printf("| %d | %.0f | %.0f | %.3f | %.3f | %.0f%% | %.3f | %.0f%% |\n", r.batch_size,
+                r.prefill_tokens_per_second, r.decode_tokens_per_second, r.decode_step_ms,
+                *logits_ms, 100.0 * *logits_ms / r.decode_step_ms, floor_ms,
                 100.0 * floor_ms / r.decode_step_ms);
   }
+  // Printed before the KVzip run, so that a run cut short still shows it.
+  std::fflush(stdout);
+
+  auto scoring = kvd::bench::MeasureKvzipScoring(**model, kvzip);
+  if (!scoring.ok()) return Fail(scoring.status());
+  std::printf(
+      "\n%s weights, KVzip scoring: prefix %d tokens, chunks of %d, %d tokens per step, median "
+      "of %d\n\n",
+      dtype.c_str(), kvzip.prefix_tokens, kvzip.chunk_tokens, kvzip.max_num_batched_tokens,
+      kvzip.repeats);
+  std::printf(
+      "| document tokens | prefill ms | scoring tokens | scoring ms | scoring / prefill | select "
+      "+ read-out ms |\n|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| %d | %.1f | %lld | %.1f | %.2f | %.1f |\n", kvzip.document_tokens,
+              scoring->prefill_ms, static_cast<long long>(scoring->scoring_tokens),
+              scoring->scoring_ms, scoring->scoring_ms / scoring->prefill_ms, scoring->finish_ms);
   return 0;
 }

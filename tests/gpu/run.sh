@@ -6,7 +6,10 @@
 #                             need beyond glibc, the C++ runtime and CUDA's into gpu-pack/
 #                             (git-ignored, under 64 MiB: carry it to the device)
 #   tests/gpu/run.sh          on the device: runs the packed `gpu` tests, then the benchmark on
-#                             a random model in Llama 3.2 1B's shape, and prints two tables
+#                             a random model in Llama 3.2 1B's shape, and prints the tables:
+#                             the tests' results, then per weight dtype throughput (with each
+#                             decode step's logits copy to the host) and KVzip scoring against
+#                             prefill
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 pack=gpu-pack
@@ -39,8 +42,10 @@ rm -f /tmp/gpu_bench.log
 "$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
 # Llama 3.2 1B's shape with random bf16 weights (widened to f32 on the device).
 "$pack/make_random_model" --out /tmp/llama-1b-random >/dev/null
+# A run should take under a minute on an H200; the limit keeps a slow or stuck one from taking
+# the device's time (what it printed before stays in the log).
 for dtype in bf16 f32; do
-  "$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 --dtype "$dtype" |
+  timeout 150 "$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 --dtype "$dtype" |
     tee -a /tmp/gpu_bench.log || status=$?
 done
 echo
@@ -49,5 +54,7 @@ echo "|---|---|"
 grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' /tmp/gpu_test.log |
   sed -E 's/^\[ +([A-Z]+) +\] ([^ ]+).*/| \2 | \1 |/' || true
 echo
-grep -E '^\||weights, prompt' /tmp/gpu_bench.log || true
+# Each table's title line, set off by blank lines so that the markdown tables stay apart.
+grep -E '^\||^(bf16|f32) weights, ' /tmp/gpu_bench.log |
+  sed -E 's/^((bf16|f32) weights, .*)$/\n\1\n/' || true
 exit $status

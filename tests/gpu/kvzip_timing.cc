@@ -1,0 +1,155 @@
+#include "tests/gpu/kvzip_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "cache_store/kvzip/compression_spec.h"
+#include "cache_store/kvzip/document_compressor.h"
+#include "engine/kv_cache.h"
+
+namespace kvd::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// Waits until the backend has run everything queued: a copy of one float is stream-ordered and
+// returns once it is on the host. A forward step without logits or scores returns before its
+// work is done.
+class BackendFence {
+ public:
+  static absl::StatusOr<BackendFence> Create(kernels::Backend& backend) {
+    auto buffer = backend.Allocate(sizeof(float));
+    if (!buffer.ok()) return buffer.status();
+    return BackendFence(backend, *std::move(buffer));
+  }
+  void Wait() {
+    float value = 0.0f;
+    backend_->CopyToHost(kernels::Tensor{buffer_->data(), kernels::DType::kF32, 1, 1}, &value);
+  }
+
+ private:
+  BackendFence(kernels::Backend& backend, std::unique_ptr<kernels::DeviceBuffer> buffer)
+      : backend_(&backend), buffer_(std::move(buffer)) {}
+  kernels::Backend* backend_;
+  std::unique_ptr<kernels::DeviceBuffer> buffer_;
+};
+
+std::vector<int32_t> RandomIds(int32_t count, int32_t vocab_size, std::mt19937_64& random) {
+  std::uniform_int_distribution<int32_t> ids(0, vocab_size - 1);
+  std::vector<int32_t> tokens(count);
+  for (int32_t& token : tokens) token = ids(random);
+  return tokens;
+}
+
+// One compression, stepped as scheduler/internal/batch_engine.cc's BatchEngine::Step does with
+// no requests running or waiting: every step plans the whole token budget for the job
+// (CompressionJobs::Plan), runs Model::Forward, and commits.
+absl::StatusOr<KvzipTiming> CompressOnce(engine::Model& model, engine::KvBlockPool& pool,
+                                         cache_store::DocumentCompressor& compressor,
+                                         int32_t token_budget, BackendFence& fence) {
+  KvzipTiming timing;
+  timing.prefill_tokens = compressor.input().length();
+  timing.scoring_tokens = compressor.total_tokens() - compressor.input().length();
+  std::vector<engine::SequenceStep> steps;
+  engine::StepLogits logits;
+  fence.Wait();
+  Clock::time_point start = Clock::now();
+  bool prefilled = false;
+  while (!compressor.scored()) {
+    steps.clear();
+    if (compressor.Plan(token_budget, pool, steps) == 0) {
+      compressor.Release(pool);
+      return absl::ResourceExhaustedError("kvzip timing: the KV pool has no blocks for the job");
+    }
+    if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
+      compressor.Release(pool);
+      return status;
+    }
+    compressor.Commit(pool);
+    if (!prefilled && compressor.done_tokens() == timing.prefill_tokens) {
+      fence.Wait();
+      timing.prefill_ms = MillisecondsSince(start);
+      start = Clock::now();
+      prefilled = true;
+    }
+  }
+  fence.Wait();
+  timing.scoring_ms = MillisecondsSince(start);
+  start = Clock::now();
+  auto payload = compressor.Finish(pool);
+  if (!payload.ok()) {
+    compressor.Release(pool);
+    return payload.status();
+  }
+  timing.finish_ms = MillisecondsSince(start);
+  return timing;
+}
+
+}  // namespace
+
+absl::StatusOr<KvzipTiming> MeasureKvzipScoring(engine::Model& model,
+                                                const KvzipTimingOptions& options) {
+  if (options.repeats < 1 || options.max_num_batched_tokens < 1 || options.prefix_tokens < 0) {
+    return absl::InvalidArgumentError(
+        "kvzip timing: repeats and the token budget must be positive, the prefix not negative");
+  }
+  const engine::ModelConfig& config = model.config();
+  std::mt19937_64 random(options.seed);
+  cache_store::DocumentInput input;
+  input.prefix_ids = RandomIds(options.prefix_tokens, config.vocab_size, random);
+  input.document_ids = RandomIds(options.document_tokens, config.vocab_size, random);
+  // As long as the published prompts' tokens with Llama 3's tokenizer (bench/document_bench.cc).
+  cache_store::DocumentPrompts prompts;
+  prompts.chunk_tokens = options.chunk_tokens;
+  prompts.repeat_all = RandomIds(8, config.vocab_size, random);
+  prompts.repeat_from = RandomIds(14, config.vocab_size, random);
+  prompts.answer_prefix = RandomIds(5, config.vocab_size, random);
+  auto new_compressor = [&] {
+    return cache_store::DocumentCompressor::Create(
+        config, input, prompts, /*query_tokens=*/{},
+        {.method = cache_store::CompressionMethod::kKvzip, .ratio = 1.0});
+  };
+  auto sizing = new_compressor();
+  if (!sizing.ok()) return sizing.status();
+  auto pool = engine::KvBlockPool::Create(
+      model.backend(),
+      {.num_blocks = static_cast<int32_t>((*sizing)->PeakBlocks(options.block_size)),
+       .block_size = options.block_size,
+       .head_dim = config.head_dim});
+  if (!pool.ok()) return pool.status();
+  auto fence = BackendFence::Create(model.backend());
+  if (!fence.ok()) return fence.status();
+
+  // The first compression is a warm-up: per-size allocations stay out of the figures.
+  std::vector<double> prefill_ms, scoring_ms, finish_ms;
+  KvzipTiming result;
+  for (int32_t run = 0; run <= options.repeats; ++run) {
+    auto compressor = new_compressor();
+    if (!compressor.ok()) return compressor.status();
+    auto timing = CompressOnce(model, **pool, **compressor, options.max_num_batched_tokens, *fence);
+    if (!timing.ok()) return timing.status();
+    if (run == 0) continue;
+    result = *timing;
+    prefill_ms.push_back(timing->prefill_ms);
+    scoring_ms.push_back(timing->scoring_ms);
+    finish_ms.push_back(timing->finish_ms);
+  }
+  result.prefill_ms = Median(prefill_ms);
+  result.scoring_ms = Median(scoring_ms);
+  result.finish_ms = Median(finish_ms);
+  return result;
+}
+
+}  // namespace kvd::bench
