@@ -88,9 +88,9 @@ class Backend {
 
 struct BackendOptions {
   int32_t num_threads = 0;  // 0: all hardware threads
-  // The type the CUDA backend keeps the weight matrices in: kF32 or kBF16 (kF16 is refused);
-  // none: the checkpoint's own, bf16 staying bf16 and anything else f32. The CPU backend
-  // computes in f32 whatever this says.
+  // The type the CUDA backend keeps the weight matrices in: kF32, kBF16 or kF16 (vectors such
+  // as norms stay f32); none: the checkpoint's own. The CPU backend computes in f32 whatever
+  // this says.
   std::optional<DType> weight_dtype;
 };
 

@@ -57,17 +57,30 @@ inline float F16ToFloat(uint16_t bits) {
   return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
 }
 
+// Round to nearest even, subnormals included; beyond the largest f16 (65504) a value becomes
+// inf, as PyTorch's conversion does; NaN stays NaN.
 inline uint16_t FloatToF16(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint32_t sign = (bits >> 16) & 0x8000u;
   const uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
   if (abs_bits >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
-  if (abs_bits < 0x38800000u) {                                               // subnormal or zero
-    const float magnitude = std::bit_cast<float>(abs_bits);
-    return static_cast<uint16_t>(sign | static_cast<uint32_t>(magnitude * 16777216.0f + 0.5f));
+  if (abs_bits < 0x38800000u) {
+    // Below 2^-14, the smallest normal f16: a multiple of 2^-24. Up to 2^-25 rounds to zero (2^-25
+    // itself is a tie, which goes to the even zero).
+    if (abs_bits <= 0x33000000u) return static_cast<uint16_t>(sign);
+    // value = significand * 2^(exponent - 150), so in units of 2^-24 it is the significand
+    // shifted right by 126 - exponent (14 to 24 here), rounded to nearest even. Rounding up may
+    // carry into 0x400, the smallest normal, which is its correct encoding.
+    const uint32_t significand = (abs_bits & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126u - (abs_bits >> 23);
+    const uint32_t remainder = significand & ((1u << shift) - 1u);
+    const uint32_t halfway = 1u << (shift - 1u);
+    uint32_t units = significand >> shift;
+    if (remainder > halfway || (remainder == halfway && (units & 1u) != 0)) ++units;
+    return static_cast<uint16_t>(sign | units);
   }
-  uint32_t rounded = abs_bits + 0xfffu + ((abs_bits >> 13) & 1u);
+  const uint32_t rounded = abs_bits + 0xfffu + ((abs_bits >> 13) & 1u);
   return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
 }
 

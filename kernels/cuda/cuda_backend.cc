@@ -6,9 +6,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/attention_scores.cuh"
+#include "kernels/cuda/decode_attention.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kv_entries.cuh"
-#include "kernels/cuda/paged_attention.cuh"
+#include "kernels/cuda/prefill_attention.cuh"
 #include "kernels/devices.h"
 
 namespace kvd::kernels::cuda {
@@ -38,13 +41,34 @@ KvSlot SlotOf(const int32_t* block_table, int32_t entry, int32_t block_size) {
   return KvSlot{block_table[entry / block_size]} * block_size + entry % block_size;
 }
 
+// Element i of a host tensor in f32, bf16 or f16 (possibly misaligned in a mapped file), as f32.
+float HostElement(const Tensor& host, size_t i) {
+  const auto* src = static_cast<const unsigned char*>(host.data);
+  if (host.dtype == DType::kF32) {
+    float value;
+    std::memcpy(&value, src + 4 * i, sizeof(value));
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, src + 2 * i, sizeof(bits));
+  return host.dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
+}
+
+// Element i of a host tensor as a `half` (bf16 or f16) bit pattern: copied when already one,
+// rounded to nearest even otherwise.
+uint16_t HostHalfElement(const Tensor& host, DType half, size_t i) {
+  if (host.dtype == half) {
+    uint16_t bits;
+    std::memcpy(&bits, static_cast<const unsigned char*>(host.data) + 2 * i, sizeof(bits));
+    return bits;
+  }
+  const float value = HostElement(host, i);
+  return half == DType::kBF16 ? FloatToBF16(value) : FloatToF16(value);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOptions& options) {
-  if (options.weight_dtype == DType::kF16) {
-    return absl::InvalidArgumentError(
-        "backend 'cuda': f16 weights are not supported; use bf16 or f32");
-  }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();  // clear the sticky "no device" error
@@ -70,7 +94,15 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOp
     cudaStreamDestroy(stream);
     return failed("cublasSetStream", cublasGetStatusString(s));
   }
-  return std::unique_ptr<CudaBackend>(new CudaBackend(stream, blas, options.weight_dtype));
+  int multiprocessors = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, 0);
+      e != cudaSuccess) {
+    cublasDestroy(blas);
+    cudaStreamDestroy(stream);
+    return failed("cudaDeviceGetAttribute", cudaGetErrorString(e));
+  }
+  return std::unique_ptr<CudaBackend>(
+      new CudaBackend(stream, blas, options.weight_dtype, multiprocessors));
 }
 
 size_t CudaBackend::MemoryBytes() const {
@@ -84,7 +116,7 @@ size_t CudaBackend::MemoryBytes() const {
 
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(stream_);
-  staging_.Free();
+  staging_.Free(*this);
   cublasDestroy(blas_);
   cudaStreamDestroy(stream_);
 }
@@ -115,46 +147,92 @@ absl::Status CudaBackend::TakeError() {
 
 template <typename T>
 size_t CudaBackend::Staging::Add(std::span<const T> values) {
-  const size_t offset = AlignUp(host_.size());
-  host_.resize(offset + values.size_bytes());
-  if (!values.empty()) std::memcpy(host_.data() + offset, values.data(), values.size_bytes());
-  added_end_ = host_.size();
+  const size_t offset = Reserve(values.size_bytes());
+  if (!values.empty()) pieces_.push_back(Piece{values.data(), values.size_bytes(), offset});
+  added_end_ = end_;
   return offset;
 }
 
 size_t CudaBackend::Staging::Reserve(size_t bytes) {
-  const size_t offset = AlignUp(host_.size());
-  host_.resize(offset + bytes);
+  const size_t offset = AlignUp(end_);
+  end_ = offset + bytes;
   return offset;
 }
 
 bool CudaBackend::Staging::Upload(CudaBackend& backend) {
-  const size_t bytes = host_.size();
-  if (bytes > capacity_) {
-    Free();  // cudaFree waits for the work that may still read the old buffer
-    const size_t grown = std::max(bytes, 2 * capacity_);
-    if (!backend.Check(cudaMalloc(&device_, grown), "cudaMalloc (staging)")) {
-      device_ = nullptr;
-      host_.clear();
-      added_end_ = 0;
-      return false;
-    }
-    capacity_ = grown;
-  }
-  // From pageable memory the copy is staged before it returns, so the host array may change.
-  const bool ok =
-      added_end_ == 0 || backend.Check(cudaMemcpyAsync(device_, host_.data(), added_end_,
-                                                       cudaMemcpyHostToDevice, backend.stream_),
-                                       "cudaMemcpyAsync (staging)");
-  host_.clear();
+  const bool ok = GrowDevice(backend, end_) && (added_end_ == 0 || CopyAdded(backend));
+  pieces_.clear();
+  end_ = 0;
   added_end_ = 0;
   return ok;
 }
 
-void CudaBackend::Staging::Free() {
-  if (device_ != nullptr) cudaFree(device_);
+bool CudaBackend::Staging::CopyAdded(CudaBackend& backend) {
+  HostRegion& region = regions_[next_region_];
+  next_region_ = (next_region_ + 1) % kHostRegions;
+  if (!Prepare(backend, region, added_end_)) return false;
+  for (const Piece& piece : pieces_) {
+    std::memcpy(region.data + piece.offset, piece.data, piece.bytes);
+  }
+  return backend.Check(cudaMemcpyAsync(device_, region.data, added_end_, cudaMemcpyHostToDevice,
+                                       backend.stream_),
+                       "cudaMemcpyAsync (staging)") &&
+         backend.Check(cudaEventRecord(region.uploaded, backend.stream_),
+                       "cudaEventRecord (staging)");
+}
+
+bool CudaBackend::Staging::Prepare(CudaBackend& backend, HostRegion& region, size_t bytes) {
+  if (region.uploaded == nullptr &&
+      !backend.Check(cudaEventCreateWithFlags(&region.uploaded, cudaEventDisableTiming),
+                     "cudaEventCreateWithFlags (staging)")) {
+    region.uploaded = nullptr;
+    return false;
+  }
+  // An event never recorded counts as passed.
+  if (!backend.Check(cudaEventSynchronize(region.uploaded), "cudaEventSynchronize (staging)")) {
+    return false;
+  }
+  if (bytes <= region.capacity) return true;
+  const size_t grown = std::max(bytes, 2 * region.capacity);
+  if (region.data != nullptr &&
+      !backend.Check(cudaFreeHost(region.data), "cudaFreeHost (staging)")) {
+    return false;
+  }
+  region.data = nullptr;
+  region.capacity = 0;
+  void* data = nullptr;
+  if (!backend.Check(cudaMallocHost(&data, grown), "cudaMallocHost (staging)")) return false;
+  region.data = static_cast<char*>(data);
+  region.capacity = grown;
+  return true;
+}
+
+bool CudaBackend::Staging::GrowDevice(CudaBackend& backend, size_t bytes) {
+  if (bytes <= device_capacity_) return true;
+  const size_t grown = std::max(bytes, 2 * device_capacity_);
+  // cudaFree waits for the work that may still read the old buffer.
+  if (device_ != nullptr && !backend.Check(cudaFree(device_), "cudaFree (staging)")) return false;
   device_ = nullptr;
-  capacity_ = 0;
+  device_capacity_ = 0;
+  if (!backend.Check(cudaMalloc(&device_, grown), "cudaMalloc (staging)")) {
+    device_ = nullptr;
+    return false;
+  }
+  device_capacity_ = grown;
+  return true;
+}
+
+void CudaBackend::Staging::Free(CudaBackend& backend) {
+  for (HostRegion& region : regions_) {
+    if (region.data != nullptr) backend.Check(cudaFreeHost(region.data), "cudaFreeHost (staging)");
+    if (region.uploaded != nullptr) {
+      backend.Check(cudaEventDestroy(region.uploaded), "cudaEventDestroy (staging)");
+    }
+    region = HostRegion{};
+  }
+  if (device_ != nullptr) backend.Check(cudaFree(device_), "cudaFree (staging)");
+  device_ = nullptr;
+  device_capacity_ = 0;
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes) {
@@ -167,67 +245,48 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes
   return std::make_unique<CudaBuffer>(data, bytes);
 }
 
-bool CudaBackend::KeepsBf16(const Tensor& host) const {
-  if (host.rows <= 1) return false;
-  return weight_dtype_ ? *weight_dtype_ == DType::kBF16 : host.dtype == DType::kBF16;
+std::optional<DType> CudaBackend::KeptHalfType(const Tensor& host) const {
+  if (host.rows <= 1) return std::nullopt;
+  const DType type = weight_dtype_.value_or(host.dtype);
+  if (type == DType::kF32) return std::nullopt;
+  return type;
 }
 
-uint16_t* CudaBackend::Bf16Scratch(int64_t count) {
-  const size_t bytes = static_cast<size_t>(count) * sizeof(uint16_t);
-  if (bf16_scratch_ == nullptr || bf16_scratch_->size() < bytes) {
-    bf16_scratch_.reset();  // cudaFree waits for the work still reading it
-    auto buffer = Allocate(bytes);
-    if (!buffer.ok()) {
-      if (error_.ok()) error_ = buffer.status();
+void* CudaBackend::Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) {
+  if (buffer == nullptr || buffer->size() < bytes) {
+    buffer.reset();  // cudaFree waits for the work still reading it
+    auto grown = Allocate(bytes);
+    if (!grown.ok()) {
+      if (error_.ok()) error_ = grown.status();
       return nullptr;
     }
-    bf16_scratch_ = *std::move(buffer);
+    buffer = *std::move(grown);
   }
-  return static_cast<uint16_t*>(bf16_scratch_->data());
+  return buffer->data();
 }
 
 absl::StatusOr<PreparedWeight> CudaBackend::PrepareWeight(const Tensor& host) {
-  const auto* src = static_cast<const unsigned char*>(host.data);
+  const std::optional<DType> half = KeptHalfType(host);
   const size_t n = static_cast<size_t>(host.num_elements());
-  if (KeepsBf16(host)) {
-    std::vector<uint16_t> bits(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (host.dtype == DType::kF32) {
-        float value;
-        std::memcpy(&value, src + 4 * i, sizeof(value));
-        bits[i] = FloatToBF16(value);
-      } else {
-        uint16_t raw;
-        std::memcpy(&raw, src + 2 * i, sizeof(raw));
-        bits[i] = host.dtype == DType::kBF16 ? raw : FloatToBF16(F16ToFloat(raw));
-      }
-    }
-    auto buffer = Allocate(n * sizeof(uint16_t));
-    if (!buffer.ok()) return buffer.status();
-    Tensor tensor{(*buffer)->data(), DType::kBF16, host.rows, host.cols};
-    if (cudaError_t e =
-            cudaMemcpy(tensor.data, bits.data(), tensor.num_bytes(), cudaMemcpyHostToDevice);
-        e != cudaSuccess) {
-      return absl::InternalError(
-          absl::StrCat("cuda: cudaMemcpy (weight): ", cudaGetErrorString(e)));
-    }
-    return PreparedWeight{tensor, *std::move(buffer)};
+  // The host copy in the device's type; an f32 weight kept in f32 is copied as it is.
+  const void* converted = host.data;
+  std::vector<uint16_t> half_bits;
+  std::vector<float> floats;
+  if (half) {
+    half_bits.resize(n);
+    for (size_t i = 0; i < n; ++i) half_bits[i] = HostHalfElement(host, *half, i);
+    converted = half_bits.data();
+  } else if (host.dtype != DType::kF32) {
+    floats.resize(n);
+    for (size_t i = 0; i < n; ++i) floats[i] = HostElement(host, i);
+    converted = floats.data();
   }
-  std::vector<float> converted(n);
-  if (host.dtype == DType::kF32) {
-    std::memcpy(converted.data(), src, host.num_bytes());
-  } else {
-    for (size_t i = 0; i < converted.size(); ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, src + 2 * i, sizeof(bits));  // may be misaligned in the file
-      converted[i] = host.dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
-    }
-  }
-  auto buffer = Allocate(converted.size() * sizeof(float));
+  Tensor tensor{nullptr, half.value_or(DType::kF32), host.rows, host.cols};
+  auto buffer = Allocate(tensor.num_bytes());
   if (!buffer.ok()) return buffer.status();
-  Tensor tensor{(*buffer)->data(), DType::kF32, host.rows, host.cols};
+  tensor.data = (*buffer)->data();
   if (cudaError_t e =
-          cudaMemcpy(tensor.data, converted.data(), tensor.num_bytes(), cudaMemcpyHostToDevice);
+          cudaMemcpy(tensor.data, converted, tensor.num_bytes(), cudaMemcpyHostToDevice);
       e != cudaSuccess) {
     return absl::InternalError(absl::StrCat("cuda: cudaMemcpy (weight): ", cudaGetErrorString(e)));
   }
@@ -251,12 +310,18 @@ void CudaBackend::GatherRows(const Tensor& table, std::span<const int32_t> indic
   const size_t at = staging_.Add(indices);
   if (!staging_.Upload(*this)) return;
   const auto* device_indices = static_cast<const int32_t*>(staging_.Device(at));
-  if (table.dtype == DType::kBF16) {
-    LaunchGatherRowsBf16(static_cast<const uint16_t*>(table.data), table.cols, device_indices,
-                         static_cast<int64_t>(indices.size()), out.f32(), stream_);
-  } else {
-    LaunchGatherRows(table.f32(), table.cols, device_indices, static_cast<int64_t>(indices.size()),
-                     out.f32(), stream_);
+  const auto count = static_cast<int64_t>(indices.size());
+  const auto* half_table = static_cast<const uint16_t*>(table.data);
+  switch (table.dtype) {
+    case DType::kBF16:
+      LaunchGatherRowsBf16(half_table, table.cols, device_indices, count, out.f32(), stream_);
+      break;
+    case DType::kF16:
+      LaunchGatherRowsF16(half_table, table.cols, device_indices, count, out.f32(), stream_);
+      break;
+    case DType::kF32:
+      LaunchGatherRows(table.f32(), table.cols, device_indices, count, out.f32(), stream_);
+      break;
   }
   CheckLaunch("GatherRows");
 }
@@ -273,16 +338,24 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bi
   const float one = 1.0f, zero = 0.0f;
   const int n = static_cast<int>(weight.rows), k = static_cast<int>(weight.cols);
   const int m = static_cast<int>(x.rows);
-  if (weight.dtype == DType::kBF16) {
-    // bf16 × bf16 with fp32 accumulation into the f32 output; x rounded to bf16 first.
-    uint16_t* x_bf16 = Bf16Scratch(x.num_elements());
-    if (x_bf16 == nullptr) return;
-    LaunchToBf16(x.f32(), x.num_elements(), x_bf16, stream_);
-    CheckLaunch("ToBf16");
-    if (!Check(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.data,
-                            CUDA_R_16BF, k, x_bf16, CUDA_R_16BF, k, &zero, out.f32(), CUDA_R_32F, n,
-                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx (bf16)")) {
+  if (weight.dtype != DType::kF32) {
+    // 16-bit × 16-bit with fp32 accumulation into the f32 output; x rounded to the weight's
+    // type first.
+    const bool bf16 = weight.dtype == DType::kBF16;
+    auto* x_half = static_cast<uint16_t*>(
+        Scratch(half_scratch_, static_cast<size_t>(x.num_elements()) * sizeof(uint16_t)));
+    if (x_half == nullptr) return;
+    if (bf16) {
+      LaunchToBf16(x.f32(), x.num_elements(), x_half, stream_);
+    } else {
+      LaunchToF16(x.f32(), x.num_elements(), x_half, stream_);
+    }
+    CheckLaunch(bf16 ? "ToBf16" : "ToF16");
+    const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    if (!Check(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.data, type, k,
+                            x_half, type, k, &zero, out.f32(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT),
+               bf16 ? "cublasGemmEx (bf16)" : "cublasGemmEx (f16)")) {
       return;
     }
   } else if (!Check(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.f32(), k,
@@ -403,39 +476,72 @@ void CudaBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots
 void CudaBackend::Attention(const Tensor& q, const KvPool& pool,
                             std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
                             Tensor out) {
-  std::vector<AttentionTask> tasks;
-  std::vector<int32_t> tables;
-  int32_t max_rows = 0;
-  for (const SequenceKvRef& seq : sequences) {
-    if (seq.num_rows == 0) continue;
-    max_rows = std::max(max_rows, seq.num_rows);
-    for (int32_t h = 0; h < shape.num_kv_heads; ++h) {
-      const int32_t entries = seq.cached_lengths[h] + seq.num_rows;
-      const int32_t blocks = (entries + pool.block_size - 1) / pool.block_size;
-      AttentionTask task;
-      task.q_first_row = seq.first_row;
-      task.num_rows = seq.num_rows;
-      task.kv_head = h;
-      task.cached_length = seq.cached_lengths[h];
-      task.table_offset = static_cast<int64_t>(tables.size());
-      if (seq.scores.scores != nullptr) {
-        task.scores = seq.scores.scores + static_cast<int64_t>(h) * seq.scores.stride;
-        task.score_first_row = seq.scores.first_row;
-        task.reduce_max = seq.scores.reduce == ScoreReduce::kMax ? 1 : 0;
-      }
-      tables.insert(tables.end(), seq.block_tables[h], seq.block_tables[h] + blocks);
-      tasks.push_back(task);
+  if (shape.num_kv_heads <= 0 || shape.num_heads % shape.num_kv_heads != 0 || shape.head_dim <= 0 ||
+      shape.head_dim % 4 != 0 || shape.head_dim > kMaxAttentionHeadDim) {
+    if (error_.ok()) {
+      error_ = absl::InvalidArgumentError(
+          absl::StrCat("cuda: attention takes heads of a multiple of 4 dimensions up to ",
+                       kMaxAttentionHeadDim, " and whole kv groups, not ", shape.num_heads,
+                       " heads over ", shape.num_kv_heads, " kv heads of ", shape.head_dim));
     }
+    return;
   }
-  if (tasks.empty()) return;
-  const size_t at_tasks = staging_.Add(std::span<const AttentionTask>(tasks));
-  const size_t at_tables = staging_.Add(std::span<const int32_t>(tables));
+  const AttentionPlan plan = PlanAttention(pool, sequences, shape, multiprocessors_);
+  if (std::max({plan.prefill_tiles, plan.score_entry_tiles, plan.score_row_blocks}) >
+      kMaxGridDimension) {
+    if (error_.ok()) {
+      error_ = absl::InvalidArgumentError(
+          "cuda: an attention step has more rows or entries than one launch covers");
+    }
+    return;
+  }
+  float* lse = nullptr;  // the rows' log-sum-exps, which the scores are computed from
+  if (!plan.scores.empty()) {
+    lse = static_cast<float*>(
+        Scratch(attention_lse_, static_cast<size_t>(q.rows) * shape.num_heads * sizeof(float)));
+    if (lse == nullptr) return;
+  }
+  float* partials = nullptr;
+  if (plan.decode_partitions > 1) {
+    const int64_t floats = DecodePartialFloats(static_cast<int32_t>(plan.decode.size()),
+                                               plan.decode_partitions, shape);
+    partials =
+        static_cast<float*>(Scratch(decode_partials_, static_cast<size_t>(floats) * sizeof(float)));
+    if (partials == nullptr) return;
+  }
+  const size_t at_decode = staging_.Add(std::span<const AttentionTask>(plan.decode));
+  const size_t at_prefill = staging_.Add(std::span<const AttentionTask>(plan.prefill));
+  const size_t at_scores = staging_.Add(std::span<const ScoreTask>(plan.scores));
+  const size_t at_tables = staging_.Add(std::span<const int32_t>(plan.tables));
   if (!staging_.Upload(*this)) return;
-  LaunchPagedAttention(q.f32(), pool, static_cast<const AttentionTask*>(staging_.Device(at_tasks)),
-                       static_cast<int32_t>(tasks.size()), max_rows,
-                       static_cast<const int32_t*>(staging_.Device(at_tables)), shape, q.cols,
-                       out.f32(), stream_);
-  CheckLaunch("PagedAttention");
+  const auto* tables = static_cast<const int32_t*>(staging_.Device(at_tables));
+  if (!plan.decode.empty()) {
+    LaunchDecodeAttention(
+        q.f32(), pool, static_cast<const AttentionTask*>(staging_.Device(at_decode)),
+        static_cast<int32_t>(plan.decode.size()), tables, shape, q.cols, plan.decode_partition,
+        plan.decode_partitions, partials, out.f32(), lse, stream_);
+    CheckLaunch("DecodeAttention");
+  }
+  if (!plan.prefill.empty()) {
+    if (!Check(LaunchPrefillAttention(
+                   q.f32(), pool, static_cast<const AttentionTask*>(staging_.Device(at_prefill)),
+                   static_cast<int32_t>(plan.prefill.size()), plan.prefill_tiles, tables, shape,
+                   q.cols, out.f32(), lse, stream_),
+               "cudaFuncSetAttribute (prefill attention)")) {
+      return;
+    }
+    CheckLaunch("PrefillAttention");
+  }
+  if (!plan.scores.empty()) {
+    if (!Check(LaunchAttentionScores(
+                   q.f32(), pool, static_cast<const ScoreTask*>(staging_.Device(at_scores)),
+                   static_cast<int32_t>(plan.scores.size()), plan.score_entry_tiles,
+                   plan.score_row_blocks, tables, shape, q.cols, lse, stream_),
+               "cudaFuncSetAttribute (attention scores)")) {
+      return;
+    }
+    CheckLaunch("AttentionScores");
+  }
 }
 
 }  // namespace kvd::kernels::cuda

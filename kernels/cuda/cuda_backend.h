@@ -1,13 +1,14 @@
 // The CUDA backend: every Backend op on one NVIDIA GPU (device 0) with f32 activations like the
-// CPU reference and weight matrices in f32 or bf16 (BackendOptions::weight_dtype), cuBLAS for
-// the projections (bf16 ones with fp32 accumulation) and kvd's kernels (kernels/cuda/*.cu) for
-// the rest, all on one stream. A failed CUDA or cuBLAS call is kept, with its call site, as the
+// CPU reference and weight matrices in f32, bf16 or f16 (BackendOptions::weight_dtype), cuBLAS
+// for the projections (16-bit ones with fp32 accumulation) and kvd's kernels (kernels/cuda/*.cu)
+// for the rest, all on one stream. A failed CUDA or cuBLAS call is kept, with its call site, as the
 // backend's first error, which TakeError reports (Model::Forward does after each step).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,8 +21,7 @@ namespace kvd::kernels::cuda {
 
 class CudaBackend final : public Backend {
  public:
-  // FailedPrecondition without a usable device, InvalidArgument for f16 weights; the CUDA
-  // error otherwise.
+  // FailedPrecondition without a usable device; the CUDA error otherwise.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<CudaBackend>> Create(
       const BackendOptions& options);
   ~CudaBackend() override;
@@ -57,13 +57,18 @@ class CudaBackend final : public Backend {
   absl::Status TakeError() override;
 
  private:
-  CudaBackend(cudaStream_t stream, cublasHandle_t blas, std::optional<DType> weight_dtype)
-      : stream_(stream), blas_(blas), weight_dtype_(weight_dtype) {}
-  // Whether a host weight is kept in bf16 on the device: a matrix (vectors such as norms stay
-  // f32) asked for in bf16, or in bf16 already when no type was asked for.
-  bool KeepsBf16(const Tensor& host) const;
-  // `count` bf16 values of device scratch for an activation, grown as needed; null on failure.
-  uint16_t* Bf16Scratch(int64_t count);
+  CudaBackend(cudaStream_t stream, cublasHandle_t blas, std::optional<DType> weight_dtype,
+              int32_t multiprocessors)
+      : stream_(stream),
+        blas_(blas),
+        weight_dtype_(weight_dtype),
+        multiprocessors_(multiprocessors) {}
+  // The 16-bit type (bf16 or f16) a host weight is kept in on the device, none for f32: a
+  // matrix's (vectors such as norms stay f32) is the type asked for, or its own when none was.
+  std::optional<DType> KeptHalfType(const Tensor& host) const;
+  // At least `bytes` of device scratch in `buffer`, grown as needed; null on failure (kept as
+  // the error).
+  void* Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes);
 
   // Keeps the first failure; true when `error` is a success.
   bool Check(cudaError_t error, const char* call);
@@ -71,22 +76,50 @@ class CudaBackend final : public Backend {
   // Checks the launch just queued.
   void CheckLaunch(const char* kernel);
 
-  // Host arrays copied to the device for one op, in one staging buffer reused across ops
-  // (stream-ordered): Stage each, then Upload once, then Device(offset) for each.
+  // Host arrays copied to the device for one op: Add (or Reserve) each, Upload once, then
+  // Device(offset) for each. Upload packs the arrays into pinned host memory and copies them
+  // with one cudaMemcpyAsync, which returns at once and runs when the stream reaches it, after
+  // the kernels queued before. Until then that host region must not change, so ops take turns
+  // through kHostRegions regions, each reused only once the event recorded after its last copy
+  // has passed (normally long ago). The device buffer is single: copies and kernels share one
+  // stream, which orders every use of it.
   class Staging {
    public:
+    // Borrows `values` until Upload, which copies them.
     template <typename T>
     size_t Add(std::span<const T> values);
     size_t Reserve(size_t bytes);  // room for the device to fill (results read back)
     bool Upload(CudaBackend& backend);
     void* Device(size_t offset) const { return static_cast<char*>(device_) + offset; }
-    void Free();
+    // Frees every buffer and event; the stream must be idle.
+    void Free(CudaBackend& backend);
 
    private:
-    std::vector<char> host_;
-    size_t added_end_ = 0;  // bytes of host_ that hold staged arrays (the rest is reserved)
+    static constexpr size_t kHostRegions = 4;
+    struct HostRegion {
+      char* data = nullptr;  // pinned (cudaMallocHost)
+      size_t capacity = 0;
+      cudaEvent_t uploaded = nullptr;  // recorded after the copy that last read `data`
+    };
+    struct Piece {
+      const void* data;
+      size_t bytes;
+      size_t offset;
+    };
+    // Grows the device buffer to at least `bytes`.
+    bool GrowDevice(CudaBackend& backend, size_t bytes);
+    // Packs the added arrays into the next host region and queues their copy to the device.
+    bool CopyAdded(CudaBackend& backend);
+    // Waits until the last copy from `region` has run, then grows it to at least `bytes`.
+    static bool Prepare(CudaBackend& backend, HostRegion& region, size_t bytes);
+
+    std::vector<Piece> pieces_;  // the arrays added since the last Upload
+    size_t end_ = 0;             // bytes laid out since the last Upload, reservations included
+    size_t added_end_ = 0;       // the end of the last added array: what the host side copies
+    std::array<HostRegion, kHostRegions> regions_;
+    size_t next_region_ = 0;
     void* device_ = nullptr;
-    size_t capacity_ = 0;
+    size_t device_capacity_ = 0;
   };
 
   cudaStream_t stream_;
@@ -94,7 +127,10 @@ class CudaBackend final : public Backend {
   std::optional<DType> weight_dtype_;
   absl::Status error_;
   Staging staging_;
-  std::unique_ptr<DeviceBuffer> bf16_scratch_;
+  int32_t multiprocessors_;
+  std::unique_ptr<DeviceBuffer> half_scratch_;     // activations rounded to 16 bits for a GEMM
+  std::unique_ptr<DeviceBuffer> attention_lse_;    // [rows, num_heads] of a scored step
+  std::unique_ptr<DeviceBuffer> decode_partials_;  // partitions' results before their merge
 };
 
 }  // namespace kvd::kernels::cuda

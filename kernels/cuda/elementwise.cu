@@ -1,6 +1,9 @@
-// Row-wise and element-wise f32 kernels of the CUDA backend (embedding gather, RMSNorm, RoPE,
-// SiluMul, adds); kernels/cpu/cpu_backend.cc is their reference.
+// Row-wise and element-wise f32 kernels of the CUDA backend (embedding gather, 16-bit rounding,
+// RMSNorm, RoPE, SiluMul, adds); kernels/cpu/cpu_backend.cc is their reference.
 #include "kernels/cuda/elementwise.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -24,28 +27,28 @@ int RowThreads(int64_t width) {
   return static_cast<int>(std::max<int64_t>(warps, 1) * kWarpSize);
 }
 
-// Blocks stride over rows, their threads over the row's columns.
-__global__ void GatherRowsKernel(const float* __restrict__ table, int64_t cols,
+__device__ float Widen(float x) { return x; }
+__device__ float Widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ float Widen(__half x) { return __half2float(x); }
+
+// Blocks stride over rows, their threads over the row's columns; each value widened to f32.
+template <typename Element>
+__global__ void GatherRowsKernel(const Element* __restrict__ table, int64_t cols,
                                  const int32_t* __restrict__ indices, int64_t count,
                                  float* __restrict__ out) {
   for (int64_t row = blockIdx.x; row < count; row += gridDim.x) {
-    const float* src = table + static_cast<int64_t>(indices[row]) * cols;
+    const Element* src = table + static_cast<int64_t>(indices[row]) * cols;
     float* dst = out + row * cols;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = src[c];
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) dst[c] = Widen(src[c]);
   }
 }
 
-// GatherRowsKernel from bf16 bit patterns: a bf16 is the top half of an f32.
-__global__ void GatherRowsBf16Kernel(const uint16_t* __restrict__ table, int64_t cols,
-                                     const int32_t* __restrict__ indices, int64_t count,
-                                     float* __restrict__ out) {
-  for (int64_t row = blockIdx.x; row < count; row += gridDim.x) {
-    const uint16_t* src = table + static_cast<int64_t>(indices[row]) * cols;
-    float* dst = out + row * cols;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      dst[c] = __uint_as_float(static_cast<uint32_t>(src[c]) << 16);
-    }
-  }
+template <typename Element>
+void LaunchGatherRowsOf(const Element* table, int64_t cols, const int32_t* indices, int64_t count,
+                        float* out, cudaStream_t stream) {
+  if (count <= 0 || cols <= 0) return;
+  GatherRowsKernel<<<BlocksFor(count, 1), RowThreads(cols), 0, stream>>>(table, cols, indices,
+                                                                         count, out);
 }
 
 // Round to nearest even, NaN kept a NaN: engine's FloatToBF16 on the device.
@@ -59,6 +62,19 @@ __global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, uint16_t* _
     }
     bits += 0x7fffu + ((bits >> 16) & 1u);
     out[i] = static_cast<uint16_t>(bits >> 16);
+  }
+}
+
+// Round to nearest even (the hardware conversion). A finite value beyond f16's range saturates
+// to ±65504: the f32 activation it stands for is finite, and an inf would turn the GEMM's sums
+// into inf or NaN where the f32 reference has a finite result. inf and NaN pass through.
+__global__ void ToF16Kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out) {
+  constexpr float kF16Max = 65504.0f;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    float value = x[i];
+    if (isfinite(value)) value = fminf(fmaxf(value, -kF16Max), kF16Max);
+    out[i] = __half_as_ushort(__float2half_rn(value));
   }
 }
 
@@ -167,21 +183,28 @@ __global__ void AddBiasKernel(float* __restrict__ out, const float* __restrict__
 
 void LaunchGatherRows(const float* table, int64_t cols, const int32_t* indices, int64_t count,
                       float* out, cudaStream_t stream) {
-  if (count <= 0 || cols <= 0) return;
-  GatherRowsKernel<<<BlocksFor(count, 1), RowThreads(cols), 0, stream>>>(table, cols, indices,
-                                                                         count, out);
+  LaunchGatherRowsOf(table, cols, indices, count, out, stream);
 }
 
 void LaunchGatherRowsBf16(const uint16_t* table, int64_t cols, const int32_t* indices,
                           int64_t count, float* out, cudaStream_t stream) {
-  if (count <= 0 || cols <= 0) return;
-  GatherRowsBf16Kernel<<<BlocksFor(count, 1), RowThreads(cols), 0, stream>>>(table, cols,
-                                                                             indices, count, out);
+  LaunchGatherRowsOf(reinterpret_cast<const __nv_bfloat16*>(table), cols, indices, count, out,
+                     stream);
+}
+
+void LaunchGatherRowsF16(const uint16_t* table, int64_t cols, const int32_t* indices, int64_t count,
+                         float* out, cudaStream_t stream) {
+  LaunchGatherRowsOf(reinterpret_cast<const __half*>(table), cols, indices, count, out, stream);
 }
 
 void LaunchToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
   if (n <= 0) return;
   ToBf16Kernel<<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, out);
+}
+
+void LaunchToF16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
+  if (n <= 0) return;
+  ToF16Kernel<<<BlocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, out);
 }
 
 void LaunchRmsNorm(const float* x, const float* weight, int64_t rows, int64_t cols, float eps,
