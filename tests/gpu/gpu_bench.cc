@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   app.add_option("--document-tokens", kvzip.document_tokens, "KVzip-scored document's length")
       ->capture_default_str();
   app.add_option("--bandwidth-tbs", bandwidth_tbs, "HBM bandwidth, TB/s")->capture_default_str();
-  app.add_option("--dtype", dtype, "Weight matrices on the device: bf16 or f32")
-      ->check(CLI::IsMember({"bf16", "f32"}))
+  app.add_option("--dtype", dtype, "Weight matrices on the device: bf16, f16 or f32")
+      ->check(CLI::IsMember({"bf16", "f16", "f32"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.batch_sizes = batches;
@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
     if (!logits_ms.ok()) return Fail(logits_ms.status());
     const int64_t context = options.prompt_tokens + options.decode_tokens / 2;
     const double floor_ms =
-        DecodeStepBytes(config, r.batch_size, context, dtype == "bf16" ? 2.0 : 4.0) /
+        DecodeStepBytes(config, r.batch_size, context, dtype == "f32" ? 4.0 : 2.0) /
         (bandwidth_tbs * 1e12) * 1e3;
     std::printf("| %d | %.0f | %.0f | %.3f | %.3f | %.0f%% | %.3f | %.0f%% |\n", r.batch_size,
                 r.prefill_tokens_per_second, r.decode_tokens_per_second, r.decode_step_ms,
