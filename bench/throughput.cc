@@ -16,10 +16,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int32_t ArgMax(std::span<const float> row) {
-  return static_cast<int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
-}
-
 absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBlockPool& pool,
                                               int32_t batch_size, const ThroughputOptions& options,
                                               std::mt19937& random) {
@@ -43,9 +39,13 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
   }
   ThroughputResult result;
   result.batch_size = batch_size;
+  // Greedy decoding needs each row's most likely token only: the top logit, as the server
+  // asks for its rows' top logits (no whole row crosses to the host).
   engine::StepLogits logits;
+  const engine::LogitsRequest greedy{.top_k = 1,
+                                     .inverse_temperatures = std::vector<float>(batch_size, 1.0f)};
   const auto prefill_start = Clock::now();
-  if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
+  if (auto status = model.Forward(steps, pool, logits, greedy); !status.ok()) {
     release();
     return status;
   }
@@ -57,10 +57,10 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
   const auto decode_start = Clock::now();
   for (int32_t step = 0; step < options.decode_tokens; ++step) {
     for (int32_t b = 0; b < batch_size; ++b) {
-      next[b] = ArgMax(logits.row(b));
+      next[b] = logits.top(b).ids[0];
       steps[b].tokens = std::span<const int32_t>(&next[b], 1);
     }
-    if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
+    if (auto status = model.Forward(steps, pool, logits, greedy); !status.ok()) {
       release();
       return status;
     }

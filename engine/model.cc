@@ -61,7 +61,7 @@ absl::Status Model::EnsureScratch(int64_t rows, int64_t logit_rows) {
 }
 
 absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& pool,
-                            StepLogits& logits) {
+                            StepLogits& logits, const LogitsRequest& request) {
   std::vector<int32_t> tokens;
   std::vector<int32_t> positions;
   std::vector<int32_t> logit_rows;  // rows of the step whose logits are returned
@@ -99,6 +99,14 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   }
   const int64_t rows = static_cast<int64_t>(tokens.size());
   const int64_t num_logit_rows = static_cast<int64_t>(logit_rows.size());
+  if (request.top_k < 0 || request.top_k > kernels::kMaxTopLogits ||
+      (request.top_k > 0 &&
+       request.inverse_temperatures.size() != static_cast<size_t>(num_logit_rows))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "forward: top logits need 0 < top_k <= ", kernels::kMaxTopLogits,
+        " and one inverse temperature per logit row (", num_logit_rows, "), not top_k ",
+        request.top_k, " with ", request.inverse_temperatures.size()));
+  }
   if (auto status = EnsureScratch(rows, num_logit_rows); !status.ok()) return status;
   if (auto status = PrepareScores(steps); !status.ok()) return status;
 
@@ -119,7 +127,10 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   step_scores_.clear();
 
   logits.vocab_size = config_.vocab_size;
+  logits.num_rows = static_cast<int32_t>(num_logit_rows);
   logits.values.clear();
+  logits.top_k = 0;
+  last_logit_rows_ = num_logit_rows;
   if (num_logit_rows == 0) return backend_.TakeError();
   // Only the rows whose logits are wanted go through the final norm and the LM head.
   kernels::Tensor selected = scratch_.selected.Rows(0, num_logit_rows);
@@ -127,8 +138,28 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   backend_.RmsNorm(selected, weights_.final_norm.tensor, config_.rms_norm_eps, selected);
   kernels::Tensor out = scratch_.logits.Rows(0, num_logit_rows);
   backend_.Linear(selected, weights_.lm_head(), nullptr, out);
-  logits.values.resize(static_cast<size_t>(out.num_elements()));
-  backend_.CopyToHost(out, logits.values.data());
+  if (request.top_k == 0) {
+    logits.values.resize(static_cast<size_t>(out.num_elements()));
+    backend_.CopyToHost(out, logits.values.data());
+    return backend_.TakeError();
+  }
+  const int32_t k = std::min(request.top_k, config_.vocab_size);
+  logits.top_k = k;
+  logits.top_values.resize(static_cast<size_t>(num_logit_rows) * k);
+  logits.top_ids.resize(logits.top_values.size());
+  logits.log_normalizers.resize(2 * static_cast<size_t>(num_logit_rows));
+  backend_.TopLogits(out, k, request.inverse_temperatures, logits.top_values.data(),
+                     logits.top_ids.data(), logits.log_normalizers.data());
+  return backend_.TakeError();
+}
+
+absl::Status Model::CopyLogitsRow(int32_t row, std::vector<float>& out) {
+  if (row < 0 || row >= last_logit_rows_) {
+    return absl::OutOfRangeError(
+        absl::StrCat("logits row ", row, " is not among the last step's ", last_logit_rows_));
+  }
+  out.resize(static_cast<size_t>(config_.vocab_size));
+  backend_.CopyToHost(scratch_.logits.Rows(row, 1), out.data());
   return backend_.TakeError();
 }
 

@@ -12,6 +12,7 @@
 #include "engine/kv_cache.h"
 #include "engine/model_config.h"
 #include "engine/model_weights.h"
+#include "engine/top_logits.h"
 #include "kernels/backend.h"
 
 namespace kvd::engine {
@@ -51,16 +52,37 @@ struct SequenceStep {
   StepScores* scores = nullptr;  // optional
 };
 
-// Logits of a step, row-major [rows, vocab]: for each step in order, the rows its `logits`
-// asks for.
+// How a step returns its logit rows: whole ([rows, vocab] to the host), or each row's top_k
+// largest logits with its log-normalizers (TopLogits), the whole rows staying on the backend
+// until the next step (Model::CopyLogitsRow). The second spares a GPU the copy of every row.
+struct LogitsRequest {
+  int32_t top_k = 0;  // 0: whole rows; else at most kernels::kMaxTopLogits
+  // Per logit row: 1 / its sampling temperature, for the tempered normalizer (1 when greedy).
+  std::vector<float> inverse_temperatures;
+};
+
+// Logits of a step: for each step in order, the rows its `logits` asks for, whole or as top
+// logits (LogitsRequest).
 struct StepLogits {
   int32_t vocab_size = 0;
-  std::vector<float> values;
-  int32_t rows() const {
-    return vocab_size == 0 ? 0 : static_cast<int32_t>(values.size() / vocab_size);
-  }
+  int32_t num_rows = 0;
+  std::vector<float> values;           // whole rows, row-major [num_rows, vocab]
+  int32_t top_k = 0;                   // > 0: top logits instead
+  std::vector<float> top_values;       // [num_rows, top_k]
+  std::vector<int32_t> top_ids;        // [num_rows, top_k]
+  std::vector<float> log_normalizers;  // [num_rows, 2]: at temperature 1, at the row's
+
+  int32_t rows() const { return num_rows; }
   std::span<const float> row(int32_t i) const {
     return {values.data() + static_cast<size_t>(i) * vocab_size, static_cast<size_t>(vocab_size)};
+  }
+  TopLogits top(int32_t i) const {
+    const size_t offset = static_cast<size_t>(i) * top_k;
+    return {{top_values.data() + offset, static_cast<size_t>(top_k)},
+            {top_ids.data() + offset, static_cast<size_t>(top_k)},
+            log_normalizers[2 * static_cast<size_t>(i)],
+            log_normalizers[2 * static_cast<size_t>(i) + 1],
+            vocab_size};
   }
 };
 
@@ -76,7 +98,10 @@ class Model {
   // Runs one step. Token ids and positions are checked (InvalidArgument); each sequence's
   // blocks must already be reserved for its new tokens (SequenceKv::Reserve).
   [[nodiscard]] absl::Status Forward(std::span<const SequenceStep> steps, KvBlockPool& pool,
-                                     StepLogits& logits);
+                                     StepLogits& logits, const LogitsRequest& request = {});
+  // Copies logit row `row` of the last step whole to `out` (resized to the vocabulary), also
+  // after a step that returned top logits; OutOfRange past its rows.
+  [[nodiscard]] absl::Status CopyLogitsRow(int32_t row, std::vector<float>& out);
 
  private:
   Model(ModelConfig config, ModelWeights weights, kernels::Backend& backend);
@@ -102,6 +127,7 @@ class Model {
   kernels::Backend& backend_;
   std::vector<float> inv_freq_;
   Scratch scratch_;
+  int64_t last_logit_rows_ = 0;  // rows of scratch_.logits the last step filled
   // The backend's copies of this step's scores, one per step (null where none).
   std::vector<std::unique_ptr<kernels::DeviceBuffer>> step_scores_;
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -86,6 +87,7 @@ void Sampler::ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const 
 }
 
 double Sampler::NextUniform() {
+  if (pending_uniform_) return *std::exchange(pending_uniform_, std::nullopt);
   // 53 random bits: the same value for the same seed with any standard library.
   return static_cast<double>(random_() >> 11) * (1.0 / 9007199254740992.0);
 }
@@ -134,6 +136,104 @@ int32_t Sampler::Draw(const std::vector<float>& logits) {
     if (target < 0.0) return order[i];
   }
   return order[keep - 1];
+}
+
+std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
+  const int32_t candidates = static_cast<int32_t>(top.values.size());
+  int32_t keep = top.vocab_size;
+  if (params_.top_k > 0 && params_.top_k < top.vocab_size) {
+    if (params_.top_k > candidates) return std::nullopt;
+    keep = params_.top_k;
+  }
+  // Whether the kept tokens, as far as known, reach past the top logits; all beyond them are
+  // at most as likely as the last of them.
+  bool past_top = keep > candidates;
+  int32_t kept = std::min(keep, candidates);
+  std::vector<double> probs(kept);
+  const double max_logit = top.values[0];
+  const double inv_temperature = 1.0 / params_.temperature;
+  double total = 0.0;
+  for (int32_t i = 0; i < kept; ++i) {
+    probs[i] = std::exp((top.values[i] - max_logit) * inv_temperature);
+    total += probs[i];
+  }
+  if (past_top) total = std::exp(top.tempered_log_normalizer - max_logit * inv_temperature);
+  for (double& p : probs) p /= total;
+  bool min_p_undecided = false;  // the min_p cut may lie past the top logits
+  if (params_.min_p > 0.0f) {
+    const double threshold = params_.min_p * probs[0];
+    if (past_top && probs[kept - 1] < threshold) past_top = false;  // so is all beyond
+    if (past_top) {
+      min_p_undecided = true;
+    } else {
+      while (kept > 1 && probs[kept - 1] < threshold) --kept;
+    }
+  }
+  if (params_.top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (int32_t i = 0; i < kept; ++i) {
+      cumulative += probs[i];
+      if (cumulative >= params_.top_p) {
+        kept = i + 1;
+        past_top = false;
+        min_p_undecided = false;
+        break;
+      }
+    }
+    if (past_top) return std::nullopt;  // the nucleus reaches past the top logits
+  }
+  if (min_p_undecided) return std::nullopt;
+  // Past the top logits nothing was cut: the kept probabilities are the whole distribution.
+  const double kept_total =
+      past_top ? 1.0 : std::accumulate(probs.begin(), probs.begin() + kept, 0.0);
+  const double uniform = NextUniform();
+  double target = uniform * kept_total;
+  for (int32_t i = 0; i < kept; ++i) {
+    target -= probs[i];
+    if (target < 0.0) return top.ids[i];
+  }
+  if (!past_top) return top.ids[kept - 1];
+  pending_uniform_ = uniform;  // the draw lands past the top logits
+  return std::nullopt;
+}
+
+void Sampler::AddTopLogprobs(const TopLogits& top, SampledToken& result) const {
+  if (!params_.logprobs && params_.top_logprobs == 0) return;
+  auto logprob = [&](size_t i) {
+    return static_cast<float>(double{top.values[i]} - double{top.log_normalizer});
+  };
+  for (size_t i = 0; i < top.ids.size(); ++i) {
+    if (top.ids[i] == result.token) result.logprob = logprob(i);
+  }
+  const size_t count = std::min<size_t>(params_.top_logprobs, top.ids.size());
+  for (size_t i = 0; i < count; ++i) result.top_logprobs.push_back({top.ids[i], logprob(i)});
+}
+
+std::optional<SampledToken> Sampler::SampleFromTop(const TopLogits& top,
+                                                   std::span<const int32_t> banned) {
+  const size_t candidates = top.ids.size();
+  if (params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+      params_.frequency_penalty != 0.0f || !params_.logit_bias.empty() || candidates == 0 ||
+      std::min<size_t>(params_.top_logprobs, top.vocab_size) > candidates) {
+    return std::nullopt;
+  }
+  SampledToken result;
+  if (params_.temperature == 0.0f) {
+    // The most likely token not banned; ties go to the lower id, as the top logits order them.
+    size_t i = 0;
+    while (i < candidates && std::find(banned.begin(), banned.end(), top.ids[i]) != banned.end()) {
+      ++i;
+    }
+    if (i == candidates) return std::nullopt;
+    result.token = top.ids[i];
+  } else {
+    if (!banned.empty()) return std::nullopt;  // their share of the tail is unknown
+    const std::optional<int32_t> token = DrawFromTop(top);
+    if (!token) return std::nullopt;
+    result.token = *token;
+  }
+  AddTopLogprobs(top, result);
+  return result;
 }
 
 SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> context,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/top_logits.h"
 
 namespace kvd::engine {
 
@@ -56,15 +57,27 @@ class Sampler {
   // (end-of-sequence before min_tokens).
   SampledToken Sample(std::span<const float> logits, std::span<const int32_t> context,
                       size_t output_count, std::span<const int32_t> banned = {});
+  // Samples from a row's top logits when they decide the token exactly as Sample would from
+  // the whole row: no penalties or bias, and a greedy pick, or a draw whose top_k, min_p and
+  // nucleus fall inside the top logits or that lands inside them. Otherwise nullopt, and when
+  // a random number was drawn, the next Sample (from the whole row) draws with it again, so
+  // that either way a sequence takes the same random stream.
+  std::optional<SampledToken> SampleFromTop(const TopLogits& top,
+                                            std::span<const int32_t> banned = {});
 
  private:
   void ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
                              size_t output_count) const;
   int32_t Draw(const std::vector<float>& logits);
+  // Draw's choice among `top` (no banned tokens, no penalties), when they decide it.
+  std::optional<int32_t> DrawFromTop(const TopLogits& top);
+  // Logprobs of `result.token` and the most likely tokens, when the parameters ask for them.
+  void AddTopLogprobs(const TopLogits& top, SampledToken& result) const;
   double NextUniform();
 
   SamplingParams params_;
   std::mt19937_64 random_;
+  std::optional<double> pending_uniform_;  // drawn by SampleFromTop for a draw it left undecided
 };
 
 }  // namespace kvd::engine

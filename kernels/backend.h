@@ -14,6 +14,9 @@
 
 namespace kvd::kernels {
 
+// The most logits TopLogits returns per row.
+inline constexpr int32_t kMaxTopLogits = 256;
+
 // Memory owned by a backend; freed when destroyed.
 class DeviceBuffer {
  public:
@@ -80,6 +83,17 @@ class Backend {
   virtual void Attention(const Tensor& q, const KvPool& pool,
                          std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
                          Tensor out) = 0;
+  // For each row of `logits` ([rows, vocab] f32, backend memory): its k largest values, most
+  // likely first (equal values: lower id first), with their ids, and two log-normalizers over
+  // the whole row: log Σ_j exp(logit_j) and log Σ_j exp(logit_j * inverse_temperatures[row]).
+  // Host arrays: values and ids [rows * k], log_normalizers [rows * 2] (2r: at 1, 2r + 1: at
+  // the row's inverse temperature). 1 <= k <= min(vocab, kMaxTopLogits); inverse temperatures
+  // are positive and finite. Logits may be -inf (nothing in the sums; a row of them only has
+  // normalizers of -inf) but not NaN. Returns once the results are on the host, so that
+  // sampling never copies a whole [rows, vocab] block to the host.
+  virtual void TopLogits(const Tensor& logits, int32_t k,
+                         std::span<const float> inverse_temperatures, float* values, int32_t* ids,
+                         float* log_normalizers) = 0;
 
   // The first error an op met since the last call, then cleared. Ops return nothing: a device
   // backend's launch and copy failures surface here (the CPU backend has none).

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/top_logits.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -235,6 +236,12 @@ void CpuBackend::Attention(const Tensor& q, const KvPool& pool,
                            std::span<const SequenceKvRef> sequences, const AttentionShape& shape,
                            Tensor out) {
   PagedAttention(q, pool, sequences, shape, out, pool_);
+}
+
+void CpuBackend::TopLogits(const Tensor& logits, int32_t k,
+                           std::span<const float> inverse_temperatures, float* values, int32_t* ids,
+                           float* log_normalizers) {
+  SelectTopLogits(logits, k, inverse_temperatures, values, ids, log_normalizers, pool_);
 }
 
 }  // namespace kvd::kernels::cpu

@@ -37,6 +37,8 @@ class CpuBackend final : public Backend {
                     const float* values, const float* log_votes) override;
   void Attention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                  const AttentionShape& shape, Tensor out) override;
+  void TopLogits(const Tensor& logits, int32_t k, std::span<const float> inverse_temperatures,
+                 float* values, int32_t* ids, float* log_normalizers) override;
 
  private:
   ThreadPool pool_;

@@ -12,6 +12,7 @@
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/kv_entries.cuh"
 #include "kernels/cuda/prefill_attention.cuh"
+#include "kernels/cuda/top_logits.cuh"
 #include "kernels/devices.h"
 
 namespace kvd::kernels::cuda {
@@ -542,6 +543,36 @@ void CudaBackend::Attention(const Tensor& q, const KvPool& pool,
     }
     CheckLaunch("AttentionScores");
   }
+}
+
+void CudaBackend::TopLogits(const Tensor& logits, int32_t k,
+                            std::span<const float> inverse_temperatures, float* values,
+                            int32_t* ids, float* log_normalizers) {
+  if (logits.rows == 0) return;
+  // The results lie together on the device (values, ids, normalizers), so one copy brings them.
+  const size_t count = static_cast<size_t>(logits.rows) * k;
+  const size_t value_bytes = count * sizeof(float), id_bytes = count * sizeof(int32_t);
+  const size_t normalizer_bytes = static_cast<size_t>(logits.rows) * 2 * sizeof(float);
+  const size_t at_temperatures = staging_.Add(inverse_temperatures);
+  const size_t at_results = staging_.Reserve(value_bytes + id_bytes + normalizer_bytes);
+  if (!staging_.Upload(*this)) return;
+  auto* results = static_cast<char*>(staging_.Device(at_results));
+  LaunchTopLogits(
+      logits.f32(), static_cast<int32_t>(logits.rows), static_cast<int32_t>(logits.cols), k,
+      static_cast<const float*>(staging_.Device(at_temperatures)),
+      reinterpret_cast<float*>(results), reinterpret_cast<int32_t*>(results + value_bytes),
+      reinterpret_cast<float*>(results + value_bytes + id_bytes), stream_);
+  CheckLaunch("TopLogits");
+  top_logits_host_.resize(value_bytes + id_bytes + normalizer_bytes);
+  if (!Check(cudaMemcpyAsync(top_logits_host_.data(), results, top_logits_host_.size(),
+                             cudaMemcpyDeviceToHost, stream_),
+             "cudaMemcpyAsync (top logits to host)") ||
+      !Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) {
+    return;
+  }
+  std::memcpy(values, top_logits_host_.data(), value_bytes);
+  std::memcpy(ids, top_logits_host_.data() + value_bytes, id_bytes);
+  std::memcpy(log_normalizers, top_logits_host_.data() + value_bytes + id_bytes, normalizer_bytes);
 }
 
 }  // namespace kvd::kernels::cuda

@@ -54,6 +54,8 @@ class CudaBackend final : public Backend {
                     const float* values, const float* log_votes) override;
   void Attention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                  const AttentionShape& shape, Tensor out) override;
+  void TopLogits(const Tensor& logits, int32_t k, std::span<const float> inverse_temperatures,
+                 float* values, int32_t* ids, float* log_normalizers) override;
   absl::Status TakeError() override;
 
  private:
@@ -131,6 +133,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DeviceBuffer> half_scratch_;     // activations rounded to 16 bits for a GEMM
   std::unique_ptr<DeviceBuffer> attention_lse_;    // [rows, num_heads] of a scored step
   std::unique_ptr<DeviceBuffer> decode_partials_;  // partitions' results before their merge
+  std::vector<char> top_logits_host_;              // TopLogits' results, copied back at once
 };
 
 }  // namespace kvd::kernels::cuda

@@ -6,6 +6,10 @@
 namespace kvd::scheduler::internal {
 namespace {
 
+// Top logits a step returns per row: enough for top_k up to this, any top_logprobs, and the
+// nucleus of most distributions.
+constexpr int32_t kTopLogits = kernels::kMaxTopLogits;
+
 // End-of-sequence ids (unless ignored) and the request's stop ids.
 std::vector<int32_t> StopTokens(const Request& request, const engine::ModelConfig& config) {
   std::vector<int32_t> stops = request.stop_token_ids;
@@ -250,7 +254,18 @@ absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
   steps.insert(steps.end(), compression.begin(), compression.end());
   report.num_sequences = static_cast<int32_t>(steps.size());
   const absl::Time start = clock_.Now();
-  absl::Status status = model_.Forward(steps, *pool_, logits_);
+  // Logits come back as each row's top logits, which decide most draws; a row is fetched
+  // whole only for the draws they leave open.
+  logits_request_.top_k = kTopLogits;
+  logits_request_.inverse_temperatures.clear();
+  for (const Scheduled& item : scheduled) {
+    const Sequence& sequence = *item.sequence;
+    if (sequence.num_computed + item.count != std::ssize(sequence.tokens)) continue;
+    const float temperature = sequence.sampler->params().temperature;
+    logits_request_.inverse_temperatures.push_back(temperature > 0.0f ? 1.0f / temperature : 1.0f);
+  }
+  whole_row_index_ = -1;
+  absl::Status status = model_.Forward(steps, *pool_, logits_, logits_request_);
   report.forward_time = clock_.Now() - start;
   if (!status.ok()) {
     std::vector<std::shared_ptr<RequestState>> failed;
@@ -263,20 +278,25 @@ absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
 void BatchEngine::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now) {
   int32_t row = 0;
   std::vector<std::shared_ptr<RequestState>> failed;
-  absl::Status keepkv_error;
+  absl::Status error;
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
     sequence.num_computed += item.count;
     const bool completes = sequence.uncomputed() == 0;
-    const bool healthy = AfterKeepKvStep(item, failed, keepkv_error);
+    const bool healthy = AfterKeepKvStep(item, failed, error);
     if (!completes) continue;  // a prompt chunk; the prompt goes on next step
-    const std::span<const float> logits = logits_.row(row++);
+    const int32_t logits_row = row++;
     if (!healthy) continue;
     // Forks share the prompt as KeepKV left it.
-    if (sequence.pending_forks > 0) Fork(sequence, logits, now);
-    SampleNext(sequence, logits, now);  // may retire `sequence`
+    absl::Status sampled =
+        sequence.pending_forks > 0 ? Fork(sequence, logits_row, now) : absl::OkStatus();
+    if (sampled.ok()) sampled = SampleNext(sequence, logits_row, now);  // may retire `sequence`
+    if (!sampled.ok()) {
+      failed.push_back(sequence.request);
+      error = sampled;
+    }
   }
-  if (!failed.empty()) FailRequests(failed, keepkv_error);
+  if (!failed.empty()) FailRequests(failed, error);
 }
 
 bool BatchEngine::AfterKeepKvStep(const Scheduled& item,
@@ -298,7 +318,7 @@ bool BatchEngine::AfterKeepKvStep(const Scheduled& item,
   return true;
 }
 
-void BatchEngine::Fork(Sequence& parent, std::span<const float> logits, absl::Time now) {
+absl::Status BatchEngine::Fork(Sequence& parent, int32_t logits_row, absl::Time now) {
   const int32_t forks = parent.pending_forks;
   parent.pending_forks = 0;
   for (int32_t k = 1; k <= forks; ++k) {
@@ -317,15 +337,27 @@ void BatchEngine::Fork(Sequence& parent, std::span<const float> logits, absl::Ti
     Sequence& forked = *child;
     waiting_.AddRunning(child->tenant());
     InsertRunning(std::move(child));
-    SampleNext(forked, logits, now);
+    if (absl::Status status = SampleNext(forked, logits_row, now); !status.ok()) return status;
   }
+  return absl::OkStatus();
 }
 
-void BatchEngine::SampleNext(Sequence& sequence, std::span<const float> logits, absl::Time now) {
+absl::Status BatchEngine::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
   RequestState& request = *sequence.request;
-  const engine::SampledToken sampled =
-      sequence.sampler->Sample(logits, sequence.tokens, static_cast<size_t>(sequence.generated),
-                               sequence.output->Banned(sequence.generated));
+  const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
+  std::optional<engine::SampledToken> top_sampled =
+      sequence.sampler->SampleFromTop(logits_.top(logits_row), banned);
+  if (!top_sampled) {
+    if (whole_row_index_ != logits_row) {
+      if (absl::Status status = model_.CopyLogitsRow(logits_row, whole_row_); !status.ok()) {
+        return status;
+      }
+      whole_row_index_ = logits_row;
+    }
+    top_sampled = sequence.sampler->Sample(whole_row_, sequence.tokens,
+                                           static_cast<size_t>(sequence.generated), banned);
+  }
+  const engine::SampledToken& sampled = *top_sampled;
   sequence.tokens.push_back(sampled.token);
   ++sequence.generated;
   ++request.completion_tokens;
@@ -344,6 +376,7 @@ void BatchEngine::SampleNext(Sequence& sequence, std::span<const float> logits, 
   const std::optional<FinishReason> finish = event.finish_reason;
   request.channel->Push(std::move(event));
   if (finish) Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);
+  return absl::OkStatus();
 }
 
 void BatchEngine::InsertRunning(std::unique_ptr<Sequence> sequence) {

@@ -71,10 +71,12 @@ class BatchEngine {
   bool AfterKeepKvStep(const Scheduled& item, std::vector<std::shared_ptr<RequestState>>& failed,
                        absl::Status& error);
   // Branches the pending completions off `parent`, sharing its KV blocks, and samples their
-  // first tokens from `logits`.
-  void Fork(Sequence& parent, std::span<const float> logits, absl::Time now);
-  // Samples the next token, emits it, and retires the sequence if it finished.
-  void SampleNext(Sequence& sequence, std::span<const float> logits, absl::Time now);
+  // first tokens from the step's logit row `logits_row`.
+  [[nodiscard]] absl::Status Fork(Sequence& parent, int32_t logits_row, absl::Time now);
+  // Samples the next token from the step's logit row `logits_row` (its top logits, or the whole
+  // row when they leave the draw open), emits it, and retires the sequence if it finished.
+  // Fails only when the whole row cannot be read back.
+  [[nodiscard]] absl::Status SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now);
 
   void PublishGauges();
   void InsertRunning(std::unique_ptr<Sequence> sequence);
@@ -107,7 +109,10 @@ class BatchEngine {
   CompressionJobs jobs_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;
+  engine::LogitsRequest logits_request_;
   engine::StepLogits logits_;
+  std::vector<float> whole_row_;  // the step's logit row whole_row_index_ (-1: none yet)
+  int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
 };
 

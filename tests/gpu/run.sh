@@ -18,16 +18,17 @@ if [[ "${1:-}" == "--pack" ]]; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVD_WITH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90
   cmake --build build-gpu -j "$(nproc)" --target gpu_cuda_backend_test gpu_cuda_attention_test \
-    gpu_bench make_random_model
+    gpu_cuda_top_logits_test gpu_bench make_random_model
   rm -rf "$pack" && mkdir -p "$pack/lib"
   cp build-gpu/tests/gpu/gpu_cuda_backend_test build-gpu/tests/gpu/gpu_cuda_attention_test \
-    build-gpu/tests/gpu/gpu_bench build-gpu/make_random_model "$pack/"
-  strip "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test "$pack"/gpu_bench \
-    "$pack"/make_random_model
+    build-gpu/tests/gpu/gpu_cuda_top_logits_test build-gpu/tests/gpu/gpu_bench \
+    build-gpu/make_random_model "$pack/"
+  strip "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test \
+    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_bench "$pack"/make_random_model
   # Libraries outside glibc, the C++ runtime and CUDA (the device has newer ones, and CUDA 13's
   # runtime and cuBLAS; cuBLAS alone is far over what can be carried).
-  for binary in "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test "$pack"/gpu_bench \
-    "$pack"/make_random_model; do
+  for binary in "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test \
+    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_bench "$pack"/make_random_model; do
     ldd "$binary" | awk '/=> \// {print $3}'
   done | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libstdc\+\+|libgcc_s)\.so' |
@@ -44,6 +45,7 @@ status=0
 rm -f /tmp/gpu_bench.log
 "$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
 "$pack/gpu_cuda_attention_test" 2>&1 | tee -a /tmp/gpu_test.log || status=$?
+"$pack/gpu_cuda_top_logits_test" 2>&1 | tee -a /tmp/gpu_test.log || status=$?
 # Llama 3.2 1B's shape with random bf16 weights (widened to f32 on the device).
 "$pack/make_random_model" --out /tmp/llama-1b-random >/dev/null
 # A run should take under a minute on an H200; the limit keeps a slow or stuck one from taking
