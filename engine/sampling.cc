@@ -157,7 +157,11 @@ std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
     probs[i] = std::exp((top.values[i] - max_logit) * inv_temperature);
     total += probs[i];
   }
-  if (past_top) total = std::exp(top.tempered_log_normalizer - max_logit * inv_temperature);
+  if (past_top) {
+    // A temperature near zero overflows the tempered normalizer; the whole row copes.
+    total = std::exp(top.tempered_log_normalizer - max_logit * inv_temperature);
+    if (!std::isfinite(total) || total <= 0.0) return std::nullopt;
+  }
   for (double& p : probs) p /= total;
   bool min_p_undecided = false;  // the min_p cut may lie past the top logits
   if (params_.min_p > 0.0f) {

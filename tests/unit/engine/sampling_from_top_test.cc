@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -134,6 +135,15 @@ TEST(SamplingFromTopTest, GreedySkipsBannedTokensAndADrawLeavesThemToTheWholeRow
   Sampler sampler({.temperature = 1.0f, .top_k = 2}, 1);
   EXPECT_FALSE(sampler.SampleFromTop(top.top, banned).has_value());
   EXPECT_TRUE(sampler.SampleFromTop(top.top).has_value());
+}
+
+TEST(SamplingFromTopTest, AnOverflowedNormalizerLeavesTheDrawToTheWholeRow) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.5f, 2.9f};
+  TopOfRow top(logits, 3, 1.0f);
+  top.top.tempered_log_normalizer = std::numeric_limits<float>::infinity();
+  Sampler sampler({.temperature = 1e-30f}, 1);
+  EXPECT_FALSE(sampler.SampleFromTop(top.top).has_value());
+  EXPECT_EQ(sampler.Sample(logits, {}, 0).token, 1);
 }
 
 }  // namespace
