@@ -1,8 +1,8 @@
-// Device helpers the attention kernels share: warp reductions and the paged pool's addressing.
+// Device helpers the attention kernels share: warp reductions, the paged pool's addressing and
+// the block's dynamic shared memory. Device code written against CUDA's names without including
+// them: the .cu files include <cuda_runtime.h> and <math_constants.h> first, the CPU tests
+// their emulation of the same names (tests/unit/kernels/cuda_emulation/cuda_names.h).
 #pragma once
-
-#include <cuda_runtime.h>
-#include <math_constants.h>
 
 #include <cstdint>
 
@@ -35,6 +35,12 @@ __device__ __forceinline__ float WarpMax(float x) {
 __device__ __forceinline__ int64_t EntryOffset(const int32_t* table, int32_t block_size,
                                                int32_t j) {
   return static_cast<int64_t>(table[j / block_size]) * block_size + j % block_size;
+}
+
+// The thread block's dynamic shared memory: as many bytes as the launch asked for.
+__device__ __forceinline__ unsigned char* DynamicSharedMemory() {
+  extern __shared__ __align__(16) unsigned char dynamic_shared_memory[];
+  return dynamic_shared_memory;
 }
 
 __device__ __forceinline__ float Dot4(float4 a, float4 b, float sum) {
