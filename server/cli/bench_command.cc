@@ -1,5 +1,6 @@
 #include "server/cli/bench_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -7,6 +8,7 @@
 
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
+#include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
@@ -28,6 +30,8 @@ struct BenchOptions {
   bench::DocumentBenchOptions document;
   bool keepkv = false;
   bench::KeepKvBenchOptions keepkv_options;
+  bool sampling = false;
+  bench::SamplingBenchOptions sampling_options;
 };
 
 void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
@@ -138,9 +142,32 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
   return absl::OkStatus();
 }
 
+absl::Status RunSamplingBench(const BenchOptions& options, kernels::Backend& backend) {
+  bench::SamplingBenchOptions bench_options = options.sampling_options;
+  bench_options.batch_sizes = options.throughput.batch_sizes;
+  bench_options.seed = options.throughput.seed;
+  auto rows = bench::MeasureSampling(backend, bench_options);
+  if (!rows.ok()) return rows.status();
+  std::printf(
+      "backend %s, sampling: Zipf-shaped logits (exponent %.2f) over a vocabulary of %d, whole "
+      "rows to the host against the top %d logits, %d steps\n\n",
+      options.backend.c_str(), bench_options.zipf_exponent, bench_options.vocab_size,
+      std::min(kernels::kMaxTopLogits, bench_options.vocab_size), bench_options.steps);
+  std::printf(
+      "| draw | batch | whole rows ms/step | top logits ms/step | whole / top | rows read whole "
+      "|\n|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& row : *rows) {
+    std::printf("| %s | %d | %.3f | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.batch_size,
+                row.whole_ms, row.top_ms, row.top_ms > 0.0 ? row.whole_ms / row.top_ms : 0.0,
+                100.0 * row.whole_row_share);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunBench(const BenchOptions& options) {
   auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
   if (!backend.ok()) return backend.status();
+  if (options.sampling) return RunSamplingBench(options, **backend);
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
   if (options.documents) return RunDocumentBench(options, **model);
@@ -220,6 +247,21 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--keepkv-steps", options->keepkv_options.follow_steps,
                    "Decode steps measured after the compaction, with --keepkv")
+      ->capture_default_str();
+  command
+      ->add_flag("--sampling", options->sampling,
+                 "Measure turning logits into tokens: whole rows to the host against the rows' "
+                 "top logits, per batch size (no model needed)")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"))
+      ->excludes(command->get_option("--keepkv"));
+  command
+      ->add_option("--vocab", options->sampling_options.vocab_size,
+                   "Vocabulary of the random logits, with --sampling")
+      ->capture_default_str();
+  command
+      ->add_option("--zipf", options->sampling_options.zipf_exponent,
+                   "Exponent of the logits' Zipf shape (larger: more peaked), with --sampling")
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "bench/sampling_bench.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
 #include "kernels/backend.h"
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--document-tokens", kvzip.document_tokens, "KVzip-scored document's length")
       ->capture_default_str();
   app.add_option("--bandwidth-tbs", bandwidth_tbs, "HBM bandwidth, TB/s")->capture_default_str();
+  bool sampling = false;
+  app.add_flag("--sampling", sampling,
+               "Also measure logits to tokens: whole rows against top logits per batch size");
   app.add_option("--dtype", dtype, "Weight matrices on the device: bf16, f16 or f32")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}))
       ->capture_default_str();
@@ -114,6 +118,29 @@ int main(int argc, char** argv) {
   }
   // Printed before the KVzip run, so that a run cut short still shows it.
   std::fflush(stdout);
+
+  if (sampling) {
+    kvd::bench::SamplingBenchOptions sampling_options;
+    sampling_options.batch_sizes = batches;
+    sampling_options.vocab_size = config.vocab_size;
+    sampling_options.steps = 5;  // the host sorts whole rows for the draws they decide
+    auto rows = kvd::bench::MeasureSampling(**backend, sampling_options);
+    if (!rows.ok()) return Fail(rows.status());
+    std::printf(
+        "\nlogits to tokens: Zipf-shaped logits (exponent %.2f) over %d tokens, whole rows to "
+        "the host against the top %d logits, %d steps\n\n",
+        sampling_options.zipf_exponent, sampling_options.vocab_size,
+        std::min(kvd::kernels::kMaxTopLogits, sampling_options.vocab_size), sampling_options.steps);
+    std::printf(
+        "| draw | batch | whole rows ms/step | top logits ms/step | whole / top | rows read "
+        "whole |\n|---|---:|---:|---:|---:|---:|\n");
+    for (const auto& row : *rows) {
+      std::printf("| %s | %d | %.3f | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.batch_size,
+                  row.whole_ms, row.top_ms, row.top_ms > 0.0 ? row.whole_ms / row.top_ms : 0.0,
+                  100.0 * row.whole_row_share);
+    }
+    std::fflush(stdout);
+  }
 
   auto scoring = kvd::bench::MeasureKvzipScoring(**model, kvzip);
   if (!scoring.ok()) return Fail(scoring.status());
