@@ -33,6 +33,39 @@ enum class Wait {
   kFailed,  // broke a rule of the emulation; never resumed
 };
 
+// The warp operations lanes meet in; all lanes of a rendezvous must be in the same one.
+enum class WarpOp { kSync, kShuffleXor, kShuffleUp, kMatchAny };
+
+const char* WarpOpName(WarpOp op) {
+  switch (op) {
+    case WarpOp::kSync:
+      return "__syncwarp";
+    case WarpOp::kShuffleXor:
+      return "__shfl_xor_sync";
+    case WarpOp::kShuffleUp:
+      return "__shfl_up_sync";
+    case WarpOp::kMatchAny:
+      return "__match_any_sync";
+  }
+  return "a warp operation";
+}
+
+// The lane a shuffle of lane `lane` reads, as PTX's shfl picks it: the warp is split into
+// segments of `width` lanes and the hardware takes the offset's low five bits. An xor may reach
+// into an earlier segment but not a later one; an up shuffle stays in the lane's segment. Where
+// the rule, or a partial warp, leaves no lane to read, the lane reads its own value.
+unsigned ShuffleSource(WarpOp op, unsigned lane, unsigned offset, unsigned width, unsigned lanes) {
+  offset %= kWarpLanes;
+  const unsigned segment_first = lane / width * width;
+  unsigned source = lane;
+  if (op == WarpOp::kShuffleXor) {
+    if ((lane ^ offset) < segment_first + width) source = lane ^ offset;
+  } else if (lane >= segment_first + offset) {
+    source = lane - offset;
+  }
+  return source < lanes ? source : lane;
+}
+
 struct Fiber {
   ucontext_t context;
   std::unique_ptr<char[]> stack;
@@ -47,8 +80,8 @@ struct Fiber {
 struct WarpRendezvous {
   uint64_t generation = 0;
   unsigned arrived = 0;
-  bool shuffle = false;  // what the arrived lanes are in: a shuffle or __syncwarp
-  uint32_t values[2][kWarpLanes] = {};
+  WarpOp op = WarpOp::kSync;  // what the arrived lanes are in
+  uint64_t values[2][kWarpLanes] = {};
 };
 
 // One thread block at a time, its threads as fibers on the thread that called RunGrid. Each warp
@@ -124,8 +157,9 @@ class BlockRunner {
     ++barrier_generation_;
   }
 
-  // A warp rendezvous: __shfl_xor_sync's when `shuffle`, else __syncwarp's.
-  uint32_t WarpExchange(bool shuffle, unsigned mask, uint32_t bits, int lane_mask, int width) {
+  // A warp rendezvous of the running lane: what `op` gives it once every lane has deposited
+  // `bits` (a shuffle's source value, or the value __match_any_sync compares).
+  uint64_t WarpExchange(WarpOp op, unsigned mask, uint64_t bits, unsigned offset, int width) {
     Fiber& fiber = fibers_[current_];
     if (mask != kFullMask) Fail(fiber, "warp operations take the full mask only");
     if (width <= 0 || width > static_cast<int>(kWarpLanes) || (width & (width - 1)) != 0) {
@@ -136,10 +170,11 @@ class BlockRunner {
     const auto lanes =
         static_cast<unsigned>(std::min<size_t>(kWarpLanes, fibers_.size() - warp * kWarpLanes));
     WarpRendezvous& rendezvous = warps_[warp];
-    if (rendezvous.arrived > 0 && rendezvous.shuffle != shuffle) {
-      Fail(fiber, absl::StrCat("warp ", warp, ": lanes meet in __syncwarp and __shfl_xor_sync"));
+    if (rendezvous.arrived > 0 && rendezvous.op != op) {
+      Fail(fiber, absl::StrCat("warp ", warp, ": lanes meet in ", WarpOpName(rendezvous.op),
+                               " and ", WarpOpName(op)));
     }
-    rendezvous.shuffle = shuffle;
+    rendezvous.op = op;
     const uint64_t generation = rendezvous.generation;
     rendezvous.values[generation % 2][lane] = bits;
     if (++rendezvous.arrived < lanes) {
@@ -149,9 +184,18 @@ class BlockRunner {
       rendezvous.arrived = 0;
       ++rendezvous.generation;
     }
-    unsigned source = lane ^ static_cast<unsigned>(lane_mask);
-    if (source / width != lane / width || source >= lanes) source = lane;
-    return rendezvous.values[generation % 2][source];
+    const uint64_t* values = rendezvous.values[generation % 2];
+    switch (op) {
+      case WarpOp::kSync:
+        return 0;
+      case WarpOp::kMatchAny: {
+        unsigned peers = 0;
+        for (unsigned l = 0; l < lanes; ++l) peers |= values[l] == bits ? 1u << l : 0u;
+        return peers;
+      }
+      default:
+        return values[ShuffleSource(op, lane, offset, static_cast<unsigned>(width), lanes)];
+    }
   }
 
  private:
@@ -266,11 +310,21 @@ absl::Status RunGrid(Dim3 grid, Dim3 block, size_t dynamic_shared_bytes,
 void SyncThreads() { BlockRunner::Running().SyncThreads(); }
 
 void SyncWarp(unsigned mask) {
-  BlockRunner::Running().WarpExchange(/*shuffle=*/false, mask, 0, 0, kWarpLanes);
+  BlockRunner::Running().WarpExchange(WarpOp::kSync, mask, 0, 0, kWarpLanes);
 }
 
-uint32_t ShuffleXor(unsigned mask, uint32_t bits, int lane_mask, int width) {
-  return BlockRunner::Running().WarpExchange(/*shuffle=*/true, mask, bits, lane_mask, width);
+uint64_t ShuffleXor(unsigned mask, uint64_t bits, int lane_mask, int width) {
+  return BlockRunner::Running().WarpExchange(WarpOp::kShuffleXor, mask, bits,
+                                             static_cast<unsigned>(lane_mask), width);
+}
+
+uint64_t ShuffleUp(unsigned mask, uint64_t bits, unsigned delta, int width) {
+  return BlockRunner::Running().WarpExchange(WarpOp::kShuffleUp, mask, bits, delta, width);
+}
+
+unsigned MatchAny(unsigned mask, uint64_t value) {
+  return static_cast<unsigned>(
+      BlockRunner::Running().WarpExchange(WarpOp::kMatchAny, mask, value, 0, kWarpLanes));
 }
 
 }  // namespace kvd::kernels::cuda::emulation

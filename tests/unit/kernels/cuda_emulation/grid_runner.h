@@ -50,12 +50,16 @@ template <typename... Params, typename... Args>
   return RunGrid(grid, block, dynamic_shared_bytes, [&] { kernel(args...); });
 }
 
-// The running thread's side of __syncthreads(), __syncwarp() and __shfl_xor_sync(): they return
-// once every thread of the block, or lane of the warp, has arrived. Warp operations take the
-// full mask only.
+// The running thread's side of __syncthreads() and the warp operations: they return once every
+// thread of the block, or lane of the warp, has arrived. Warp operations take the full mask
+// only. Shuffles move a value's bits, up to 64 of them (a double in one exchange, which the
+// device makes as two of 32 bits with the same outcome), and read lanes as PTX's shfl does.
 void SyncThreads();
 void SyncWarp(unsigned mask);
-uint32_t ShuffleXor(unsigned mask, uint32_t bits, int lane_mask, int width);
+uint64_t ShuffleXor(unsigned mask, uint64_t bits, int lane_mask, int width);
+uint64_t ShuffleUp(unsigned mask, uint64_t bits, unsigned delta, int width);
+// The lanes of the warp whose `value` equals the running lane's, as a mask (__match_any_sync).
+unsigned MatchAny(unsigned mask, uint64_t value);
 
 }  // namespace emulation
 }  // namespace kvd::kernels::cuda

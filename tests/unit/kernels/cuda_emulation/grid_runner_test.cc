@@ -74,10 +74,120 @@ TEST(GridRunnerTest, AShuffleALaneNeverReachesFails) {
   EXPECT_FALSE(Launch(DivergentShuffleKernel, dim3(1), dim3(32), 0, out.data()).ok());
 }
 
+// out[t] = the lane's value after an xor shuffle by `lane_mask` in segments of `width` lanes.
+__global__ void ShuffleXorKernel(int lane_mask, int width, unsigned* out) {
+  const float x = static_cast<float>(threadIdx.x);
+  out[threadIdx.x] = static_cast<unsigned>(__shfl_xor_sync(0xffffffffu, x, lane_mask, width));
+}
+
+TEST(GridRunnerTest, XorShufflesReachEarlierSegmentsButNotLaterOnes) {
+  std::vector<unsigned> out(64);
+  ASSERT_TRUE(Launch(ShuffleXorKernel, dim3(1), dim3(64), 0, 3, 32, out.data()).ok());
+  for (unsigned t = 0; t < 64; ++t) EXPECT_EQ(out[t], t ^ 3) << t;
+  // In segments of 8, lane l ^ 8 lies in the next segment for l % 16 < 8 (the lane keeps its
+  // value), in the one before otherwise (it reads it).
+  ASSERT_TRUE(Launch(ShuffleXorKernel, dim3(1), dim3(64), 0, 8, 8, out.data()).ok());
+  for (unsigned t = 0; t < 64; ++t) EXPECT_EQ(out[t], t % 16 < 8 ? t : t ^ 8) << t;
+}
+
+// Each lane's double swapped with lane ^ 5's: every bit of it, not only a float's worth.
+__global__ void ShuffleDoubleKernel(double* out) {
+  const double x = 1.0 + threadIdx.x * 0x1p-50;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, x, 5);
+}
+
+TEST(GridRunnerTest, DoublesShuffleWhole) {
+  std::vector<double> out(32);
+  ASSERT_TRUE(Launch(ShuffleDoubleKernel, dim3(1), dim3(32), 0, out.data()).ok());
+  for (unsigned t = 0; t < 32; ++t) EXPECT_EQ(out[t], 1.0 + (t ^ 5) * 0x1p-50) << t;
+}
+
+// out[t] = the inclusive prefix sum of 1 + lane over the thread's segment of `width` lanes, by
+// up shuffles: a lane with fewer than `offset` lanes before it in its segment keeps its value.
+__global__ void PrefixSumKernel(int width, unsigned* out) {
+  const unsigned lane = threadIdx.x % 32;
+  unsigned sum = 1 + lane;
+  for (int offset = 1; offset < width; offset *= 2) {
+    const unsigned before = __shfl_up_sync(0xffffffffu, sum, offset, width);
+    if (lane % width >= static_cast<unsigned>(offset)) sum += before;
+  }
+  out[threadIdx.x] = sum;
+}
+
+TEST(GridRunnerTest, UpShufflesStayInTheirSegment) {
+  for (int width : {32, 8}) {
+    std::vector<unsigned> out(64);
+    ASSERT_TRUE(Launch(PrefixSumKernel, dim3(1), dim3(64), 0, width, out.data()).ok());
+    for (unsigned t = 0; t < 64; ++t) {
+      const unsigned lane = t % 32, first = lane / width * width;
+      unsigned expected = 0;
+      for (unsigned l = first; l <= lane; ++l) expected += 1 + l;
+      EXPECT_EQ(out[t], expected) << "width " << width << " thread " << t;
+    }
+  }
+}
+
+// An up shuffle by `delta` (its low five bits): out[t] is the lane it read.
+__global__ void ShuffleUpKernel(unsigned delta, unsigned* out) {
+  out[threadIdx.x] = __shfl_up_sync(0xffffffffu, threadIdx.x, delta);
+}
+
+TEST(GridRunnerTest, UpShufflesTakeTheLowFiveBitsOfTheirDelta) {
+  std::vector<unsigned> out(32);
+  ASSERT_TRUE(Launch(ShuffleUpKernel, dim3(1), dim3(32), 0, 35u, out.data()).ok());
+  for (unsigned t = 0; t < 32; ++t) EXPECT_EQ(out[t], t >= 3 ? t - 3 : t) << t;
+}
+
+// Lanes holding the same value find each other; each group's lowest lane counts the group into
+// a shared histogram, as TopLogits's select does.
+__global__ void MatchAnyKernel(unsigned* peers, unsigned* histogram) {
+  __shared__ unsigned bins[5];
+  if (threadIdx.x < 5) bins[threadIdx.x] = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32, value = lane * 7 % 5;
+  const unsigned same = __match_any_sync(0xffffffffu, value);
+  peers[threadIdx.x] = same;
+  if (lane == static_cast<unsigned>(__ffs(static_cast<int>(same)) - 1)) {
+    atomicAdd(&bins[value], static_cast<unsigned>(__popc(same)));
+  }
+  __syncthreads();
+  if (threadIdx.x < 5) histogram[threadIdx.x] = bins[threadIdx.x];
+}
+
+TEST(GridRunnerTest, MatchAnyGroupsTheLanesOfEqualValues) {
+  std::vector<unsigned> peers(64), histogram(5);
+  ASSERT_TRUE(Launch(MatchAnyKernel, dim3(1), dim3(64), 0, peers.data(), histogram.data()).ok());
+  std::vector<unsigned> expected_histogram(5);
+  for (unsigned t = 0; t < 64; ++t) {
+    unsigned expected = 0;
+    for (unsigned l = 0; l < 32; ++l) expected |= l * 7 % 5 == t % 32 * 7 % 5 ? 1u << l : 0u;
+    EXPECT_EQ(peers[t], expected) << t;
+    ++expected_histogram[t % 32 * 7 % 5];
+  }
+  EXPECT_EQ(histogram, expected_histogram);
+}
+
+// Half the warp shuffles while the other half matches: divergent warp operations.
+__global__ void MixedWarpOperationsKernel(unsigned* out) {
+  out[threadIdx.x] = threadIdx.x < 16 ? __shfl_up_sync(0xffffffffu, threadIdx.x, 1)
+                                      : __match_any_sync(0xffffffffu, threadIdx.x);
+}
+
+TEST(GridRunnerTest, LanesInDifferentWarpOperationsFail) {
+  std::vector<unsigned> out(32);
+  const absl::Status status = Launch(MixedWarpOperationsKernel, dim3(1), dim3(32), 0, out.data());
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << status;
+  EXPECT_NE(status.message().find("__shfl_up_sync and __match_any_sync"), absl::string_view::npos)
+      << status;
+}
+
 __global__ void PartialMaskKernel() { __syncwarp(0xffffu); }
+
+__global__ void PartialMaskMatchKernel() { __match_any_sync(0x1u, 0); }
 
 TEST(GridRunnerTest, WarpOperationsTakeTheFullMaskOnly) {
   EXPECT_FALSE(Launch(PartialMaskKernel, dim3(1), dim3(32), 0).ok());
+  EXPECT_FALSE(Launch(PartialMaskMatchKernel, dim3(1), dim3(32), 0).ok());
 }
 
 __global__ void WritePastSharedKernel(int bytes) { DynamicSharedMemory()[bytes] = 0; }
