@@ -70,7 +70,7 @@ struct StepLogits {
   int32_t top_k = 0;                   // > 0: top logits instead
   std::vector<float> top_values;       // [num_rows, top_k]
   std::vector<int32_t> top_ids;        // [num_rows, top_k]
-  std::vector<float> log_normalizers;  // [num_rows, 2]: at temperature 1, at the row's
+  std::vector<float> log_normalizers;  // [num_rows, 2]: at temperature 1, at the row's (TopLogits)
 
   int32_t rows() const { return num_rows; }
   std::span<const float> row(int32_t i) const {

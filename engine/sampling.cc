@@ -23,6 +23,11 @@ std::vector<float> LogSoftmax(std::span<const float> logits) {
   return out;
 }
 
+// How close a draw or a nucleus cut may come to a boundary between tokens and still be taken
+// from the top logits when their total is approximate (past them, from the backend's float
+// normalizer, good to ~1e-6): closer calls go to the whole row.
+constexpr double kUndecidedMargin = 1e-5;
+
 int32_t ArgMax(const std::vector<float>& values) {
   return static_cast<int32_t>(std::max_element(values.begin(), values.end()) - values.begin());
 }
@@ -157,10 +162,12 @@ std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
     probs[i] = std::exp((top.values[i] - max_logit) * inv_temperature);
     total += probs[i];
   }
-  if (past_top) {
-    // A temperature near zero overflows the tempered normalizer; the whole row copes.
-    total = std::exp(top.tempered_log_normalizer - max_logit * inv_temperature);
-    if (!std::isfinite(total) || total <= 0.0) return std::nullopt;
+  // Past the top logits the total comes from the tempered normalizer, a float summed on the
+  // backend: within ~1e-6 of the whole row's sum, which the draw must not depend on.
+  const bool approximate_total = past_top;
+  if (approximate_total) {
+    total = std::exp(double{top.tempered_log_normalizer});
+    if (!std::isfinite(total) || total < 1.0) return std::nullopt;
   }
   for (double& p : probs) p /= total;
   bool min_p_undecided = false;  // the min_p cut may lie past the top logits
@@ -178,6 +185,11 @@ std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
     for (int32_t i = 0; i < kept; ++i) {
       cumulative += probs[i];
       if (cumulative >= params_.top_p) {
+        // Too close to call with an approximate total: leave the cut to the whole row.
+        if (approximate_total && (cumulative - params_.top_p < kUndecidedMargin ||
+                                  params_.top_p - (cumulative - probs[i]) < kUndecidedMargin)) {
+          return std::nullopt;
+        }
         kept = i + 1;
         past_top = false;
         min_p_undecided = false;
@@ -190,21 +202,25 @@ std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
   // Past the top logits nothing was cut: the kept probabilities are the whole distribution.
   const double kept_total =
       past_top ? 1.0 : std::accumulate(probs.begin(), probs.begin() + kept, 0.0);
+  // Once a cut falls inside the top logits, only their ratios matter and the total cancels.
   const double uniform = NextUniform();
   double target = uniform * kept_total;
   for (int32_t i = 0; i < kept; ++i) {
     target -= probs[i];
-    if (target < 0.0) return top.ids[i];
+    if (target >= 0.0) continue;
+    if (past_top && (-target < kUndecidedMargin || target + probs[i] < kUndecidedMargin)) break;
+    return top.ids[i];
   }
   if (!past_top) return top.ids[kept - 1];
-  pending_uniform_ = uniform;  // the draw lands past the top logits
+  pending_uniform_ = uniform;  // the draw lands past the top logits, or too close to call
   return std::nullopt;
 }
 
 void Sampler::AddTopLogprobs(const TopLogits& top, SampledToken& result) const {
   if (!params_.logprobs && params_.top_logprobs == 0) return;
   auto logprob = [&](size_t i) {
-    return static_cast<float>(double{top.values[i]} - double{top.log_normalizer});
+    return static_cast<float>(double{top.values[i]} - double{top.values[0]} -
+                              double{top.log_normalizer});
   };
   for (size_t i = 0; i < top.ids.size(); ++i) {
     if (top.ids[i] == result.token) result.logprob = logprob(i);

@@ -85,7 +85,9 @@ class Backend {
                          Tensor out) = 0;
   // For each row of `logits` ([rows, vocab] f32, backend memory): its k largest values, most
   // likely first (equal values: lower id first), with their ids, and two log-normalizers over
-  // the whole row: log Σ_j exp(logit_j) and log Σ_j exp(logit_j * inverse_temperatures[row]).
+  // the whole row relative to its largest logit m: log Σ_j exp(logit_j − m) and
+  // log Σ_j exp((logit_j − m) * inverse_temperatures[row]), both in [0, ln vocab], so that a
+  // float keeps them to ~1e-7 whatever the logits' magnitude.
   // Host arrays: values and ids [rows * k], log_normalizers [rows * 2] (2r: at 1, 2r + 1: at
   // the row's inverse temperature). 1 <= k <= min(vocab, kMaxTopLogits); inverse temperatures
   // are positive and finite. Logits may be -inf (nothing in the sums; a row of them only has

@@ -9,14 +9,14 @@
 namespace kvd::kernels::cpu {
 namespace {
 
-// log Σ_j exp(row[j] * scale), as max * scale + log Σ_j exp((row[j] − max) * scale) in double.
+// log Σ_j exp((row[j] − max) * scale), in double.
 float LogNormalizer(const float* row, int64_t vocab, float max, float scale) {
   if (max == -std::numeric_limits<float>::infinity()) return max;
   double sum = 0.0;
   for (int64_t j = 0; j < vocab; ++j) {
     sum += std::exp((double{row[j]} - max) * scale);
   }
-  return static_cast<float>(double{max} * scale + std::log(sum));
+  return static_cast<float>(std::log(sum));
 }
 
 }  // namespace

@@ -71,6 +71,11 @@ AttentionPlan PlanAttention(const KvPool& pool, std::span<const SequenceKvRef> s
   while (PartitionsOf(decode_max_entries, partition) > kMaxGridDimension) partition *= 2;
   plan.decode_partition = partition;
   plan.decode_partitions = PartitionsOf(decode_max_entries, partition);
+  // Each task's partial results take as many partitions as it has, not the most any has.
+  for (AttentionTask& task : plan.decode) {
+    task.first_partial = plan.decode_partial_partitions;
+    plan.decode_partial_partitions += PartitionsOf(task.cached_length + 1, partition);
+  }
   return plan;
 }
 

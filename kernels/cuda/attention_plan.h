@@ -19,6 +19,7 @@ struct AttentionTask {
   int32_t kv_head = 0;
   int32_t cached_length = 0;  // entries before the new rows
   int64_t table_offset = 0;   // where the head's block table starts in the flat table array
+  int64_t first_partial = 0;  // decode: where its partitions' partial results start
 };
 
 // A task whose rows from first_row on fold their probabilities into scores[j] (device memory,
@@ -58,6 +59,7 @@ struct AttentionPlan {
   std::vector<int32_t> tables;
   int32_t decode_partition = kMinPartition;  // entries per decode partition
   int32_t decode_partitions = 0;             // the most any decode task has
+  int64_t decode_partial_partitions = 0;     // all decode tasks' partitions together
   int32_t prefill_tiles = 0;                 // the most query tiles any prefill task has
   int32_t score_entry_tiles = 0;             // the most entry tiles any score task has
   int32_t score_row_blocks = 0;              // the most row blocks any score task has

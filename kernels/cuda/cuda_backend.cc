@@ -211,8 +211,12 @@ bool CudaBackend::Staging::Prepare(CudaBackend& backend, HostRegion& region, siz
 bool CudaBackend::Staging::GrowDevice(CudaBackend& backend, size_t bytes) {
   if (bytes <= device_capacity_) return true;
   const size_t grown = std::max(bytes, 2 * device_capacity_);
-  // cudaFree waits for the work that may still read the old buffer.
-  if (device_ != nullptr && !backend.Check(cudaFree(device_), "cudaFree (staging)")) return false;
+  // Queued work may still read the old buffer: wait for it (cudaFree need not).
+  if (device_ != nullptr &&
+      !(backend.Check(cudaStreamSynchronize(backend.stream_), "cudaStreamSynchronize (staging)") &&
+        backend.Check(cudaFree(device_), "cudaFree (staging)"))) {
+    return false;
+  }
   device_ = nullptr;
   device_capacity_ = 0;
   if (!backend.Check(cudaMalloc(&device_, grown), "cudaMalloc (staging)")) {
@@ -255,7 +259,11 @@ std::optional<DType> CudaBackend::KeptHalfType(const Tensor& host) const {
 
 void* CudaBackend::Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) {
   if (buffer == nullptr || buffer->size() < bytes) {
-    buffer.reset();  // cudaFree waits for the work still reading it
+    // Queued work may still read the old buffer: wait for it before it is freed.
+    if (buffer != nullptr && !Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")) {
+      return nullptr;
+    }
+    buffer.reset();
     auto grown = Allocate(bytes);
     if (!grown.ok()) {
       if (error_.ok()) error_ = grown.status();
@@ -504,8 +512,7 @@ void CudaBackend::Attention(const Tensor& q, const KvPool& pool,
   }
   float* partials = nullptr;
   if (plan.decode_partitions > 1) {
-    const int64_t floats = DecodePartialFloats(static_cast<int32_t>(plan.decode.size()),
-                                               plan.decode_partitions, shape);
+    const int64_t floats = DecodePartialFloats(plan.decode_partial_partitions, shape);
     partials =
         static_cast<float*>(Scratch(decode_partials_, static_cast<size_t>(floats) * sizeof(float)));
     if (partials == nullptr) return;

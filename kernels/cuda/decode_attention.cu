@@ -21,9 +21,9 @@ void Launch(dim3 grid, const float* q, const KvPool& pool, const AttentionTask* 
 
 }  // namespace
 
-int64_t DecodePartialFloats(int32_t num_tasks, int32_t partitions, const AttentionShape& shape) {
+int64_t DecodePartialFloats(int64_t partial_partitions, const AttentionShape& shape) {
   const int64_t group = shape.num_heads / shape.num_kv_heads;
-  return int64_t{num_tasks} * partitions * group * (shape.head_dim + 2);
+  return partial_partitions * group * (shape.head_dim + 2);
 }
 
 void LaunchDecodeAttention(const float* q, const KvPool& pool, const AttentionTask* tasks,

@@ -12,8 +12,9 @@
 
 namespace kvd::kernels::cuda {
 
-// Floats of partial results a decode launch with more than one partition needs.
-int64_t DecodePartialFloats(int32_t num_tasks, int32_t partitions, const AttentionShape& shape);
+// Floats of partial results a decode launch with more than one partition needs, for its tasks'
+// partitions together (AttentionPlan::decode_partial_partitions).
+int64_t DecodePartialFloats(int64_t partial_partitions, const AttentionShape& shape);
 
 // For every task and query head g of its group: out = softmax(q·k * scale + log_vote) · v over
 // the task's cached_length + 1 entries, and, with `lse` non-null, lse[row * num_heads + head] =

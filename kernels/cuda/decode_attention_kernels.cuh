@@ -16,12 +16,13 @@ namespace {
 
 constexpr int kMergeThreads = 128;
 
-// Partial results are [task][partition][head of the group] records of head_dim + 2 floats:
-// the partition's max logit, its sum of exp(logit - max), and its exp-weighted value sum.
-__device__ __forceinline__ float* PartialRecord(float* partials, int32_t task, int32_t partitions,
+// Partial results are records of head_dim + 2 floats, one per (partition, head of the group),
+// a task's partitions from its first_partial on: the partition's max logit, its sum of
+// exp(logit - max), and its exp-weighted value sum.
+__device__ __forceinline__ float* PartialRecord(float* partials, const AttentionTask& task,
                                                 int32_t partition, int32_t group, int32_t head,
                                                 int32_t head_dim) {
-  const int64_t record = (static_cast<int64_t>(task) * partitions + partition) * group + head;
+  const int64_t record = (task.first_partial + partition) * group + head;
   return partials + record * (head_dim + 2);
 }
 
@@ -180,9 +181,8 @@ __global__ void __launch_bounds__((kLanes * 4 * kVecs <= 128 ? 8 : 4) * kWarpSiz
         lse[static_cast<int64_t>(row) * shape.num_heads + first_head + h] = max_logit + logf(total);
       }
     } else {
-      float* record =
-          PartialRecord(partials, static_cast<int32_t>(blockIdx.x), partitions,
-                        static_cast<int32_t>(blockIdx.y), group, head_offset + h, head_dim);
+      float* record = PartialRecord(partials, task, static_cast<int32_t>(blockIdx.y), group,
+                                    head_offset + h, head_dim);
       if (d == 0) {
         record[0] = max_logit;
         record[1] = total;
@@ -206,8 +206,7 @@ __global__ void __launch_bounds__(kMergeThreads)
   const int32_t used = (task.cached_length + partition) / partition;  // of cached_length + 1
   const float neg_inf = -CUDART_INF_F;
   auto record = [&](int32_t p) {
-    return PartialRecord(const_cast<float*>(partials), static_cast<int32_t>(blockIdx.x), partitions,
-                         p, group, head_in_group, head_dim);
+    return PartialRecord(const_cast<float*>(partials), task, p, group, head_in_group, head_dim);
   };
   float max_logit = neg_inf;
   for (int32_t p = 0; p < used; ++p) max_logit = fmaxf(max_logit, record(p)[0]);

@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t r = blockIdx.x;
   const float* row = logits + r * vocab;
 
-  // The normalizers, each max * s + log Σ exp((logit − max) * s), partial sums in double.
+  // The normalizers, each log Σ exp((logit − max) * s), partial sums in double.
   float max = -CUDART_INF_F;
   for (int32_t j = t; j < vocab; j += kThreads) max = fmaxf(max, row[j]);
   max = BlockReduce(max, shared.max_partials, MaxOf{});
@@ -138,9 +138,8 @@ __global__ void __launch_bounds__(kThreads)
   scaled_sum = BlockReduce(scaled_sum, shared.sum_partials, SumOf{});
   if (t == 0) {
     const bool empty = max == -CUDART_INF_F;
-    log_normalizers[2 * r] = empty ? max : static_cast<float>(max + log(sum));
-    log_normalizers[2 * r + 1] =
-        empty ? max : static_cast<float>(static_cast<double>(max) * scale + log(scaled_sum));
+    log_normalizers[2 * r] = empty ? max : static_cast<float>(log(sum));
+    log_normalizers[2 * r + 1] = empty ? max : static_cast<float>(log(scaled_sum));
   }
 
   // The k-th largest key, a digit per pass over the keys that share the digits chosen so far.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kvd::scheduler::internal {
 namespace {
@@ -261,8 +262,13 @@ absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
   for (const Scheduled& item : scheduled) {
     const Sequence& sequence = *item.sequence;
     if (sequence.num_computed + item.count != std::ssize(sequence.tokens)) continue;
-    const float temperature = sequence.sampler->params().temperature;
-    logits_request_.inverse_temperatures.push_back(temperature > 0.0f ? 1.0f / temperature : 1.0f);
+    // Greedy rows take 1; a temperature so small its inverse overflows a float takes the
+    // largest float (the draw is then a greedy pick either way).
+    const double temperature = sequence.sampler->params().temperature;
+    logits_request_.inverse_temperatures.push_back(
+        temperature > 0.0 ? static_cast<float>(std::min(1.0 / temperature,
+                                                        double{std::numeric_limits<float>::max()}))
+                          : 1.0f);
   }
   whole_row_index_ = -1;
   absl::Status status = model_.Forward(steps, *pool_, logits_, logits_request_);
@@ -349,6 +355,7 @@ absl::Status BatchEngine::SampleNext(Sequence& sequence, int32_t logits_row, abs
       sequence.sampler->SampleFromTop(logits_.top(logits_row), banned);
   if (!top_sampled) {
     if (whole_row_index_ != logits_row) {
+      whole_row_index_ = -1;
       if (absl::Status status = model_.CopyLogitsRow(logits_row, whole_row_); !status.ok()) {
         return status;
       }

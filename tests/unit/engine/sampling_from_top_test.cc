@@ -18,7 +18,8 @@
 namespace kvd::engine {
 namespace {
 
-// A row's k most likely logits and its log-normalizers, as a backend returns them.
+// A row's k most likely logits and its log-normalizers (relative to its largest logit), as a
+// backend returns them.
 struct TopOfRow {
   TopOfRow(const std::vector<float>& logits, int32_t k, float temperature) {
     std::vector<int32_t> order(logits.size());
@@ -33,7 +34,7 @@ struct TopOfRow {
     const auto log_normalizer = [&](double s) {
       double total = 0.0;
       for (float logit : logits) total += std::exp((logit - values[0]) * s);
-      return static_cast<float>(values[0] * s + std::log(total));
+      return static_cast<float>(std::log(total));
     };
     top = {values, ids, log_normalizer(1.0), log_normalizer(scale),
            static_cast<int32_t>(logits.size())};
@@ -46,7 +47,8 @@ struct TopOfRow {
 struct Case {
   std::string name;
   SamplingParams params;
-  float logit_scale;  // spread of the random logits: small is flat, large is peaked
+  float logit_scale;          // spread of the random logits: small is flat, large is peaked
+  float logit_offset = 0.0f;  // added to every logit
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -69,6 +71,10 @@ std::vector<Case> Cases() {
        {.temperature = 1.0f, .repetition_penalty = 1.3f, .presence_penalty = 0.5f},
        2.0f},
   };
+  // Large logits at a low temperature: the total the backend's float normalizer gives must not
+  // tip a draw the whole row decides otherwise.
+  cases.push_back({"low_temperature_large_logits", {.temperature = 0.01f}, 0.04f, 40.0f});
+  cases.push_back({"low_temperature_nucleus", {.temperature = 0.02f, .top_p = 0.7f}, 0.05f, 45.0f});
   Case bias{"bias", {.temperature = 0.0f}, 2.0f};
   bias.params.logit_bias = {{7, 5.0f}};
   cases.push_back(bias);
@@ -88,7 +94,7 @@ TEST_P(SamplingFromTopTest, TakesTheSameTokensAsTheWholeRow) {
   int32_t decided = 0;
   for (int32_t step = 0; step < kSteps; ++step) {
     std::vector<float> logits(kVocab);
-    for (float& x : logits) x = normal(random);
+    for (float& x : logits) x = c.logit_offset + normal(random);
     const size_t output = context.size() - 3;
     const SampledToken expected = whole.Sample(logits, context, output);
     const TopOfRow top(logits, kTop, c.params.temperature);

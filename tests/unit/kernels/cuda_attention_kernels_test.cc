@@ -160,8 +160,8 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
     std::vector<float> lse, partials;
     if (!plan.scores.empty()) lse = NaNs(static_cast<size_t>(total_rows) * shape.heads);
     if (plan.decode_partitions > 1) {
-      partials = NaNs(static_cast<size_t>(DecodePartialFloats(
-          static_cast<int32_t>(plan.decode.size()), plan.decode_partitions, attention)));
+      partials =
+          NaNs(static_cast<size_t>(DecodePartialFloats(plan.decode_partial_partitions, attention)));
     }
     float* lse_data = lse.empty() ? nullptr : lse.data();
     float* partials_data = partials.empty() ? nullptr : partials.data();

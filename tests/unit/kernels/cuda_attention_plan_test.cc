@@ -124,6 +124,23 @@ TEST(CudaAttentionPlanTest, ASmallBatchSplitsLongCachesToFillTheDevice) {
   EXPECT_EQ(plan.decode_partitions, PartitionsOf(20001, partition));
 }
 
+TEST(CudaAttentionPlanTest, EachDecodeTaskTakesPartialResultsForItsOwnPartitionsOnly) {
+  // One long cache among short ones: the short ones need one partition each, not the long
+  // one's count.
+  Batch batch({1, 1, 1}, {{5000, 10}, {3, 0}, {700, 64}});
+  const AttentionPlan plan = PlanAttention(kPool, batch.refs, kShape, 1000);
+  const int32_t partition = plan.decode_partition;
+  ASSERT_GT(plan.decode_partitions, 1);
+  int64_t next = 0;
+  for (const AttentionTask& task : plan.decode) {
+    EXPECT_EQ(task.first_partial, next);
+    next += PartitionsOf(task.cached_length + 1, partition);
+  }
+  EXPECT_EQ(plan.decode_partial_partitions, next);
+  EXPECT_LT(plan.decode_partial_partitions,
+            static_cast<int64_t>(plan.decode.size()) * plan.decode_partitions);
+}
+
 TEST(CudaAttentionPlanTest, ShortCachesKeepTheSmallestPartition) {
   Batch batch({1}, {{3, 0}});
   const AttentionPlan plan = PlanAttention(kPool, batch.refs, kShape, 132);

@@ -23,7 +23,7 @@ struct TopResults {
   std::vector<float> log_normalizers;
 };
 
-// log Σ exp(row[j] * scale) straight from the definition, shifted by the max to stay finite.
+// log Σ exp((row[j] − max) * scale) straight from the definition.
 float DirectLogNormalizer(const float* row, int64_t vocab, float scale) {
   const float max = *std::max_element(row, row + vocab);
   if (max == -kInf) return -kInf;
@@ -31,7 +31,7 @@ float DirectLogNormalizer(const float* row, int64_t vocab, float scale) {
   for (int64_t j = 0; j < vocab; ++j) {
     sum += std::exp((static_cast<long double>(row[j]) - max) * scale);
   }
-  return static_cast<float>(static_cast<long double>(max) * scale + std::log(sum));
+  return static_cast<float>(std::log(sum));
 }
 
 // Every row sorted in full, larger first and lower id first among equals.
@@ -107,6 +107,13 @@ TEST_F(TopLogitsTest, RandomRowsMatchAFullSort) {
   constexpr int64_t kRows = 9, kVocab = 1000;
   for (int32_t k : {1, 20, 64, 256})
     ExpectLikeFullSort(Normal(kRows * kVocab, 3.0f), kRows, kVocab, k);
+}
+
+TEST_F(TopLogitsTest, LargeLogitsKeepTheirNormalizersPrecise) {
+  constexpr int64_t kRows = 4, kVocab = 1000;
+  std::vector<float> logits = Normal(kRows * kVocab, 2.0f);
+  for (float& x : logits) x += 5000.0f;  // the normalizers stay relative to each row's max
+  ExpectLikeFullSort(logits, kRows, kVocab, 20);
 }
 
 TEST_F(TopLogitsTest, KCanBeTheWholeVocabulary) {
