@@ -115,16 +115,8 @@ absl::Status Model::Forward(std::span<const SequenceStep> steps, KvBlockPool& po
   for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
     RunLayer(weights_.layers[layer], layer, steps, positions, pool);
   }
-  for (size_t s = 0; s < steps.size(); ++s) {
-    steps[s].kv->Advance(static_cast<int32_t>(steps[s].tokens.size()));
-    if (step_scores_[s] != nullptr) {
-      std::vector<float>& values = steps[s].scores->values;
-      backend_.CopyToHost(kernels::Tensor{step_scores_[s]->data(), kernels::DType::kF32, 1,
-                                          static_cast<int64_t>(values.size())},
-                          values.data());
-    }
-  }
-  step_scores_.clear();
+  for (const SequenceStep& step : steps) step.kv->Advance(static_cast<int32_t>(step.tokens.size()));
+  ReturnScores(steps);
 
   logits.vocab_size = config_.vocab_size;
   logits.num_rows = static_cast<int32_t>(num_logit_rows);
@@ -163,9 +155,27 @@ absl::Status Model::CopyLogitsRow(int32_t row, std::vector<float>& out) {
   return backend_.TakeError();
 }
 
+absl::Status Model::Reserve(StepArrays& arrays) {
+  const size_t bytes = static_cast<size_t>(arrays.floats) * sizeof(float);
+  const size_t held = arrays.buffer != nullptr ? arrays.buffer->size() : 0;
+  if (held >= bytes) return absl::OkStatus();
+  arrays.buffer.reset();
+  auto buffer = backend_.Allocate(std::max(bytes, 2 * held));
+  if (!buffer.ok()) return buffer.status();
+  arrays.buffer = *std::move(buffer);
+  return absl::OkStatus();
+}
+
+kernels::Tensor Model::Whole(const StepArrays& arrays) const {
+  return kernels::Tensor{arrays.buffer->data(), kernels::DType::kF32, 1, arrays.floats};
+}
+
 absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {
-  step_scores_.clear();
-  step_scores_.resize(steps.size());
+  step_scores_.offsets.assign(steps.size(), -1);
+  step_queries_.offsets.assign(steps.size(), -1);
+  step_scores_.floats = 0;
+  step_queries_.floats = 0;
+  const int64_t q_cols = int64_t{config_.num_heads} * config_.head_dim;
   for (size_t s = 0; s < steps.size(); ++s) {
     StepScores* scores = steps[s].scores;
     if (scores == nullptr) continue;
@@ -187,28 +197,63 @@ absl::Status Model::PrepareScores(std::span<const SequenceStep> steps) {
         }
       }
     }
-    auto buffer = backend_.Allocate(scores->values.size() * sizeof(float));
-    if (!buffer.ok()) return buffer.status();
-    backend_.CopyFromHost(scores->values.data(),
-                          kernels::Tensor{(*buffer)->data(), kernels::DType::kF32, 1,
-                                          static_cast<int64_t>(scores->values.size())});
-    step_scores_[s] = *std::move(buffer);
+    step_scores_.offsets[s] = step_scores_.floats;
+    step_scores_.floats += static_cast<int64_t>(expected);
+    if (scores->collect_queries) {
+      step_queries_.offsets[s] = step_queries_.floats;
+      step_queries_.floats +=
+          int64_t{config_.num_layers} * std::max(0, new_rows - scores->first_row) * q_cols;
+    }
   }
+  if (step_scores_.floats == 0) return absl::OkStatus();
+  if (auto status = Reserve(step_scores_); !status.ok()) return status;
+  if (auto status = Reserve(step_queries_); !status.ok()) return status;
+  step_scores_.host.resize(static_cast<size_t>(step_scores_.floats));
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (step_scores_.offsets[s] < 0) continue;
+    const std::vector<float>& values = steps[s].scores->values;
+    std::copy(values.begin(), values.end(), step_scores_.host.begin() + step_scores_.offsets[s]);
+  }
+  backend_.CopyFromHost(step_scores_.host.data(), Whole(step_scores_));
   return absl::OkStatus();
 }
 
 void Model::CollectQueries(const kernels::Tensor& q, int32_t layer_index,
                            std::span<const SequenceStep> steps,
                            std::span<const kernels::SequenceKvRef> refs) {
+  std::vector<int32_t> indices;
   for (size_t s = 0; s < steps.size(); ++s) {
-    StepScores* scores = steps[s].scores;
-    if (scores == nullptr || !scores->collect_queries) continue;
-    const int32_t rows = std::max(0, refs[s].num_rows - scores->first_row);
-    const size_t layer_size = static_cast<size_t>(rows) * q.cols;
-    if (layer_index == 0) scores->queries.assign(layer_size * config_.num_layers, 0.0f);
+    float* queries = step_queries_.at(s);
+    const int32_t first = refs[s].first_row + (queries ? steps[s].scores->first_row : 0);
+    const int32_t rows = queries ? std::max(0, refs[s].num_rows - steps[s].scores->first_row) : 0;
     if (rows == 0) continue;
-    backend_.CopyToHost(q.Rows(refs[s].first_row + scores->first_row, rows),
-                        scores->queries.data() + layer_size * layer_index);
+    indices.resize(rows);
+    for (int32_t i = 0; i < rows; ++i) indices[i] = first + i;
+    backend_.GatherRows(q, indices,
+                        kernels::Tensor{queries + int64_t{layer_index} * rows * q.cols,
+                                        kernels::DType::kF32, rows, q.cols});
+  }
+}
+
+void Model::ReturnScores(std::span<const SequenceStep> steps) {
+  if (step_scores_.floats == 0) return;
+  backend_.CopyToHost(Whole(step_scores_), step_scores_.host.data());
+  step_queries_.host.resize(static_cast<size_t>(step_queries_.floats));
+  if (step_queries_.floats > 0) {
+    backend_.CopyToHost(Whole(step_queries_), step_queries_.host.data());
+  }
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (step_scores_.offsets[s] < 0) continue;
+    StepScores& scores = *steps[s].scores;
+    const auto scores_begin = step_scores_.host.begin() + step_scores_.offsets[s];
+    std::copy(scores_begin, scores_begin + static_cast<int64_t>(scores.values.size()),
+              scores.values.begin());
+    if (step_queries_.offsets[s] < 0) continue;
+    const int64_t rows =
+        std::max<int64_t>(0, int64_t{std::ssize(steps[s].tokens)} - scores.first_row);
+    const auto queries_begin = step_queries_.host.begin() + step_queries_.offsets[s];
+    scores.queries.assign(queries_begin, queries_begin + int64_t{config_.num_layers} * rows *
+                                                             config_.num_heads * config_.head_dim);
   }
 }
 
@@ -244,10 +289,10 @@ void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
     }
     refs[s] = kernels::SequenceKvRef{first_row, static_cast<int32_t>(steps[s].tokens.size()),
                                      tables[s], steps[s].kv->layer_lengths(layer_index)};
-    if (step_scores_[s] != nullptr) {
+    if (float* step_scores = step_scores_.at(s)) {
       const StepScores& scores = *steps[s].scores;
-      float* layer_scores = static_cast<float*>(step_scores_[s]->data()) +
-                            static_cast<size_t>(layer_index) * config_.num_kv_heads * scores.stride;
+      float* layer_scores =
+          step_scores + static_cast<size_t>(layer_index) * config_.num_kv_heads * scores.stride;
       refs[s].scores = {layer_scores, scores.stride, scores.first_row, scores.reduce};
     }
     first_row += refs[s].num_rows;

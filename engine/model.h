@@ -106,12 +106,15 @@ class Model {
  private:
   Model(ModelConfig config, ModelWeights weights, kernels::Backend& backend);
   absl::Status EnsureScratch(int64_t rows, int64_t logit_rows);
-  // Checks each step's scores against the cache geometry and copies them to the backend.
+  // Checks each step's scores against the cache geometry, copies them to the backend, and
+  // makes room there for the queries the steps collect.
   absl::Status PrepareScores(std::span<const SequenceStep> steps);
-  // Copies the scored rows' queries of the steps that ask for them (StepScores::queries).
+  // Gathers this layer's scored rows' queries, for the steps that collect them, on the backend.
   void CollectQueries(const kernels::Tensor& q, int32_t layer_index,
                       std::span<const SequenceStep> steps,
                       std::span<const kernels::SequenceKvRef> refs);
+  // Brings the step's scores and collected queries to the host (StepScores), one copy each.
+  void ReturnScores(std::span<const SequenceStep> steps);
   void RunLayer(const LayerWeights& layer, int32_t layer_index, std::span<const SequenceStep> steps,
                 std::span<const int32_t> positions, KvBlockPool& pool);
 
@@ -128,8 +131,26 @@ class Model {
   std::vector<float> inv_freq_;
   Scratch scratch_;
   int64_t last_logit_rows_ = 0;  // rows of scratch_.logits the last step filled
-  // The backend's copies of this step's scores, one per step (null where none).
-  std::vector<std::unique_ptr<kernels::DeviceBuffer>> step_scores_;
+  // Per-step arrays a forward step keeps on the backend for all its sequences together (their
+  // scores, or their collected queries), in one buffer kept across steps and grown as needed,
+  // so that a step allocates nothing and copies each way once.
+  struct StepArrays {
+    std::unique_ptr<kernels::DeviceBuffer> buffer;
+    std::vector<int64_t> offsets;  // per step, in floats; -1: none
+    int64_t floats = 0;            // in use this step
+    std::vector<float> host;       // the used part, on its way to or from the backend
+    // Step `step`'s array on the backend; null when it has none (or an empty one).
+    float* at(size_t step) const {
+      if (offsets[step] < 0 || buffer == nullptr) return nullptr;
+      return static_cast<float*>(buffer->data()) + offsets[step];
+    }
+  };
+  // Makes `arrays.buffer` hold at least `arrays.floats` floats.
+  absl::Status Reserve(StepArrays& arrays);
+  kernels::Tensor Whole(const StepArrays& arrays) const;
+
+  StepArrays step_scores_;
+  StepArrays step_queries_;
 };
 
 }  // namespace kvd::engine
