@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 #include <random>
 #include <utility>
@@ -109,6 +110,23 @@ absl::StatusOr<std::vector<SamplingBenchRow>> MeasureSampling(kernels::Backend& 
     }
   }
   return rows;
+}
+
+void PrintSamplingTable(const SamplingBenchOptions& options,
+                        const std::vector<SamplingBenchRow>& rows) {
+  std::printf(
+      "logits to tokens: Zipf-shaped logits (exponent %.2f) over %d tokens, whole rows to the "
+      "host against the top %d logits, %d steps\n\n",
+      options.zipf_exponent, options.vocab_size,
+      std::min(kernels::kMaxTopLogits, options.vocab_size), options.steps);
+  std::printf(
+      "| draw | batch | whole rows ms/step | top logits ms/step | whole / top | rows read whole "
+      "|\n|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& row : rows) {
+    std::printf("| %s | %d | %.3f | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.batch_size,
+                row.whole_ms, row.top_ms, row.top_ms > 0.0 ? row.whole_ms / row.top_ms : 0.0,
+                100.0 * row.whole_row_share);
+  }
 }
 
 }  // namespace kvd::bench

@@ -35,4 +35,8 @@ struct SamplingBenchRow {
 [[nodiscard]] absl::StatusOr<std::vector<SamplingBenchRow>> MeasureSampling(
     kernels::Backend& backend, const SamplingBenchOptions& options);
 
+// Prints the rows as a markdown table under a line saying what was measured.
+void PrintSamplingTable(const SamplingBenchOptions& options,
+                        const std::vector<SamplingBenchRow>& rows);
+
 }  // namespace kvd::bench

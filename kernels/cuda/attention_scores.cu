@@ -23,8 +23,8 @@ cudaError_t LaunchAttentionScores(const float* q, const KvPool& pool, const Scor
   }
   const dim3 grid(static_cast<unsigned>(num_tasks), static_cast<unsigned>(max_entry_tiles),
                   static_cast<unsigned>(max_row_blocks));
-  AttentionScoresKernel<<<grid, kThreads, bytes, stream>>>(q, pool, tasks, tables, shape, q_cols,
-                                                           lse);
+  AttentionScoresKernel<<<grid, kTileThreads, bytes, stream>>>(q, pool, tasks, tables, shape,
+                                                               q_cols, lse);
   return cudaSuccess;
 }
 

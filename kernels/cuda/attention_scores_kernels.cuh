@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/attention_device.cuh"
 #include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/kv_layout.h"
 
 namespace kvd::kernels::cuda {
@@ -15,17 +16,12 @@ namespace kvd::kernels::cuda {
 // CPU emulation's, never both under one name.
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kVectorsPerWarp = kQueryTileVectors / kWarps;
-static_assert(kEntryTile == kWarpSize, "a lane scores one entry of a tile");
-
 size_t SharedBytes(int32_t head_dim) {
   const size_t floats = size_t{kEntryTile} * (head_dim + 1)     // keys, padded
                         + size_t{kQueryTileVectors} * head_dim  // queries
                         + kQueryTileVectors                     // their log-sum-exps
                         + kEntryTile                            // log-votes
-                        + size_t{kWarps} * kEntryTile;          // the warps' folds
+                        + size_t{kTileWarps} * kEntryTile;      // the warps' folds
   return floats * sizeof(float);
 }
 
@@ -36,7 +32,7 @@ size_t SharedBytes(int32_t head_dim) {
 // sum. Rows that see none of the tile's entries are skipped; the warps' folds combine in shared
 // memory, and one atomic per entry and block folds them into the scores (probabilities are
 // >= 0 and scores start at 0, so the max compares float bits as ints).
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kTileThreads)
     AttentionScoresKernel(const float* q, KvPool pool, const ScoreTask* tasks,
                           const int32_t* tables, AttentionShape shape, int64_t q_cols,
                           const float* lse) {
@@ -65,7 +61,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = tid / kWarpSize;
   const bool reduce_max = score_task.reduce_max != 0;
 
-  for (int i = tid; i < kEntryTile * head_dim; i += kThreads) {
+  for (int i = tid; i < kEntryTile * head_dim; i += kTileThreads) {
     const int e = i / head_dim;
     const int32_t j = tile_begin + e;
     k_tile[e * (head_dim + 1) + i % head_dim] =
@@ -84,7 +80,7 @@ __global__ void __launch_bounds__(kThreads)
   float fold = 0.0f;
   for (int32_t chunk = 0; chunk < vectors; chunk += kQueryTileVectors) {
     __syncthreads();  // keys and votes are in; the previous chunk's queries are no longer read
-    for (int i = tid; i < kQueryTileVectors * head_dim; i += kThreads) {
+    for (int i = tid; i < kQueryTileVectors * head_dim; i += kTileThreads) {
       const int32_t vector = chunk + i / head_dim;
       const int64_t row = static_cast<int64_t>(task.q_first_row) + rows_begin + vector / group;
       const int32_t head = task.kv_head * group + vector % group;
@@ -102,16 +98,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
 
     float dot[kVectorsPerWarp];
-#pragma unroll
-    for (int i = 0; i < kVectorsPerWarp; ++i) dot[i] = 0.0f;
-    for (int d = 0; d < head_dim; d += 4) {
-      const float4 k4 = make_float4(key[d], key[d + 1], key[d + 2], key[d + 3]);
-#pragma unroll
-      for (int i = 0; i < kVectorsPerWarp; ++i) {
-        dot[i] =
-            Dot4(*reinterpret_cast<const float4*>(warp_queries + i * head_dim + d), k4, dot[i]);
-      }
-    }
+    TileDots(warp_queries, key, head_dim, dot);
 #pragma unroll
     for (int i = 0; i < kVectorsPerWarp; ++i) {
       const int32_t vector = chunk + warp * kVectorsPerWarp + i;
@@ -128,7 +115,7 @@ __global__ void __launch_bounds__(kThreads)
   if (warp != 0 || j >= entries) return;
   float total = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
+  for (int w = 0; w < kTileWarps; ++w) {
     const float f = folds[w * kEntryTile + lane];
     total = reduce_max ? fmaxf(total, f) : total + f;
   }

@@ -21,7 +21,7 @@ cudaError_t Launch(dim3 grid, const float* q, const KvPool& pool, const Attentio
     return e;
   }
   PrefillAttentionKernel<kDimsPerLane>
-      <<<grid, kThreads, bytes, stream>>>(q, pool, tasks, tables, shape, q_cols, out, lse);
+      <<<grid, kTileThreads, bytes, stream>>>(q, pool, tasks, tables, shape, q_cols, out, lse);
   return cudaSuccess;
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/attention_device.cuh"
 #include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/kv_layout.h"
 
 namespace kvd::kernels::cuda {
@@ -15,18 +16,13 @@ namespace kvd::kernels::cuda {
 // CPU emulation's, never both under one name.
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * kWarpSize;
-constexpr int kVectorsPerWarp = kQueryTileVectors / kWarps;
-static_assert(kEntryTile == kWarpSize, "a lane scores one entry of a tile");
-
 // Dynamic shared memory of one thread block, in bytes.
 size_t SharedBytes(int32_t head_dim) {
-  const size_t floats = size_t{kQueryTileVectors} * head_dim             // queries
-                        + size_t{kEntryTile} * (head_dim + 1)            // keys, padded
-                        + size_t{kEntryTile} * head_dim                  // values
-                        + size_t{kWarps} * kVectorsPerWarp * kEntryTile  // probabilities
-                        + kEntryTile;                                    // log-votes
+  const size_t floats = size_t{kQueryTileVectors} * head_dim                 // queries
+                        + size_t{kEntryTile} * (head_dim + 1)                // keys, padded
+                        + size_t{kEntryTile} * head_dim                      // values
+                        + size_t{kTileWarps} * kVectorsPerWarp * kEntryTile  // probabilities
+                        + kEntryTile;                                        // log-votes
   return kEntryTile * sizeof(int64_t) + floats * sizeof(float);
 }
 
@@ -39,7 +35,7 @@ size_t SharedBytes(int32_t head_dim) {
 // l + 32, ... of the vectors' weighted values. Entries past a row's causal end, and vectors
 // past the task's rows, weigh nothing.
 template <int kDimsPerLane>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kTileThreads)
     PrefillAttentionKernel(const float* q, KvPool pool, const AttentionTask* tasks,
                            const int32_t* tables, AttentionShape shape, int64_t q_cols, float* out,
                            float* lse) {
@@ -50,7 +46,7 @@ __global__ void __launch_bounds__(kThreads)
   float* k_tile = q_tile + kQueryTileVectors * head_dim;
   float* v_tile = k_tile + kEntryTile * (head_dim + 1);
   float* p_tile = v_tile + kEntryTile * head_dim;
-  float* vote_tile = p_tile + kWarps * kVectorsPerWarp * kEntryTile;
+  float* vote_tile = p_tile + kTileWarps * kVectorsPerWarp * kEntryTile;
 
   const AttentionTask task = tasks[blockIdx.x];
   const int32_t group = shape.num_heads / shape.num_kv_heads;
@@ -65,7 +61,7 @@ __global__ void __launch_bounds__(kThreads)
   const int warp = tid / kWarpSize;
   const float neg_inf = -CUDART_INF_F;
 
-  for (int i = tid; i < kQueryTileVectors * head_dim; i += kThreads) {
+  for (int i = tid; i < kQueryTileVectors * head_dim; i += kTileThreads) {
     const int32_t vector = first_vector + i / head_dim;
     const int32_t row = vector / group;
     const int32_t head = task.kv_head * group + vector % group;
@@ -101,7 +97,7 @@ __global__ void __launch_bounds__(kThreads)
       vote_tile[tid] = offset >= 0 ? pool.log_votes[offset] : neg_inf;
     }
     __syncthreads();
-    for (int i = tid; i < kEntryTile * head_dim; i += kThreads) {
+    for (int i = tid; i < kEntryTile * head_dim; i += kTileThreads) {
       const int e = i / head_dim;
       const int d = i % head_dim;
       const int64_t offset = entry_offsets[e];
@@ -111,17 +107,8 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
 
     float dot[kVectorsPerWarp];
-#pragma unroll
-    for (int i = 0; i < kVectorsPerWarp; ++i) dot[i] = 0.0f;
     const float* key = k_tile + lane * (head_dim + 1);
-    for (int d = 0; d < head_dim; d += 4) {
-      const float4 k4 = make_float4(key[d], key[d + 1], key[d + 2], key[d + 3]);
-#pragma unroll
-      for (int i = 0; i < kVectorsPerWarp; ++i) {
-        dot[i] =
-            Dot4(*reinterpret_cast<const float4*>(warp_queries + i * head_dim + d), k4, dot[i]);
-      }
-    }
+    TileDots(warp_queries, key, head_dim, dot);
     const int32_t j = tile_begin + lane;
     float alpha[kVectorsPerWarp];
 #pragma unroll

@@ -1,6 +1,5 @@
 #include "server/cli/bench_command.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -148,19 +147,8 @@ absl::Status RunSamplingBench(const BenchOptions& options, kernels::Backend& bac
   bench_options.seed = options.throughput.seed;
   auto rows = bench::MeasureSampling(backend, bench_options);
   if (!rows.ok()) return rows.status();
-  std::printf(
-      "backend %s, sampling: Zipf-shaped logits (exponent %.2f) over a vocabulary of %d, whole "
-      "rows to the host against the top %d logits, %d steps\n\n",
-      options.backend.c_str(), bench_options.zipf_exponent, bench_options.vocab_size,
-      std::min(kernels::kMaxTopLogits, bench_options.vocab_size), bench_options.steps);
-  std::printf(
-      "| draw | batch | whole rows ms/step | top logits ms/step | whole / top | rows read whole "
-      "|\n|---|---:|---:|---:|---:|---:|\n");
-  for (const auto& row : *rows) {
-    std::printf("| %s | %d | %.3f | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.batch_size,
-                row.whole_ms, row.top_ms, row.top_ms > 0.0 ? row.whole_ms / row.top_ms : 0.0,
-                100.0 * row.whole_row_share);
-  }
+  std::printf("backend %s, ", options.backend.c_str());
+  bench::PrintSamplingTable(bench_options, *rows);
   return absl::OkStatus();
 }
 

@@ -5,24 +5,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "kernels/backend.h"
+#include "tests/support/kernel_test_values.h"
 
 namespace kvd::kernels {
-
-// ‖actual − expected‖ / ‖expected‖ (the absolute norm when expected is all zeros).
-inline double RelativeError(const std::vector<float>& actual, const std::vector<float>& expected) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff += (double{actual[i]} - expected[i]) * (double{actual[i]} - expected[i]);
-    norm += double{expected[i]} * expected[i];
-  }
-  return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
-}
 
 // One tensor on a backend, made from host values.
 struct DeviceTensor {
@@ -47,10 +37,7 @@ class BackendPairTest : public ::testing::Test {
   }
 
   std::vector<float> Random(size_t n, float scale = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> values(n);
-    for (float& x : values) x = normal(random_);
-    return values;
+    return RandomNormals(random_, n, scale);
   }
   static DeviceTensor Put(Backend& backend, const std::vector<float>& values, int64_t rows,
                           int64_t cols) {

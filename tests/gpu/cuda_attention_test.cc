@@ -4,12 +4,12 @@
 // scores folded by max and by sum. Skipped without a device.
 #include <gtest/gtest.h>
 
-#include <algorithm>
+#include <cmath>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "tests/gpu/backend_pair.h"
+#include "tests/support/paged_step.h"
 
 namespace kvd::kernels {
 namespace {
@@ -17,22 +17,11 @@ namespace {
 constexpr int32_t kBlockSize = 16;
 constexpr int32_t kScoreStride = 10000;
 
-struct HeadShape {
-  int32_t heads, kv_heads, head_dim;
-};
-
-struct ScoreSpec {
-  int32_t first_row;
-  ScoreReduce reduce;
-};
-
-// One sequence of a step: its new rows and, per kv head h, base_cached + 13 * h cached entries
-// (so that heads differ), or none in any head when base_cached is 0.
-struct SequenceSpec {
-  int32_t rows;
-  int32_t base_cached;
-  std::optional<ScoreSpec> scores;
-};
+// Kv head h holds cache_size + 13h cached entries (so that heads differ), or none in any head
+// when cache_size is 0.
+int32_t CachedLength(const SequenceSpec& spec, int32_t h) {
+  return spec.cache_size == 0 ? 0 : spec.cache_size + 13 * h;
+}
 
 // A pool on one backend, filled with the same random entries as its twin on the other.
 struct Pool {
@@ -66,57 +55,27 @@ class CudaAttentionTest : public BackendPairTest, public ::testing::WithParamInt
   void ExpectSameAttention(const std::vector<SequenceSpec>& specs) {
     const HeadShape shape = GetParam();
     const int32_t kv_heads = shape.kv_heads, head_dim = shape.head_dim;
-    std::vector<std::vector<int32_t>> lengths(specs.size());
-    std::vector<std::vector<std::vector<int32_t>>> tables(specs.size());
-    int32_t blocks = 0, total_rows = 0;
-    for (size_t s = 0; s < specs.size(); ++s) {
-      for (int32_t h = 0; h < kv_heads; ++h) {
-        const int32_t cached = specs[s].base_cached == 0 ? 0 : specs[s].base_cached + 13 * h;
-        lengths[s].push_back(cached);
-        std::vector<int32_t> table;
-        for (int32_t b = 0; b < (cached + specs[s].rows + kBlockSize - 1) / kBlockSize; ++b) {
-          table.push_back(blocks++);
-        }
-        tables[s].push_back(std::move(table));
-      }
-      total_rows += specs[s].rows;
-    }
-    // Blocks are handed out in a shuffled order, so that tables jump around the pool.
-    std::vector<int32_t> order(blocks);
-    for (int32_t b = 0; b < blocks; ++b) order[b] = b;
-    std::shuffle(order.begin(), order.end(), random_);
-    for (auto& sequence : tables) {
-      for (auto& table : sequence) {
-        for (int32_t& block : table) block = order[block];
-      }
-    }
-    const size_t entries = static_cast<size_t>(blocks) * kBlockSize;
-    const std::vector<float> keys = Random(entries * head_dim, 0.5f);
-    const std::vector<float> values = Random(entries * head_dim);
-    const std::vector<float> votes = Random(entries, 0.5f);
-    const std::vector<float> q = Random(static_cast<size_t>(total_rows) * shape.heads * head_dim);
-    const std::vector<float> k =
-        Random(static_cast<size_t>(total_rows) * kv_heads * head_dim, 0.5f);
-    const std::vector<float> v = Random(static_cast<size_t>(total_rows) * kv_heads * head_dim);
+    const PagedStep step = MakePagedStep(shape, kBlockSize, specs, CachedLength, random_);
+    const int32_t total_rows = step.total_rows;
     const AttentionShape attention{shape.heads, kv_heads, head_dim,
                                    1.0f / std::sqrt(static_cast<float>(head_dim))};
     const int64_t score_values = static_cast<int64_t>(specs.size()) * kv_heads * kScoreStride;
 
     auto run = [&](Backend& backend) {
-      Pool pool = MakePool(backend, blocks, head_dim, keys, values, votes);
-      DeviceTensor tq = Put(backend, q, total_rows, shape.heads * head_dim);
-      DeviceTensor tk = Put(backend, k, total_rows, kv_heads * head_dim);
-      DeviceTensor tv = Put(backend, v, total_rows, kv_heads * head_dim);
+      Pool pool = MakePool(backend, step.blocks, head_dim, step.keys, step.values, step.votes);
+      DeviceTensor tq = Put(backend, step.q, total_rows, shape.heads * head_dim);
+      DeviceTensor tk = Put(backend, step.k, total_rows, kv_heads * head_dim);
+      DeviceTensor tv = Put(backend, step.v, total_rows, kv_heads * head_dim);
       DeviceTensor out =
-          Put(backend, std::vector<float>(q.size()), total_rows, shape.heads * head_dim);
+          Put(backend, std::vector<float>(step.q.size()), total_rows, shape.heads * head_dim);
       DeviceTensor scores =
           Put(backend, std::vector<float>(static_cast<size_t>(score_values)), 1, score_values);
       std::vector<std::vector<const int32_t*>> table_ptrs(specs.size());
       std::vector<SequenceKvRef> refs(specs.size());
       int32_t first_row = 0;
       for (size_t s = 0; s < specs.size(); ++s) {
-        for (const auto& table : tables[s]) table_ptrs[s].push_back(table.data());
-        refs[s] = SequenceKvRef{first_row, specs[s].rows, table_ptrs[s], lengths[s]};
+        for (const auto& table : step.tables[s]) table_ptrs[s].push_back(table.data());
+        refs[s] = SequenceKvRef{first_row, specs[s].rows, table_ptrs[s], step.cached[s]};
         if (specs[s].scores) {
           refs[s].scores = {scores.tensor.f32() + static_cast<int64_t>(s) * kv_heads * kScoreStride,
                             kScoreStride, specs[s].scores->first_row, specs[s].scores->reduce};
@@ -179,11 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionTest,
                          ::testing::Values(HeadShape{8, 2, 128}, HeadShape{8, 2, 64},
                                            HeadShape{28, 4, 128}, HeadShape{4, 4, 32},
                                            HeadShape{16, 1, 256}, HeadShape{12, 2, 80}),
-                         [](const ::testing::TestParamInfo<HeadShape>& info) {
-                           return std::to_string(info.param.heads) + "x" +
-                                  std::to_string(info.param.kv_heads) + "x" +
-                                  std::to_string(info.param.head_dim);
-                         });
+                         [](const auto& info) { return HeadShapeName(info.param); });
 
 class CudaAttentionContractTest : public BackendPairTest {};
 

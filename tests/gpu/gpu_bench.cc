@@ -126,19 +126,8 @@ int main(int argc, char** argv) {
     sampling_options.steps = 5;  // the host sorts whole rows for the draws they decide
     auto rows = kvd::bench::MeasureSampling(**backend, sampling_options);
     if (!rows.ok()) return Fail(rows.status());
-    std::printf(
-        "\nlogits to tokens: Zipf-shaped logits (exponent %.2f) over %d tokens, whole rows to "
-        "the host against the top %d logits, %d steps\n\n",
-        sampling_options.zipf_exponent, sampling_options.vocab_size,
-        std::min(kvd::kernels::kMaxTopLogits, sampling_options.vocab_size), sampling_options.steps);
-    std::printf(
-        "| draw | batch | whole rows ms/step | top logits ms/step | whole / top | rows read "
-        "whole |\n|---|---:|---:|---:|---:|---:|\n");
-    for (const auto& row : *rows) {
-      std::printf("| %s | %d | %.3f | %.3f | %.1f | %.1f%% |\n", row.mode.c_str(), row.batch_size,
-                  row.whole_ms, row.top_ms, row.top_ms > 0.0 ? row.whole_ms / row.top_ms : 0.0,
-                  100.0 * row.whole_row_share);
-    }
+    std::printf("\n");
+    kvd::bench::PrintSamplingTable(sampling_options, *rows);
     std::fflush(stdout);
   }
 

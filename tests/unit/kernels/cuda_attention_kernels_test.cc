@@ -10,13 +10,15 @@
 #include <limits>
 #include <optional>
 #include <random>
-#include <string>
+#include <span>
 #include <vector>
 
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/decode_attention.cuh"
+#include "tests/support/kernel_test_values.h"
+#include "tests/support/paged_step.h"
 #include "tests/unit/kernels/cuda_emulation/attention_launches.h"
 
 namespace kvd::kernels::cuda {
@@ -29,36 +31,10 @@ constexpr int32_t kScoreStride = 512;
 constexpr int32_t kManyMultiprocessors = 1000;
 constexpr int32_t kOneMultiprocessor = 1;
 
-struct HeadShape {
-  int32_t heads, kv_heads, head_dim;
-};
-
-struct ScoreSpec {
-  int32_t first_row;
-  ScoreReduce reduce;
-};
-
-// One sequence of a step: its new rows over up to max_cached cached entries per kv head.
-struct SequenceSpec {
-  int32_t rows;
-  int32_t max_cached;
-  std::optional<ScoreSpec> scores;
-};
-
-// Kv head h holds max_cached - 7h cached entries, except every third head from the second,
-// which holds none.
+// Kv head h holds cache_size - 7h cached entries (none below 0), except every third head from
+// the second, which holds none.
 int32_t CachedLength(const SequenceSpec& spec, int32_t h) {
-  return h % 3 == 1 ? 0 : std::max(0, spec.max_cached - 7 * h);
-}
-
-// ‖actual − expected‖ / ‖expected‖ (the absolute norm when expected is all zeros).
-double RelativeError(const float* actual, const float* expected, size_t n) {
-  double diff = 0.0, norm = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    diff += (double{actual[i]} - expected[i]) * (double{actual[i]} - expected[i]);
-    norm += double{expected[i]} * expected[i];
-  }
-  return norm == 0.0 ? std::sqrt(diff) : std::sqrt(diff / norm);
+  return h % 3 == 1 ? 0 : std::max(0, spec.cache_size - 7 * h);
 }
 
 std::vector<float> NaNs(size_t n) {
@@ -72,53 +48,20 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
     random_.seed(seed_);
   }
 
-  std::vector<float> Random(size_t n, float scale = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> values(n);
-    for (float& x : values) x = normal(random_);
-    return values;
-  }
-
   // Appends each sequence's new rows to a random pool, runs attention through the emulated
   // kernels and the CPU reference, and compares outputs and scores.
   void ExpectSameAttention(const std::vector<SequenceSpec>& specs, int32_t multiprocessors,
                            int32_t expected_partitions) {
     const HeadShape shape = GetParam();
     const int32_t kv_heads = shape.kv_heads, head_dim = shape.head_dim;
-    std::vector<std::vector<int32_t>> lengths(specs.size());
-    std::vector<std::vector<std::vector<int32_t>>> tables(specs.size());
-    int32_t blocks = 0, total_rows = 0;
+    PagedStep step = MakePagedStep(shape, kBlockSize, specs, CachedLength, random_);
     for (size_t s = 0; s < specs.size(); ++s) {
-      for (int32_t h = 0; h < kv_heads; ++h) {
-        const int32_t cached = CachedLength(specs[s], h);
-        ASSERT_LE(cached + specs[s].rows, kScoreStride);
-        lengths[s].push_back(cached);
-        std::vector<int32_t> table;
-        for (int32_t b = 0; b < (cached + specs[s].rows + kBlockSize - 1) / kBlockSize; ++b) {
-          table.push_back(blocks++);
-        }
-        tables[s].push_back(std::move(table));
-      }
-      total_rows += specs[s].rows;
+      for (const int32_t cached : step.cached[s]) ASSERT_LE(cached + specs[s].rows, kScoreStride);
     }
-    // Blocks are handed out in a shuffled order, so that tables jump around the pool.
-    std::vector<int32_t> order(blocks);
-    for (int32_t b = 0; b < blocks; ++b) order[b] = b;
-    std::shuffle(order.begin(), order.end(), random_);
-    for (auto& sequence : tables) {
-      for (auto& table : sequence) {
-        for (int32_t& block : table) block = order[block];
-      }
-    }
-    const size_t entries = static_cast<size_t>(blocks) * kBlockSize;
-    std::vector<float> keys = Random(entries * head_dim, 0.5f);
-    std::vector<float> values = Random(entries * head_dim);
-    std::vector<float> votes = Random(entries, 0.5f);
-    const KvPool pool{keys.data(), values.data(), votes.data(), blocks, kBlockSize, head_dim};
+    const int32_t total_rows = step.total_rows;
+    const KvPool pool{step.keys.data(), step.values.data(), step.votes.data(),
+                      step.blocks,      kBlockSize,         head_dim};
     const int64_t q_cols = int64_t{shape.heads} * head_dim;
-    std::vector<float> q = Random(static_cast<size_t>(total_rows) * q_cols);
-    std::vector<float> k = Random(static_cast<size_t>(total_rows) * kv_heads * head_dim, 0.5f);
-    std::vector<float> v = Random(static_cast<size_t>(total_rows) * kv_heads * head_dim);
     const AttentionShape attention{shape.heads, kv_heads, head_dim,
                                    1.0f / std::sqrt(static_cast<float>(head_dim))};
 
@@ -129,8 +72,8 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
     std::vector<SequenceKvRef> expected_refs(specs.size()), actual_refs(specs.size());
     int32_t first_row = 0;
     for (size_t s = 0; s < specs.size(); ++s) {
-      for (const auto& table : tables[s]) table_ptrs[s].push_back(table.data());
-      expected_refs[s] = SequenceKvRef{first_row, specs[s].rows, table_ptrs[s], lengths[s]};
+      for (const auto& table : step.tables[s]) table_ptrs[s].push_back(table.data());
+      expected_refs[s] = SequenceKvRef{first_row, specs[s].rows, table_ptrs[s], step.cached[s]};
       actual_refs[s] = expected_refs[s];
       if (specs[s].scores) {
         const int64_t offset = static_cast<int64_t>(s) * kv_heads * kScoreStride;
@@ -141,13 +84,13 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
       }
       first_row += specs[s].rows;
     }
-    cpu::AppendKvEntries(Tensor{k.data(), DType::kF32, total_rows, kv_heads * head_dim},
-                         Tensor{v.data(), DType::kF32, total_rows, kv_heads * head_dim}, pool,
+    cpu::AppendKvEntries(Tensor{step.k.data(), DType::kF32, total_rows, kv_heads * head_dim},
+                         Tensor{step.v.data(), DType::kF32, total_rows, kv_heads * head_dim}, pool,
                          expected_refs);
 
-    std::vector<float> expected_out(q.size());
+    std::vector<float> expected_out(step.q.size());
     cpu::ThreadPool threads(1);
-    cpu::PagedAttention(Tensor{q.data(), DType::kF32, total_rows, q_cols}, pool, expected_refs,
+    cpu::PagedAttention(Tensor{step.q.data(), DType::kF32, total_rows, q_cols}, pool, expected_refs,
                         attention, Tensor{expected_out.data(), DType::kF32, total_rows, q_cols},
                         threads);
 
@@ -156,7 +99,7 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
     if (!plan.decode.empty()) {
       ASSERT_EQ(plan.decode_partitions, expected_partitions);
     }
-    std::vector<float> actual_out = NaNs(q.size());
+    std::vector<float> actual_out = NaNs(step.q.size());
     std::vector<float> lse, partials;
     if (!plan.scores.empty()) lse = NaNs(static_cast<size_t>(total_rows) * shape.heads);
     if (plan.decode_partitions > 1) {
@@ -166,42 +109,43 @@ class CudaAttentionKernelsTest : public ::testing::TestWithParam<HeadShape> {
     float* lse_data = lse.empty() ? nullptr : lse.data();
     float* partials_data = partials.empty() ? nullptr : partials.data();
     if (!plan.decode.empty()) {
-      ASSERT_TRUE(emulation::EmulateDecodeAttention(
-                      q.data(), pool, plan.decode.data(), static_cast<int32_t>(plan.decode.size()),
-                      plan.tables.data(), attention, q_cols, plan.decode_partition,
-                      plan.decode_partitions, partials_data, actual_out.data(), lse_data)
+      ASSERT_TRUE(emulation::EmulateDecodeAttention(step.q.data(), pool, plan.decode.data(),
+                                                    static_cast<int32_t>(plan.decode.size()),
+                                                    plan.tables.data(), attention, q_cols,
+                                                    plan.decode_partition, plan.decode_partitions,
+                                                    partials_data, actual_out.data(), lse_data)
                       .ok())
           << "seed " << seed_;
     }
     if (!plan.prefill.empty()) {
       const absl::Status status = emulation::EmulatePrefillAttention(
-          q.data(), pool, plan.prefill.data(), static_cast<int32_t>(plan.prefill.size()),
+          step.q.data(), pool, plan.prefill.data(), static_cast<int32_t>(plan.prefill.size()),
           plan.prefill_tiles, plan.tables.data(), attention, q_cols, actual_out.data(), lse_data);
       ASSERT_TRUE(status.ok()) << status << ", seed " << seed_;
     }
     if (!plan.scores.empty()) {
       const absl::Status status = emulation::EmulateAttentionScores(
-          q.data(), pool, plan.scores.data(), static_cast<int32_t>(plan.scores.size()),
+          step.q.data(), pool, plan.scores.data(), static_cast<int32_t>(plan.scores.size()),
           plan.score_entry_tiles, plan.score_row_blocks, plan.tables.data(), attention, q_cols,
           lse_data);
       ASSERT_TRUE(status.ok()) << status << ", seed " << seed_;
     }
 
-    EXPECT_LE(RelativeError(actual_out.data(), expected_out.data(), q.size()), 1e-5)
-        << "seed " << seed_;
-    EXPECT_LE(RelativeError(actual_scores.data(), expected_scores.data(), score_values), 1e-5)
-        << "seed " << seed_;
+    EXPECT_LE(RelativeError(actual_out, expected_out), 1e-5) << "seed " << seed_;
+    EXPECT_LE(RelativeError(actual_scores, expected_scores), 1e-5) << "seed " << seed_;
     // Every sequence, not just the whole: a wrong small sequence hides in a big norm.
     for (size_t s = 0; s < specs.size(); ++s) {
-      const int64_t rows_at = int64_t{expected_refs[s].first_row} * q_cols;
-      EXPECT_LE(RelativeError(actual_out.data() + rows_at, expected_out.data() + rows_at,
-                              static_cast<size_t>(specs[s].rows * q_cols)),
-                1e-5)
+      const auto rows_of = [&](std::span<const float> all) {
+        return all.subspan(static_cast<size_t>(expected_refs[s].first_row * q_cols),
+                           static_cast<size_t>(specs[s].rows * q_cols));
+      };
+      EXPECT_LE(RelativeError(rows_of(actual_out), rows_of(expected_out)), 1e-5)
           << "sequence " << s << ", seed " << seed_;
-      const size_t scores_at = s * kv_heads * kScoreStride;
-      EXPECT_LE(RelativeError(actual_scores.data() + scores_at, expected_scores.data() + scores_at,
-                              static_cast<size_t>(kv_heads) * kScoreStride),
-                1e-5)
+      const auto scores_of = [&](std::span<const float> all) {
+        return all.subspan(s * kv_heads * kScoreStride,
+                           static_cast<size_t>(kv_heads) * kScoreStride);
+      };
+      EXPECT_LE(RelativeError(scores_of(actual_scores), scores_of(expected_scores)), 1e-5)
           << "scores of sequence " << s << ", seed " << seed_;
     }
   }
@@ -251,11 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionKernelsTest,
                          ::testing::Values(HeadShape{8, 2, 64}, HeadShape{28, 4, 128},
                                            HeadShape{4, 4, 32}, HeadShape{16, 1, 256},
                                            HeadShape{12, 2, 80}),
-                         [](const ::testing::TestParamInfo<HeadShape>& info) {
-                           return std::to_string(info.param.heads) + "x" +
-                                  std::to_string(info.param.kv_heads) + "x" +
-                                  std::to_string(info.param.head_dim);
-                         });
+                         [](const auto& info) { return HeadShapeName(info.param); });
 
 }  // namespace
 }  // namespace kvd::kernels::cuda

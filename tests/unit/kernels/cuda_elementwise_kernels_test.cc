@@ -17,6 +17,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/dtype.h"
+#include "tests/support/kernel_test_values.h"
 #include "tests/unit/kernels/cuda_emulation/elementwise_launches.h"
 
 namespace kvd::kernels::cuda {
@@ -42,10 +43,7 @@ class CudaElementwiseKernelsTest : public ::testing::Test {
   }
 
   std::vector<float> Random(size_t n, float scale = 1.0f) {
-    std::normal_distribution<float> normal(0.0f, scale);
-    std::vector<float> values(n);
-    for (float& x : values) x = normal(random_);
-    return values;
+    return RandomNormals(random_, n, scale);
   }
 
   // Floats of every kind: random bit patterns (NaNs, infinities and subnormals among them),

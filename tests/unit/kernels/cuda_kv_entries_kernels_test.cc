@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/kv_layout.h"
+#include "tests/support/kernel_test_values.h"
 #include "tests/unit/kernels/cuda_emulation/kv_entries_launches.h"
 
 namespace kvd::kernels::cuda {
@@ -58,12 +59,7 @@ class CudaKvEntriesKernelsTest : public ::testing::TestWithParam<int32_t> {
     head_dim_ = GetParam();
   }
 
-  std::vector<float> Random(size_t n) {
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> values(n);
-    for (float& x : values) x = normal(random_);
-    return values;
-  }
+  std::vector<float> Random(size_t n) { return RandomNormals(random_, n); }
 
   PoolData RandomPool() {
     const size_t floats = static_cast<size_t>(kSlots) * head_dim_;

@@ -13,8 +13,8 @@ absl::Status EmulateAttentionScores(const float* q, const KvPool& pool, const Sc
   if (num_tasks <= 0 || max_entry_tiles <= 0 || max_row_blocks <= 0) return absl::OkStatus();
   const dim3 grid(static_cast<unsigned>(num_tasks), static_cast<unsigned>(max_entry_tiles),
                   static_cast<unsigned>(max_row_blocks));
-  return Launch(AttentionScoresKernel, grid, kThreads, SharedBytes(shape.head_dim), q, pool, tasks,
-                tables, shape, q_cols, lse);
+  return Launch(AttentionScoresKernel, grid, kTileThreads, SharedBytes(shape.head_dim), q, pool,
+                tasks, tables, shape, q_cols, lse);
 }
 
 }  // namespace kvd::kernels::cuda::emulation

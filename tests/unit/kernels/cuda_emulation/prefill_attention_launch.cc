@@ -11,8 +11,8 @@ template <int kDimsPerLane>
 absl::Status Run(dim3 grid, const float* q, const KvPool& pool, const AttentionTask* tasks,
                  const int32_t* tables, const AttentionShape& shape, int64_t q_cols, float* out,
                  float* lse) {
-  return Launch(PrefillAttentionKernel<kDimsPerLane>, grid, kThreads, SharedBytes(shape.head_dim),
-                q, pool, tasks, tables, shape, q_cols, out, lse);
+  return Launch(PrefillAttentionKernel<kDimsPerLane>, grid, kTileThreads,
+                SharedBytes(shape.head_dim), q, pool, tasks, tables, shape, q_cols, out, lse);
 }
 
 }  // namespace
