@@ -49,8 +49,16 @@ bool KeepKvSequence::PrepareScores(const engine::SequenceKv& kv, int32_t new_tok
   scores.first_row = prompt_done_ ? 0 : std::max(0, new_tokens - params_.window);
   scores.stride = longest + new_tokens;
   scores.values.assign(heads_.size() * static_cast<size_t>(scores.stride), 0.0f);
-  scores.collect_queries = true;
+  // The queries serve only the merges of a compaction, which runs after a step that takes a
+  // head over the budget: most decode steps need none (and on a GPU, copy none).
+  scores.collect_queries = CompactsAfter(new_tokens);
   return true;
+}
+
+bool KeepKvSequence::CompactsAfter(int32_t new_tokens) const {
+  return std::any_of(heads_.begin(), heads_.end(), [&](const HeadState& state) {
+    return static_cast<int64_t>(state.entries.size()) + new_tokens > budget_;
+  });
 }
 
 absl::StatusOr<KeepKvCounts> KeepKvSequence::AfterStep(engine::SequenceKv& kv,

@@ -67,6 +67,8 @@ class KeepKvSequence {
   void Attach(const engine::SequenceKv& kv);
   void AppendEntries(const engine::SequenceKv& kv, engine::KvBlockPool& pool, int32_t count);
   void UpdateScores(int32_t new_tokens, const engine::StepScores& scores);
+  // Whether a step of `new_tokens` takes some head over the budget, so that it compacts.
+  bool CompactsAfter(int32_t new_tokens) const;
   absl::StatusOr<KeepKvCounts> Compact(engine::SequenceKv& kv, engine::KvBlockPool& pool,
                                        const engine::StepScores* scores, int32_t new_tokens);
   // Blocks the refresh would take beyond what the own entries hold now.

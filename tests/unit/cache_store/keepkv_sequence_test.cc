@@ -143,8 +143,10 @@ class KeepKvSequenceTest : public ::testing::Test {
         const std::vector<double> p = Probabilities(query, cache, before + row + 1);
         for (size_t j = 0; j < p.size(); ++j) scores.values[j] += static_cast<float>(p[j]);
       }
-      scores.queries.insert(scores.queries.end(), q.begin() + row * row_size,
-                            q.begin() + (row + 1) * row_size);
+      if (scores.collect_queries) {
+        scores.queries.insert(scores.queries.end(), q.begin() + row * row_size,
+                              q.begin() + (row + 1) * row_size);
+      }
     }
     return sequence.AfterStep(kv, *pool_, n, true, &scores);
   }
@@ -290,6 +292,23 @@ TEST_F(KeepKvSequenceTest, DecodeStaysWithinTheBudget) {
   EXPECT_EQ(sequence.own_tokens(), 100);
   kv.Release(*pool_);
   EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks());
+}
+
+TEST_F(KeepKvSequenceTest, OnlyStepsThatCompactCollectQueries) {
+  SetUpModel(/*group=*/2);
+  KeepKvSequence sequence(config_, Params(MergeMethod::kGqaFit, 8), 8);
+  engine::SequenceKv kv(1, 1);
+  engine::StepScores scores;
+  // Seven own entries after the first step, eight after the second: within the budget.
+  for (const int32_t tokens : {7, 1}) {
+    ASSERT_TRUE(sequence.PrepareScores(kv, tokens, /*completes=*/true, scores));
+    EXPECT_FALSE(scores.collect_queries) << tokens;
+    ASSERT_TRUE(Step(kv, sequence, Clustered(tokens, 1, 0.05f), Queries(tokens)).ok());
+  }
+  // The ninth goes over it, and the step compacts with its queries.
+  ASSERT_TRUE(sequence.PrepareScores(kv, 1, /*completes=*/true, scores));
+  EXPECT_TRUE(scores.collect_queries);
+  kv.Release(*pool_);
 }
 
 TEST_F(KeepKvSequenceTest, RefreshReturnsThePerturbationToZero) {
