@@ -16,6 +16,32 @@ if(KVD_SANITIZE)
   add_link_options(-fsanitize=${kvd_sanitizers})
 endif()
 
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  # Boost 1.74's Asio looks for clang's coroutines only in libc++'s <experimental/coroutine>;
+  # clang has C++20 coroutines with libstdc++'s <coroutine> too (which Asio then uses).
+  add_compile_definitions(BOOST_ASIO_HAS_CO_AWAIT=1)
+endif()
+
+if(KVD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KVD_FUZZ=ON needs clang: configure with CC=clang CXX=clang++")
+  endif()
+  if(KVD_SANITIZE)
+    message(FATAL_ERROR "KVD_FUZZ=ON already builds with ASan and UBSan; leave KVD_SANITIZE empty")
+  endif()
+  # fuzzer-no-link instruments the libraries for coverage; only the fuzz targets link libFuzzer's
+  # main (-fsanitize=fuzzer, tests/fuzz/CMakeLists.txt). -O1 and line tables only, as OSS-Fuzz
+  # builds, override the build type's -O2 -g: they compile much faster and still symbolise
+  # every frame of a crash. UBSan's `function` check is left out: clang 14 cannot emit it for
+  # coroutines ("Cannot represent a difference across sections", server/http).
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link,address,undefined>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize=function>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=undefined>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-O1> $<$<COMPILE_LANGUAGE:C,CXX>:-gline-tables-only>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 # kvd_library(<folder> SOURCES ... DEPS ...): the one CMake library of a top-level folder,
 # named kvd_<folder> with the alias kvd::<folder>.
 function(kvd_library folder)

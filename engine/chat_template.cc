@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/bounded_json.h"
 #include "engine/internal/jinja/json_convert.h"
 #include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/template.h"
@@ -81,11 +82,11 @@ absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::FromTokenizerConfig(
   if (!file) return absl::NotFoundError("cannot open " + path.string());
   std::ostringstream contents;
   contents << file.rdbuf();
-  const nlohmann::json config = nlohmann::json::parse(contents.str(), /*cb=*/nullptr,
-                                                      /*allow_exceptions=*/false);
-  if (config.is_discarded() || !config.is_object()) {
+  const absl::StatusOr<nlohmann::json> json = ParseBoundedJson(contents.str(), path.string());
+  if (!json.ok() || !json->is_object()) {
     return absl::InvalidArgumentError(path.string() + " is not a JSON object");
   }
+  const nlohmann::json& config = *json;
   KVD_JINJA_ASSIGN_OR_RETURN(std::string source, TemplateSource(config, path.string()));
   absl::StatusOr<std::unique_ptr<ChatTemplate>> parsed =
       Parse(source, TokenText(config, "bos_token"), TokenText(config, "eos_token"));

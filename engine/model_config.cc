@@ -1,10 +1,13 @@
 #include "engine/model_config.h"
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine {
@@ -21,10 +24,9 @@ absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
 }
 
 absl::StatusOr<Json> ParseJsonObject(std::string_view text, const std::string& source) {
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded())
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON"));
-  if (!json.is_object()) {
+  absl::StatusOr<Json> json = ParseBoundedJson<Json>(text, source);
+  if (!json.ok()) return json.status();
+  if (!json->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a JSON object"));
   }
   return json;
@@ -56,7 +58,11 @@ absl::Status ReadFloat(const Json& json, const std::string& source, const char* 
   if (!it->is_number()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": \"", key, "\" must be a number"));
   }
-  out = it->get<float>();
+  const double value = it->get<double>();
+  if (!(std::abs(value) <= std::numeric_limits<float>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": \"", key, "\" is out of range"));
+  }
+  out = static_cast<float>(value);
   return absl::OkStatus();
 }
 
@@ -68,7 +74,8 @@ absl::Status ReadTokenIds(const Json& json, const std::string& source, const cha
   std::vector<int32_t> ids;
   const Json values = it->is_array() ? *it : Json::array({*it});
   for (const Json& value : values) {
-    if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+    if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+        value.get<int64_t>() > INT32_MAX) {
       return absl::InvalidArgumentError(
           absl::StrCat(source, ": \"", key, "\" must be a token id or a list of them"));
     }
@@ -130,9 +137,11 @@ absl::Status ModelConfig::Validate() const {
   if (rms_norm_eps <= 0.0f) return invalid("rms_norm_eps must be positive");
   if (rope_theta <= 0.0f) return invalid("rope_theta must be positive");
   if (max_position_embeddings <= 0) return invalid("max_position_embeddings must be positive");
-  if (bos_token_id >= vocab_size) return invalid("bos_token_id is outside the vocabulary");
+  if (bos_token_id < -1 || bos_token_id >= vocab_size) {
+    return invalid("bos_token_id is outside the vocabulary");
+  }
   for (int32_t id : eos_token_ids) {
-    if (id >= vocab_size) return invalid("eos_token_id is outside the vocabulary");
+    if (id < 0 || id >= vocab_size) return invalid("eos_token_id is outside the vocabulary");
   }
   return absl::OkStatus();
 }

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine {
@@ -80,13 +81,17 @@ absl::Status SafetensorsFile::ParseHeader() {
                                                    " header bytes but the file has ", size_));
   }
   const std::string_view header_text(reinterpret_cast<const char*>(bytes + 8), header_bytes);
-  const Json header = Json::parse(header_text, nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) {
+  const absl::StatusOr<Json> parsed_header = ParseBoundedJson<Json>(header_text, "the header");
+  if (!parsed_header.ok() || !parsed_header->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": bad header: not a JSON object"));
   }
+  const Json& header = *parsed_header;
   const unsigned char* data_start = bytes + 8 + header_bytes;
   const size_t data_size = size_ - 8 - header_bytes;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda below.
+    const std::string& name = item.key();
+    const Json& entry = item.value();
     if (name == "__metadata__") continue;
     auto bad = [&](const std::string& what) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": tensor '", name, "': ", what));
@@ -104,8 +109,16 @@ absl::Status SafetensorsFile::ParseHeader() {
     uint64_t elements = 1;
     for (const Json& dim : entry["shape"]) {
       if (!dim.is_number_unsigned()) return bad("shape must hold non-negative integers");
-      info.shape.push_back(dim.get<int64_t>());
-      elements *= dim.get<uint64_t>();
+      const uint64_t size = dim.get<uint64_t>();
+      // A wrapped product would let a huge shape match a small (or empty) extent.
+      if (size > static_cast<uint64_t>(INT64_MAX) || (size != 0 && elements > UINT64_MAX / size)) {
+        return bad(absl::StrCat("shape ", entry["shape"].dump(), " is too large"));
+      }
+      info.shape.push_back(static_cast<int64_t>(size));
+      elements *= size;
+    }
+    if (elements > UINT64_MAX / element_bytes) {
+      return bad(absl::StrCat("shape ", entry["shape"].dump(), " is too large"));
     }
     const Json& offsets = entry["data_offsets"];
     if (!offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
@@ -141,9 +154,9 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(
     std::ifstream in(index_path);
     std::ostringstream text;
     text << in.rdbuf();
-    const Json index = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-    if (index.is_discarded() || !index.is_object() || !index.contains("weight_map") ||
-        !index["weight_map"].is_object()) {
+    const absl::StatusOr<Json> parsed_index = ParseBoundedJson<Json>(text.str(), "the index");
+    const Json index = parsed_index.ok() ? *parsed_index : Json();
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       return absl::InvalidArgumentError(
           absl::StrCat(index_path.string(), ": not a safetensors index (no \"weight_map\")"));
     }

@@ -1,8 +1,10 @@
 #include "cache_store/store/document_meta.h"
 
+#include <cstdint>
 #include <exception>
 
 #include "absl/strings/str_cat.h"
+#include "engine/bounded_json.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -14,9 +16,24 @@ nlohmann::json TimeToJson(absl::Time time) {
   return absl::ToUnixMicros(time);
 }
 
-absl::Time TimeFromJson(const nlohmann::json& value) {
-  if (value.is_null()) return absl::InfiniteFuture();
-  return absl::FromUnixMicros(value.get<int64_t>());
+// An integer member of `json`, refused unless stored as an int64: get<int64_t>() would truncate
+// a float, and convert one out of range (1e300) with undefined behaviour.
+absl::StatusOr<int64_t> IntegerAt(const nlohmann::json& json, const char* key) {
+  const nlohmann::json& value = json.at(key);
+  if (!value.is_number_integer() ||
+      (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t{INT64_MAX})) {
+    return absl::DataLossError(
+        absl::StrCat("stored document meta has a ", key, " that is not an int64"));
+  }
+  return value.get<int64_t>();
+}
+
+// A time member: null for InfiniteFuture, else Unix microseconds.
+absl::StatusOr<absl::Time> TimeAt(const nlohmann::json& json, const char* key) {
+  if (json.at(key).is_null()) return absl::InfiniteFuture();
+  absl::StatusOr<int64_t> micros = IntegerAt(json, key);
+  if (!micros.ok()) return micros.status();
+  return absl::FromUnixMicros(*micros);
 }
 
 absl::StatusOr<DocumentStatus> StatusFromName(const std::string& name) {
@@ -79,11 +96,14 @@ std::string EncodeMeta(const DocumentMeta& meta) {
 absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
   // nlohmann::json throws on malformed input or a wrong type; contain it here.
   try {
-    const nlohmann::json json = nlohmann::json::parse(bytes);
-    const int format = json.at("format").get<int>();
-    if (format != kMetaFormatVersion) {
+    absl::StatusOr<nlohmann::json> parsed = engine::ParseBoundedJson(bytes, "stored document meta");
+    if (!parsed.ok()) return absl::DataLossError(parsed.status().message());
+    const nlohmann::json& json = *parsed;
+    const absl::StatusOr<int64_t> format = IntegerAt(json, "format");
+    if (!format.ok()) return format.status();
+    if (*format != kMetaFormatVersion) {
       return absl::DataLossError(
-          absl::StrCat("stored document meta has unsupported format version ", format));
+          absl::StrCat("stored document meta has unsupported format version ", *format));
     }
     DocumentMeta meta;
     meta.id = json.at("id").get<std::string>();
@@ -92,11 +112,20 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     if (!status.ok()) return status.status();
     meta.status = *status;
     meta.failure_reason = json.at("failure_reason").get<std::string>();
-    meta.created = TimeFromJson(json.at("created_us"));
-    meta.expires = TimeFromJson(json.at("expires_us"));
-    meta.token_count = json.at("token_count").get<int64_t>();
-    meta.kept_entries = json.at("kept_entries").get<int64_t>();
-    meta.stored_bytes = json.at("stored_bytes").get<int64_t>();
+    const absl::StatusOr<absl::Time> created = TimeAt(json, "created_us");
+    const absl::StatusOr<absl::Time> expires = TimeAt(json, "expires_us");
+    const absl::StatusOr<int64_t> token_count = IntegerAt(json, "token_count");
+    const absl::StatusOr<int64_t> kept_entries = IntegerAt(json, "kept_entries");
+    const absl::StatusOr<int64_t> stored_bytes = IntegerAt(json, "stored_bytes");
+    for (const absl::Status& number : {created.status(), expires.status(), token_count.status(),
+                                       kept_entries.status(), stored_bytes.status()}) {
+      if (!number.ok()) return number;
+    }
+    meta.created = *created;
+    meta.expires = *expires;
+    meta.token_count = *token_count;
+    meta.kept_entries = *kept_entries;
+    meta.stored_bytes = *stored_bytes;
     meta.method = json.at("method").get<std::string>();
     meta.ratio = json.at("ratio").get<double>();
     meta.keep_full = json.value("keep_full", false);  // absent in metas written before it

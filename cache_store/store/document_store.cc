@@ -44,7 +44,7 @@ absl::Status DocumentNotFound(const std::string& id) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DocumentStore>> DocumentStore::Open(
-    const std::filesystem::path& dir) {
+    const std::filesystem::path& dir, const DocumentStoreOptions& store_options) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {
@@ -54,6 +54,7 @@ absl::StatusOr<std::unique_ptr<DocumentStore>> DocumentStore::Open(
   rocksdb::DBOptions options;
   options.create_if_missing = true;
   options.create_missing_column_families = true;
+  if (store_options.env != nullptr) options.env = store_options.env;
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
       {internal::kMetaFamily, rocksdb::ColumnFamilyOptions()},
@@ -65,8 +66,8 @@ absl::StatusOr<std::unique_ptr<DocumentStore>> DocumentStore::Open(
   if (!status.ok()) {
     return FromRocks(status, absl::StrCat("cannot open document store ", dir.string()));
   }
-  return std::unique_ptr<DocumentStore>(
-      new DocumentStore(std::unique_ptr<rocksdb::DB>(db), std::move(handles)));
+  return std::unique_ptr<DocumentStore>(new DocumentStore(
+      std::unique_ptr<rocksdb::DB>(db), std::move(handles), store_options.sync_writes));
 }
 
 namespace {
@@ -93,14 +94,24 @@ std::string DocumentStore::ReplicaOfDocumentId(const std::string& id) {
 }
 
 DocumentStore::DocumentStore(std::unique_ptr<rocksdb::DB> db,
-                             std::vector<rocksdb::ColumnFamilyHandle*> handles)
-    : db_(std::move(db)), handles_(std::move(handles)), meta_(handles_[1]), kv_(handles_[2]) {}
+                             std::vector<rocksdb::ColumnFamilyHandle*> handles, bool sync_writes)
+    : db_(std::move(db)),
+      handles_(std::move(handles)),
+      meta_(handles_[1]),
+      kv_(handles_[2]),
+      sync_writes_(sync_writes) {}
 
 DocumentStore::~DocumentStore() {
   for (rocksdb::ColumnFamilyHandle* handle : handles_) {
     db_->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
   }
   db_->Close().PermitUncheckedError();
+}
+
+absl::Status DocumentStore::Write(rocksdb::WriteBatch& batch, const std::string& what) {
+  rocksdb::WriteOptions options;
+  options.sync = sync_writes_;
+  return FromRocks(db_->Write(options, &batch), what);
 }
 
 absl::Status DocumentStore::Put(DocumentMeta meta, const DocumentPayload& payload) {
@@ -113,8 +124,9 @@ absl::Status DocumentStore::Put(DocumentMeta meta, const DocumentPayload& payloa
   rocksdb::WriteBatch batch;
   rocksdb::Status status = batch.Put(kv_, key, *bytes);
   if (status.ok()) status = batch.Put(meta_, key, EncodeMeta(meta));
-  if (status.ok()) status = db_->Write(rocksdb::WriteOptions(), &batch);
-  return FromRocks(status, absl::StrCat("cannot write document ", meta.id));
+  const std::string what = absl::StrCat("cannot write document ", meta.id);
+  if (!status.ok()) return FromRocks(status, what);
+  return Write(batch, what);
 }
 
 absl::Status DocumentStore::PutMeta(const DocumentMeta& meta) {
@@ -123,8 +135,9 @@ absl::Status DocumentStore::PutMeta(const DocumentMeta& meta) {
   rocksdb::WriteBatch batch;
   rocksdb::Status status = batch.Delete(kv_, key);
   if (status.ok()) status = batch.Put(meta_, key, EncodeMeta(meta));
-  if (status.ok()) status = db_->Write(rocksdb::WriteOptions(), &batch);
-  return FromRocks(status, absl::StrCat("cannot write document ", meta.id));
+  const std::string what = absl::StrCat("cannot write document ", meta.id);
+  if (!status.ok()) return FromRocks(status, what);
+  return Write(batch, what);
 }
 
 absl::StatusOr<DocumentMeta> DocumentStore::GetMeta(const std::string& tenant,
@@ -210,8 +223,9 @@ absl::Status DocumentStore::Delete(const std::string& tenant, const std::string&
   rocksdb::WriteBatch batch;
   status = batch.Delete(meta_, key);
   if (status.ok()) status = batch.Delete(kv_, key);
-  if (status.ok()) status = db_->Write(rocksdb::WriteOptions(), &batch);
-  return FromRocks(status, absl::StrCat("cannot delete document ", id));
+  const std::string what = absl::StrCat("cannot delete document ", id);
+  if (!status.ok()) return FromRocks(status, what);
+  return Write(batch, what);
 }
 
 absl::StatusOr<int64_t> DocumentStore::DeleteExpired(absl::Time now) {
@@ -231,9 +245,9 @@ absl::StatusOr<int64_t> DocumentStore::DeleteExpired(absl::Time now) {
     if (!it->status().ok()) return FromRocks(it->status(), "cannot scan for expired documents");
   }
   if (count == 0) return count;
-  absl::Status status =
-      FromRocks(db_->Write(rocksdb::WriteOptions(), &batch), "cannot delete expired documents");
-  if (!status.ok()) return status;
+  if (absl::Status status = Write(batch, "cannot delete expired documents"); !status.ok()) {
+    return status;
+  }
   return count;
 }
 

@@ -3,6 +3,9 @@
 //
 // Thread-safety: every method may be called from any thread concurrently; RocksDB serialises
 // writes and reads see consistent snapshots. The store holds no other mutable state.
+//
+// Durability: a write returns once it is in RocksDB's write-ahead log, synced to disk unless
+// DocumentStoreOptions::sync_writes is off; a batch is recovered whole or not at all.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +24,22 @@
 namespace rocksdb {
 class ColumnFamilyHandle;
 class DB;
+class Env;
+class WriteBatch;
 }  // namespace rocksdb
 
 namespace kvd::cache_store {
+
+struct DocumentStoreOptions {
+  // Sync the write-ahead log to disk before a write returns, so that what the store
+  // acknowledged survives an OS crash or power loss; without it, only a process crash
+  // (the OS still holds the log). Costs one fsync per write (docs/benchmarks.md). Default true.
+  bool sync_writes = true;
+  // The RocksDB environment the store's files go through; borrowed, must outlive the store.
+  // nullptr: RocksDB's default (the local file system). Tests pass one that simulates power
+  // loss. Default nullptr.
+  rocksdb::Env* env = nullptr;
+};
 
 // One page of a tenant's documents, in id order.
 struct DocumentPage {
@@ -36,7 +52,7 @@ class DocumentStore {
   // Opens the store in `dir`, creating the directory and column families `meta` and `kv` as
   // needed. Unavailable (or RocksDB's code) when the directory is locked by another process.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentStore>> Open(
-      const std::filesystem::path& dir);
+      const std::filesystem::path& dir, const DocumentStoreOptions& options = {});
 
   // A fresh document id: "doc-", the replica's name and "-" when it has one, then 128 random
   // bits from OpenSSL's CSPRNG in URL-safe base64 without padding (22 characters). Internal
@@ -81,17 +97,21 @@ class DocumentStore {
   // counted in the result), in key order, from one snapshot.
   [[nodiscard]] absl::StatusOr<int64_t> ForEachMeta(
       const std::function<void(const DocumentMeta&)>& visit) const;
-  // Writes everything in memory to disk (the write-ahead log already makes writes durable;
-  // this shortens recovery after a clean stop).
+  // Writes everything in memory to disk (the write-ahead log already makes writes durable,
+  // against an OS crash too with sync_writes; this shortens recovery after a clean stop).
   [[nodiscard]] absl::Status Flush();
 
  private:
-  DocumentStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles);
+  DocumentStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
+                bool sync_writes);
+  // Every write: meta and payload batches, deletes, expiry sweeps.
+  [[nodiscard]] absl::Status Write(rocksdb::WriteBatch& batch, const std::string& what);
 
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; default, meta, kv
   rocksdb::ColumnFamilyHandle* meta_;
   rocksdb::ColumnFamilyHandle* kv_;
+  const bool sync_writes_;
 };
 
 }  // namespace kvd::cache_store

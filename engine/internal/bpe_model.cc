@@ -91,7 +91,10 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(BpeModelConfig config
 
   model->merges_.reserve(config.merges.size());
   for (size_t rank = 0; rank < config.merges.size(); ++rank) {
-    const auto& [left, right] = config.merges[rank];
+    // Named references, not a structured binding: clang before 16 cannot capture one in the
+    // lambda below.
+    const std::string& left = config.merges[rank].first;
+    const std::string& right = config.merges[rank].second;
     const std::optional<int32_t> left_id = model->SymbolToId(left);
     const std::optional<int32_t> right_id = model->SymbolToId(right);
     const std::optional<int32_t> merged_id = model->SymbolToId(absl::StrCat(left, right));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "engine/internal/pipeline_json.h"
 #include "engine/internal/tokenizer_json_reader.h"
+#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine::internal {
@@ -208,13 +209,9 @@ absl::StatusOr<TokenizerSpec> Parse(const JsonReader& r, const Json& root) {
 absl::StatusOr<TokenizerSpec> ParseTokenizerJson(std::string_view json,
                                                  std::string_view source_name) {
   const JsonReader reader(source_name);
-  Json root;
-  try {
-    root = Json::parse(json);
-  } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(std::string(source_name), ": not valid JSON: ", e.what()));
-  }
+  absl::StatusOr<Json> parsed = ParseBoundedJson<Json>(json, std::string(source_name));
+  if (!parsed.ok()) return parsed.status();
+  const Json root = *std::move(parsed);
   // The reader checks types before every access, but a library that throws is wrapped at the
   // call site all the same.
   try {

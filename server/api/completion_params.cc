@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "server/api/chat_system_prefix.h"
 #include "server/api/keepkv_request.h"
+#include "server/api/openai_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -231,7 +232,7 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
   }
   std::string text;
   for (const json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+    if (!StringFieldIs(part, "type", "text") || !part.contains("text") ||
         !part["text"].is_string()) {
       return Invalid(param, absl::StrCat("'", param,
                                          "' supports only parts of type \"text\" with a string "
@@ -451,7 +452,7 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind, int32_t n) {
     return Invalid("tool_choice", "'tool_choice' other than \"none\" is not supported");
   }
   if (const json* format = fields.Get("response_format");
-      format != nullptr && !(format->is_object() && format->value("type", "") == "text")) {
+      format != nullptr && !StringFieldIs(*format, "type", "text")) {
     return Invalid("response_format",
                    "'response_format' other than {\"type\": \"text\"} is "
                    "not supported");

@@ -1,5 +1,8 @@
 #include "server/api/openai_json.h"
 
+#include "absl/strings/match.h"
+#include "engine/bounded_json.h"
+
 namespace kvd::server {
 namespace {
 
@@ -28,14 +31,21 @@ json UsageJson(const scheduler::Usage& usage) {
   return result;
 }
 
+bool StringFieldIs(const json& value, std::string_view key, std::string_view expected) {
+  if (!value.is_object()) return false;
+  const auto it = value.find(std::string(key));
+  return it != value.end() && it->is_string() && it->get_ref<const std::string&>() == expected;
+}
+
 absl::StatusOr<json> ParseJsonObjectBody(std::string_view body) {
-  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
+  absl::StatusOr<json> parsed = engine::ParseBoundedJson(body, "the request body");
+  if (!parsed.ok()) {
+    if (absl::StrContains(parsed.status().message(), "deeper")) return parsed.status();
     return absl::InvalidArgumentError(
         "the request body is not valid JSON; send a JSON object with Content-Type: "
         "application/json");
   }
-  if (!parsed.is_object()) {
+  if (!parsed->is_object()) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
   return parsed;

@@ -18,7 +18,12 @@ namespace kvd::server {
 // when a stored document supplied some of the prompt.
 nlohmann::json UsageJson(const scheduler::Usage& usage);
 
-// A request body that must be a JSON object; InvalidArgument otherwise.
+// Whether `value` is an object whose `key` holds the string `expected` (never throws, whatever
+// the value's shape).
+bool StringFieldIs(const nlohmann::json& value, std::string_view key, std::string_view expected);
+
+// A request body that must be a JSON object nested no deeper than engine::kMaxJsonDepth;
+// InvalidArgument otherwise.
 [[nodiscard]] absl::StatusOr<nlohmann::json> ParseJsonObjectBody(std::string_view body);
 
 // Completions `logprobs` for `tokens` whose text starts at `text_offset` in the choice's text.

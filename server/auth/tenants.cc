@@ -11,13 +11,39 @@
 namespace kvd::server {
 namespace {
 
-absl::Status Refuse(const std::string& tenant, std::string_view what, absl::Duration wait) {
+// One of a tenant's per-minute buckets, as its refusals name it.
+struct RateLimit {
+  std::string_view name;    // "tokens-per-minute"
+  std::string_view key;     // its key in the tenant's config
+  std::string_view unit;    // what a request is charged in
+  std::string_view remedy;  // how a request over the whole limit can fit
+};
+
+constexpr RateLimit kTokenLimit{"tokens-per-minute", "tokens_per_minute", "tokens",
+                                "send a shorter prompt or a lower max_tokens (charged for each "
+                                "of the n completions)"};
+constexpr RateLimit kRequestLimit{"requests-per-minute", "requests_per_minute", "requests",
+                                  "send fewer at once"};
+
+// A bucket's refusal of `amount`: 429 with Retry-After when waiting admits the request; 400
+// when the request alone needs more than the bucket ever holds, so that no retry can succeed.
+absl::Status Refuse(const std::string& tenant, const RateLimit& limit, int64_t amount,
+                    const TokenBucket& bucket, absl::Duration wait) {
+  if (wait == absl::InfiniteDuration()) {
+    return WithErrorCode(absl::InvalidArgumentError(absl::StrCat(
+                             "this request is charged ", amount, " ", std::string(limit.unit),
+                             ", more than tenant '", tenant, "' may use in a minute (",
+                             std::string(limit.key), ": ", static_cast<int64_t>(bucket.capacity()),
+                             "), so it can never be admitted; ", std::string(limit.remedy))),
+                         "request_exceeds_limit");
+  }
   const int seconds = std::max(1, static_cast<int>(std::ceil(absl::ToDoubleSeconds(wait))));
-  return WithRetryAfter(WithErrorCode(absl::ResourceExhaustedError(absl::StrCat(
-                                          "tenant '", tenant, "' is over its ", std::string(what),
-                                          " limit; retry after ", seconds, " s")),
-                                      "rate_limit_exceeded"),
-                        seconds);
+  return WithRetryAfter(
+      WithErrorCode(absl::ResourceExhaustedError(
+                        absl::StrCat("tenant '", tenant, "' is over its ", std::string(limit.name),
+                                     " limit; retry after ", seconds, " s")),
+                    "rate_limit_exceeded"),
+      seconds);
 }
 
 }  // namespace
@@ -103,11 +129,11 @@ absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refu
   TokenBucket tokens_probe = tokens_bucket_;
   if (auto wait = tokens_probe.TryTake(static_cast<double>(tokens), now)) {
     refusal = Refusal::kTokenRate;
-    return Refuse(id_, "tokens-per-minute", *wait);
+    return Refuse(id_, kTokenLimit, tokens, tokens_bucket_, *wait);
   }
   if (auto wait = requests_bucket_.TryTake(1.0, now)) {
     refusal = Refusal::kRequestRate;
-    return Refuse(id_, "requests-per-minute", *wait);
+    return Refuse(id_, kRequestLimit, 1, requests_bucket_, *wait);
   }
   tokens_bucket_ = tokens_probe;
   ++concurrent_;

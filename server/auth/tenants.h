@@ -61,7 +61,9 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
 
   // Takes a concurrent slot, one request and `tokens` (prompt plus max_tokens) from the
   // tenant's limits, or refuses with ResourceExhausted carrying Retry-After; `refusal` says
-  // which limit.
+  // which limit. A request charged more than a per-minute limit holds at all (`tokens` over
+  // tokens_per_minute) would never be admitted: InvalidArgument with code
+  // request_exceeds_limit, naming the limit, and refusal kTokenRate.
   absl::StatusOr<std::unique_ptr<TenantPermit>> Admit(int64_t tokens, Refusal& refusal);
 
  private:

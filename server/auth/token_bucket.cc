@@ -16,7 +16,7 @@ void TokenBucket::Refill(absl::Time now) {
 
 std::optional<absl::Duration> TokenBucket::TryTake(double amount, absl::Time now) {
   if (capacity_ <= 0.0) return std::nullopt;
-  if (amount > capacity_) return absl::Minutes(1);
+  if (amount > capacity_) return absl::InfiniteDuration();
   Refill(now);
   if (level_ >= amount) {
     level_ -= amount;

@@ -14,8 +14,11 @@ class TokenBucket {
   TokenBucket(double per_minute, absl::Time now);
 
   // Takes `amount` if the bucket holds it at `now`; otherwise takes nothing and returns how
-  // long until it would. An amount beyond the capacity can never be taken: returns a minute.
+  // long until it would: absl::InfiniteDuration() for an amount beyond the capacity, which
+  // no wait makes the bucket hold.
   std::optional<absl::Duration> TryTake(double amount, absl::Time now);
+  // Units per minute and the most the bucket holds; 0 means unlimited.
+  double capacity() const { return capacity_; }
   // Returns unused units (up to the capacity).
   void Refund(double amount, absl::Time now);
   // Changes the rate (and capacity), keeping what the bucket holds up to the new capacity; a

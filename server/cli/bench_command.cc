@@ -1,16 +1,21 @@
 #include "server/cli/bench_command.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
 #include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
+#include "bench/store_write_bench.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
+#include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
@@ -31,6 +36,9 @@ struct BenchOptions {
   bench::KeepKvBenchOptions keepkv_options;
   bool sampling = false;
   bench::SamplingBenchOptions sampling_options;
+  bool store_writes = false;
+  std::string store_dir = std::filesystem::temp_directory_path().string();
+  bench::StoreWriteBenchOptions store_options;
 };
 
 void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
@@ -152,7 +160,34 @@ absl::Status RunSamplingBench(const BenchOptions& options, kernels::Backend& bac
   return absl::OkStatus();
 }
 
+absl::Status RunStoreWriteBench(const BenchOptions& options) {
+  auto model = engine::LoadModelConfig(options.model_dir);
+  if (!model.ok()) return model.status();
+  bench::StoreWriteBenchOptions bench_options = options.store_options;
+  bench_options.dir = std::filesystem::path(options.store_dir) /
+                      absl::StrCat("kvd_store_bench_", static_cast<int64_t>(getpid()));
+  bench_options.seed = options.throughput.seed;
+  auto rows = bench::MeasureStoreWrites(*model, bench_options);
+  if (!rows.ok()) return rows.status();
+  std::printf(
+      "model %s (geometry only), store writes of one upload (processing meta, then meta and "
+      "payload), kept ratio %.2f, %d uploads per round, median of %d interleaved rounds, in %s\n",
+      options.model_dir.c_str(), bench_options.ratio, bench_options.uploads, bench_options.rounds,
+      options.store_dir.c_str());
+  std::printf(
+      "| document tokens | payload bytes | sync_writes | upload ms (median) | upload ms (p90) | "
+      "uploads/s | MB/s |\n|---:|---:|---|---:|---:|---:|---:|\n");
+  for (const auto& row : *rows) {
+    std::printf("| %d | %lld | %s | %.3f | %.3f | %.1f | %.1f |\n", row.document_tokens,
+                static_cast<long long>(row.payload_bytes), row.sync_writes ? "true" : "false",
+                row.median_upload_ms, row.p90_upload_ms, row.uploads_per_second,
+                row.megabytes_per_second);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunBench(const BenchOptions& options) {
+  if (options.store_writes) return RunStoreWriteBench(options);
   auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
   if (!backend.ok()) return backend.status();
   if (options.sampling) return RunSamplingBench(options, **backend);
@@ -250,6 +285,31 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--zipf", options->sampling_options.zipf_exponent,
                    "Exponent of the logits' Zipf shape (larger: more peaked), with --sampling")
+      ->capture_default_str();
+  command
+      ->add_flag("--store-writes", options->store_writes,
+                 "Measure the document store's writes of an upload with sync_writes on and off "
+                 "(the model's geometry only; no model is loaded)")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"))
+      ->excludes(command->get_option("--keepkv"))
+      ->excludes(command->get_option("--sampling"));
+  command
+      ->add_option("--store-dir", options->store_dir,
+                   "Directory on the disk to measure, with --store-writes")
+      ->capture_default_str();
+  command
+      ->add_option("--store-tokens", options->store_options.document_tokens,
+                   "Document lengths in tokens, with --store-writes")
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--store-uploads", options->store_options.uploads,
+                   "Uploads per round, with --store-writes")
+      ->capture_default_str();
+  command
+      ->add_option("--store-rounds", options->store_options.rounds,
+                   "Rounds per setting, with --store-writes")
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
 }

@@ -1,5 +1,7 @@
 #include "server/cli/serve_command.h"
 
+#include <sys/resource.h>
+
 #include <csignal>
 #include <filesystem>
 #include <memory>
@@ -67,12 +69,34 @@ HttpServerOptions HttpOptions(const ListenConfig& listen) {
   options.host = listen.host;
   options.port = static_cast<uint16_t>(listen.port);
   options.io_threads = listen.io_threads;
-  options.max_body_bytes = listen.max_body_bytes;
-  options.max_header_bytes = listen.max_header_bytes;
+  options.limits = {.max_header_bytes = listen.max_header_bytes,
+                    .max_body_bytes = listen.max_body_bytes};
+  options.max_connections = listen.max_connections;
+  options.max_connections_per_client = listen.max_connections_per_client;
   options.read_timeout = absl::Seconds(listen.read_timeout_seconds);
   options.idle_timeout = absl::Seconds(listen.idle_timeout_seconds);
   options.keepalive_interval = absl::Seconds(listen.keepalive_interval_seconds);
   return options;
+}
+
+// Raises the soft limit on open files to the hard one, as a server holding many connections
+// needs (the soft default is often 1024), and warns when it cannot hold the configured number
+// of connections plus what the store and the model take.
+void RaiseFileLimit(const ListenConfig& listen) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  constexpr rlim_t kReserved = 256;  // RocksDB's files, the checkpoint, gRPC, logs
+  if (listen.max_connections > 0 &&
+      limit.rlim_cur < static_cast<rlim_t>(listen.max_connections) + kReserved) {
+    spdlog::warn("open-file limit {} may not hold server.max_connections {} plus {} in reserve; "
+                 "past it new connections wait",
+                 static_cast<uint64_t>(limit.rlim_cur), listen.max_connections, kReserved);
+  }
 }
 
 // SIGHUP: the tenants of the configuration file replace the running ones, with the file's
@@ -90,9 +114,19 @@ void ReloadTenants(const ServeFlags& flags, TenantDirectory& tenants) {
     return;
   }
   const auto previous = tenants.current();
+  if (previous->authentication_enabled() && config->tenants.empty() && config->auth != "disabled") {
+    spdlog::error(
+        "SIGHUP: keeping the running tenants: the file lists no tenants, which would turn "
+        "authentication off; write `auth: disabled` to mean that");
+    return;
+  }
   tenants.Replace(std::make_shared<TenantRegistry>(config->tenants, scheduler::Clock::System(),
                                                    previous.get(), config->keepkv));
-  spdlog::info("SIGHUP: {} tenants loaded", config->tenants.size());
+  if (config->tenants.empty()) {
+    spdlog::warn("SIGHUP: no tenants loaded; authentication is off (auth: {})", config->auth);
+  } else {
+    spdlog::info("SIGHUP: {} tenants loaded", config->tenants.size());
+  }
 }
 
 // SIGTERM or SIGINT: /ready and new requests answer 503 at once; replies in flight get up to
@@ -119,6 +153,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   auto config = ResolveConfig(flags);
   if (!config.ok()) return config.status();
   if (auto status = ConfigureLogging(config->logging); !status.ok()) return status;
+  RaiseFileLimit(config->server);
 
   auto backend = kernels::CreateBackend(
       config->model.backend, {.num_threads = config->model.threads,
@@ -165,12 +200,11 @@ absl::Status RunServe(const ServeFlags& flags) {
   }
   std::unique_ptr<DocumentService> documents;
   if (config->documents.enabled) {
-    auto opened = DocumentService::Open(config->documents, config->store.data_dir,
+    auto opened = DocumentService::Open(config->documents, config->store,
                                         {.scheduler = scheduler->get(),
                                          .model = context.model,
                                          .model_dir = config->model.path,
-                                         .kv_dtype = "f32",
-                                         .replica = config->store.replica});
+                                         .kv_dtype = "f32"});
     if (!opened.ok()) return opened.status();
     documents = *std::move(opened);
     context.documents = documents.get();
@@ -189,7 +223,8 @@ absl::Status RunServe(const ServeFlags& flags) {
   if (config->server.grpc_port != 0) {
     auto started = GrpcServer::Start({.host = config->server.host,
                                       .port = config->server.grpc_port,
-                                      .max_message_bytes = config->server.max_body_bytes},
+                                      .max_message_bytes = config->server.max_body_bytes,
+                                      .max_metadata_bytes = config->server.max_header_bytes},
                                      context);
     if (!started.ok()) return started.status();
     grpc = *std::move(started);

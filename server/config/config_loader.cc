@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/config/api_key.h"
 #include "server/config/yaml_reader.h"
+#include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
 
 namespace kvd::server {
@@ -30,6 +31,8 @@ void ReadListen(YamlDocument& document, const YAML::Node& node, ListenConfig& c)
   r.Read("io_threads", &c.io_threads);
   r.ReadByteSize("max_body_bytes", &c.max_body_bytes);
   r.ReadByteSize("max_header_bytes", &c.max_header_bytes);
+  r.Read("max_connections", &c.max_connections);
+  r.Read("max_connections_per_client", &c.max_connections_per_client);
   r.Read("read_timeout_seconds", &c.read_timeout_seconds);
   r.Read("idle_timeout_seconds", &c.idle_timeout_seconds);
   r.Read("keepalive_interval_seconds", &c.keepalive_interval_seconds);
@@ -155,6 +158,7 @@ void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
       c.replica = value;
     }
   }
+  r.Read("sync_writes", &c.sync_writes);
   r.Finish();
 }
 
@@ -169,6 +173,7 @@ void ReadDocuments(YamlDocument& document, const YAML::Node& node, DocumentsConf
   r.ReadByteSize("memory_tier_bytes", &c.memory_tier_bytes);
   r.Read("default_ttl_seconds", &c.default_ttl_seconds);
   r.Read("expiry_sweep_seconds", &c.expiry_sweep_seconds);
+  r.Read("failed_retention_seconds", &c.failed_retention_seconds);
   r.Read("max_documents_per_tenant", &c.max_documents_per_tenant);
   r.ReadByteSize("max_stored_bytes_per_tenant", &c.max_stored_bytes_per_tenant);
   r.Finish();
@@ -193,6 +198,7 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("server")) ReadListen(document, *section, config.server);
   if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
   if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
+  r.Read("auth", &config.auth);
   std::vector<std::optional<YAML::Node>> tenant_keepkv;
   if (auto list = r.Find("tenants")) {
     const std::vector<YAML::Node> elements = document.Elements(*list, "tenants");
@@ -217,6 +223,25 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   r.Finish();
 }
 
+// The start of each document of a stream, and nothing else.
+class DocumentStarts final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> marks;
+};
+
 std::string Location(const std::string& source, const YAML::Mark& mark) {
   return mark.line >= 0 ? absl::StrCat(source, ":", mark.line + 1) : source;
 }
@@ -226,23 +251,36 @@ std::string Location(const std::string& source, const YAML::Mark& mark) {
 absl::StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml,
                                                std::string_view source_name) {
   const std::string source(source_name);
-  std::vector<YAML::Node> documents;
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(std::string(yaml));
+    // The documents are counted first, and only up to three: yaml-cpp 0.7's LoadAll never returns
+    // on a stream that starts with ',' (each document it reads there consumes nothing).
+    std::istringstream stream{std::string(yaml)};
+    YAML::Parser parser(stream);
+    DocumentStarts starts;
+    // A stuck parse starts its documents at one place again and again.
+    while (starts.marks.size() < 3 && parser.HandleNextDocument(starts)) {
+      const size_t count = starts.marks.size();
+      if (count > 1 && starts.marks[count - 1].pos == starts.marks[count - 2].pos) {
+        return absl::InvalidArgumentError(absl::StrCat(Location(source, starts.marks.back()),
+                                                       ": not valid YAML: no document here"));
+      }
+    }
+    if (starts.marks.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Location(source, starts.marks[1]), ": expected one YAML document, found ",
+                       starts.marks.size() > 2 ? "more than 2" : "2"));
+    }
+    root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(Location(source, e.mark), ": not valid YAML: ", e.msg));
-  }
-  if (documents.size() > 1) {
-    return absl::InvalidArgumentError(absl::StrCat(Location(source, documents[1].Mark()),
-                                                   ": expected one YAML document, found ",
-                                                   documents.size()));
   }
 
   ServerConfig config;
   YamlDocument document(source);
   try {
-    ReadServerConfig(document, documents.empty() ? YAML::Node() : documents[0], config);
+    ReadServerConfig(document, root, config);
   } catch (const YAML::Exception& e) {
     // The reader only walks nodes it has checked; this is a backstop, not a path.
     return absl::InvalidArgumentError(

@@ -113,6 +113,14 @@ absl::Status ValidateListen(const ListenConfig& c) {
     return KeyError("server.max_header_bytes",
                     absl::StrCat("must be in [1, 4294967295], got ", c.max_header_bytes));
   }
+  if (auto s = CheckRange("server.max_connections", c.max_connections, 0, 1000000); !s.ok()) {
+    return s;
+  }
+  if (auto s =
+          CheckRange("server.max_connections_per_client", c.max_connections_per_client, 0, 1000000);
+      !s.ok()) {
+    return s;
+  }
   if (auto s = CheckSeconds("server.read_timeout_seconds", c.read_timeout_seconds, false);
       !s.ok()) {
     return s;
@@ -267,6 +275,11 @@ absl::Status ValidateDocuments(const DocumentsConfig& d) {
     return KeyError("documents.expiry_sweep_seconds",
                     absl::StrCat("must be in (0, 86400], got ", d.expiry_sweep_seconds));
   }
+  if (!(d.failed_retention_seconds >= 0.0 && std::isfinite(d.failed_retention_seconds))) {
+    return KeyError("documents.failed_retention_seconds",
+                    absl::StrCat("must be at least 0 (0: until the next sweep), got ",
+                                 d.failed_retention_seconds));
+  }
   if (d.max_documents_per_tenant < 0) {
     return KeyError(
         "documents.max_documents_per_tenant",
@@ -308,6 +321,13 @@ absl::Status ServerConfig::Validate() const {
   // Before the tenants, which take their omitted keys from it.
   if (auto s = ValidateKeepKv("keepkv", keepkv); !s.ok()) return s;
   if (auto s = ValidateTenants(tenants); !s.ok()) return s;
+  if (auto s = CheckOneOf("auth", auth, {"auto", "required", "disabled"}); !s.ok()) return s;
+  if (auth == "required" && tenants.empty()) {
+    return KeyError("auth", "is \"required\" but `tenants` lists none");
+  }
+  if (auth == "disabled" && !tenants.empty()) {
+    return KeyError("auth", absl::StrCat("is \"disabled\" but `tenants` lists ", tenants.size()));
+  }
   if (store.data_dir.empty()) return KeyError("store.data_dir", "must not be empty");
   if (store.replica.size() > 63 ||
       !std::all_of(store.replica.begin(), store.replica.end(), [](char c) {

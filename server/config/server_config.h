@@ -31,10 +31,17 @@ struct ListenConfig {
   // Largest request head (request line and headers) accepted, in bytes (larger: 431),
   // in [1, 4294967295]. Default 16 KiB.
   size_t max_header_bytes = size_t{16} << 10;
-  // Seconds a client has to send a request's head and body before the connection is closed,
-  // in (0, 86400]. Default 30.
+  // HTTP connections open at once, in [0, 1000000]; one more is answered 503 with Retry-After
+  // and closed. 0: no limit. Default 1024.
+  int64_t max_connections = 1024;
+  // HTTP connections open at once from one client address, in [0, 1000000] (a proxy in front
+  // counts as one client). 0: no limit. Default 256.
+  int64_t max_connections_per_client = 256;
+  // Seconds a client has to send a request's head and body, counted from its first byte; later
+  // the connection gets 408 and is closed. In (0, 86400]. Default 30.
   double read_timeout_seconds = 30.0;
-  // Seconds an idle keep-alive connection stays open, in (0, 86400]. Default 75.
+  // Seconds a connection may wait for the first byte of its next request (a new connection
+  // too) before it is closed, in (0, 86400]. Default 75.
   double idle_timeout_seconds = 75.0;
   // Seconds without an event after which a streaming (SSE) response gets a comment line so that
   // proxies keep it open, in [0, 86400]; 0 sends none. Default 15.
@@ -94,7 +101,8 @@ struct TenantConfig {
   int32_t max_running_sequences = 0;
   // Requests accepted per minute; more are refused (429). 0: unlimited. Default 0.
   int32_t requests_per_minute = 0;
-  // Prompt and completion tokens per minute; requests over it are refused (429). 0: unlimited.
+  // Prompt and completion tokens per minute; requests over it are refused (429), and a request
+  // charged more than all of it, which no wait would admit, is invalid (400). 0: unlimited.
   // Default 0.
   int64_t tokens_per_minute = 0;
   // Documents the tenant may store at once (more: 429); 0 uses
@@ -127,6 +135,10 @@ struct StoreConfig {
   // Name of an environment variable holding the replica's name (a StatefulSet passes the pod
   // name), read at start into `replica` when that is empty. "" reads none. Default "".
   std::string replica_env;
+  // Sync the document store's write-ahead log to disk before a write returns, so an upload
+  // answered ready survives an OS crash or power loss, not only a process crash. Off trades
+  // that for lower upload latency (docs/benchmarks.md). Default true.
+  bool sync_writes = true;
 
   bool operator==(const StoreConfig&) const = default;
 };
@@ -158,6 +170,11 @@ struct DocumentsConfig {
   double default_ttl_seconds = 0.0;
   // Seconds between sweeps that delete expired documents, in (0, 86400]. Default 60.
   double expiry_sweep_seconds = 60.0;
+  // Seconds a failed document (its compression ended in an error, was cut off by a stop, or
+  // was left unfinished by a crash) stays listed with its reason before the expiry sweep
+  // removes it, at least 0 (0: at the next sweep). Failed documents count against no quota.
+  // Default 3600.
+  double failed_retention_seconds = 3600.0;
   // Documents a tenant may store at once (more: 429); 0: unlimited. A tenant's
   // max_documents overrides it. Default 1000.
   int64_t max_documents_per_tenant = 1000;
@@ -193,8 +210,12 @@ struct ServerConfig {
   ListenConfig server;                   // section `server`; not reloadable
   ModelSection model;                    // section `model`; not reloadable
   scheduler::SchedulerConfig scheduler;  // section `scheduler`; not reloadable
-  // Section `tenants`; reloadable on SIGHUP (with `keepkv`, the only reloadable parts). Empty:
-  // requests are not authenticated. Default: none.
+  // Key `auth`: "auto" authenticates requests when `tenants` lists any; "required" insists that
+  // it does; "disabled" insists that it does not. A SIGHUP reload that would turn
+  // authentication off is refused unless the file says "disabled". Reloadable. Default "auto".
+  std::string auth = "auto";
+  // Section `tenants`; reloadable on SIGHUP (with `auth` and `keepkv`, the only reloadable
+  // parts). Empty: requests are not authenticated. Default: none.
   std::vector<TenantConfig> tenants;
   StoreConfig store;          // section `store`; not reloadable
   DocumentsConfig documents;  // section `documents`; not reloadable

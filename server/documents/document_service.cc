@@ -49,7 +49,7 @@ struct DocumentService::Job {
 };
 
 absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
-    const DocumentsConfig& config, const std::filesystem::path& data_dir, Dependencies deps) {
+    const DocumentsConfig& config, const StoreConfig& store_config, Dependencies deps) {
   absl::StatusOr<engine::DocumentRole> role = engine::ParseDocumentRole(config.chat_role);
   if (!role.ok()) return role.status();
   if (deps.model.chat_template == nullptr) {
@@ -73,23 +73,29 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   spdlog::info("documents: model fingerprint {} in {:.3f}s",
                fingerprint->model_digest.substr(0, 16), absl::ToDoubleSeconds(absl::Now() - start));
   absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
-      cache_store::DocumentStore::Open(data_dir / "documents");
+      cache_store::DocumentStore::Open(std::filesystem::path(store_config.data_dir) / "documents",
+                                       {.sync_writes = store_config.sync_writes});
   if (!store.ok()) return store.status();
 
   std::unique_ptr<DocumentService> service(new DocumentService(
-      config, *role, std::move(deps), *std::move(store), *std::move(fingerprint),
-      *std::move(prompts), std::move(template_prefix)));
-  // A document a previous process was compressing will never finish.
+      config, *role, store_config.replica, std::move(deps), *std::move(store),
+      *std::move(fingerprint), *std::move(prompts), std::move(template_prefix)));
+  // A document a previous process was compressing will never finish: it fails, stays
+  // listed for the retention period and counts against no quota.
   std::vector<DocumentMeta> abandoned;
   auto unreadable = service->store_->ForEachMeta([&](const DocumentMeta& meta) {
     if (meta.status == DocumentStatus::kProcessing) abandoned.push_back(meta);
   });
   if (!unreadable.ok()) return unreadable.status();
   if (*unreadable > 0) spdlog::warn("documents: {} stored metas are unreadable", *unreadable);
+  const absl::Time now = absl::Now();
   for (DocumentMeta& meta : abandoned) {
-    meta.status = DocumentStatus::kFailed;
-    meta.failure_reason = "the server stopped before the compression finished";
+    service->MarkFailed(meta, "the server stopped before the compression finished", now);
     if (auto status = service->store_->PutMeta(meta); !status.ok()) return status;
+  }
+  if (!abandoned.empty()) {
+    spdlog::warn("documents: {} compressions a previous process left unfinished marked failed",
+                 abandoned.size());
   }
   if (auto status = service->Recount(); !status.ok()) return status;
   service->worker_ = std::thread([raw = service.get()] { raw->RunWorker(); });
@@ -97,12 +103,13 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
 }
 
 DocumentService::DocumentService(const DocumentsConfig& config, engine::DocumentRole role,
-                                 Dependencies deps,
+                                 std::string replica, Dependencies deps,
                                  std::unique_ptr<cache_store::DocumentStore> store,
                                  CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
                                  std::string template_prefix)
     : config_(config),
       role_(role),
+      replica_(std::move(replica)),
       deps_(std::move(deps)),
       store_(std::move(store)),
       fingerprint_(std::move(fingerprint)),
@@ -135,18 +142,25 @@ cache_store::CacheIdentity DocumentService::Identity(const std::string& method,
 }
 
 absl::Status DocumentService::CheckReplica(const std::string& id) const {
-  if (deps_.replica.empty()) return absl::OkStatus();
+  if (replica_.empty()) return absl::OkStatus();
   const std::string home = cache_store::DocumentStore::ReplicaOfDocumentId(id);
-  if (home.empty() || home == deps_.replica) return absl::OkStatus();
+  if (home.empty() || home == replica_) return absl::OkStatus();
   return WithErrorCode(absl::FailedPreconditionError(absl::StrCat(
-                           "document ", id, " lives on replica ", home, ", not on ", deps_.replica,
+                           "document ", id, " lives on replica ", home, ", not on ", replica_,
                            "; send its requests with the header X-Kvd-Replica: ", home)),
                        "misdirected_request");
+}
+
+void DocumentService::MarkFailed(DocumentMeta& meta, std::string reason, absl::Time now) const {
+  meta.status = DocumentStatus::kFailed;
+  meta.failure_reason = std::move(reason);
+  meta.expires = std::min(meta.expires, now + absl::Seconds(config_.failed_retention_seconds));
 }
 
 absl::Status DocumentService::Recount() {
   std::map<std::string, Usage> usage;
   auto unreadable = store_->ForEachMeta([&](const DocumentMeta& meta) {
+    if (meta.status == DocumentStatus::kFailed) return;
     Usage& tenant = usage[meta.tenant];
     ++tenant.documents;
     tenant.bytes += meta.stored_bytes;
@@ -218,7 +232,7 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
 
   auto job = std::make_shared<Job>();
   DocumentMeta& meta = job->meta;
-  absl::StatusOr<std::string> id = cache_store::DocumentStore::NewDocumentId(deps_.replica);
+  absl::StatusOr<std::string> id = cache_store::DocumentStore::NewDocumentId(replica_);
   if (!id.ok()) return id.status();
   meta.id = *id;
   meta.tenant = tenant;
@@ -394,8 +408,7 @@ void DocumentService::Persist(Job& job) {
     }
   }
   if (!deleted() && !payload.ok()) {
-    meta.status = DocumentStatus::kFailed;
-    meta.failure_reason = std::string(payload.status().message());
+    MarkFailed(meta, std::string(payload.status().message()), absl::Now());
     if (auto status = store_->PutMeta(meta); !status.ok()) {
       spdlog::error("document {}: cannot record its failure: {}", meta.id, status.ToString());
     }
@@ -412,7 +425,10 @@ void DocumentService::Persist(Job& job) {
     kept_ratio_.Observe(meta.ratio);
   } else {
     spdlog::warn("document {} failed: {}", meta.id, meta.failure_reason);
-    usage_[meta.tenant].bytes -= job.reserved_bytes;
+    // A failed document stays listed until its retention passes but no longer counts.
+    Usage& usage = usage_[meta.tenant];
+    --usage.documents;
+    usage.bytes -= job.reserved_bytes;
     ++compressions_failed_;
   }
   job.finished = true;
@@ -456,16 +472,25 @@ absl::Status DocumentService::Delete(const std::string& tenant, const std::strin
   if (auto status = CheckReplica(id); !status.ok()) return status;
   absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
+  bool compressing = false;
   {
     std::lock_guard lock(mu_);
     if (auto it = jobs_.find(JobKey(tenant, id)); it != jobs_.end() && !it->second->finished) {
       it->second->deleted = true;
       it->second->handle.Cancel();
       usage_[tenant].bytes -= it->second->reserved_bytes;
+      compressing = true;
     }
+  }
+  // A compression that ended since the first read has changed the meta and the usage: count
+  // what it left, not what it was.
+  if (!compressing && meta->status == DocumentStatus::kProcessing) {
+    meta = store_->GetMeta(tenant, id);
+    if (!meta.ok()) return meta.status();
   }
   if (auto status = store_->Delete(tenant, id); !status.ok()) return status;
   tier_.Erase(tenant, id);
+  if (!compressing && meta->status == DocumentStatus::kFailed) return absl::OkStatus();
   std::lock_guard lock(mu_);
   Usage& usage = usage_[tenant];
   --usage.documents;

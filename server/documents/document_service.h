@@ -65,13 +65,14 @@ struct ResolvedDocument {
   std::string text;  // the document's own text, for placing it in a chat
 };
 
+// What counts against a tenant's quota: its processing and ready documents.
 struct TenantDocuments {
   int64_t documents = 0;
   int64_t bytes = 0;
 };
 
 struct DocumentStats {
-  int64_t documents = 0;     // stored, every tenant, any status
+  int64_t documents = 0;     // stored, every tenant, processing or ready (not failed)
   int64_t stored_bytes = 0;  // encoded payloads
   std::map<std::string, TenantDocuments> tenants;
   int64_t compressions_running = 0;
@@ -90,23 +91,24 @@ class DocumentService {
     ModelInfo model;
     std::filesystem::path model_dir;
     std::string kv_dtype;  // the dtype KV caches are computed in, part of their identity
-    std::string replica;   // store.replica: carried in new ids; others' ids are misdirected
   };
 
-  // Opens (or creates) the store in `data_dir`/documents, fingerprints the model, marks
-  // documents a previous process left processing as failed, and starts the worker. Errors:
-  // the store's, the fingerprint's, InvalidArgument when the chat template cannot hold a
-  // document in `config.chat_role`.
+  // Opens (or creates) the store in `store.data_dir`/documents (writes synced as
+  // store.sync_writes says), fingerprints the model, marks documents a previous process left
+  // processing as failed, and starts the worker. New ids carry `store.replica`; other
+  // replicas' ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
+  // when the chat template cannot hold a document in `config.chat_role`.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentService>> Open(
-      const DocumentsConfig& config, const std::filesystem::path& data_dir, Dependencies deps);
+      const DocumentsConfig& config, const StoreConfig& store, Dependencies deps);
   ~DocumentService();
   DocumentService(const DocumentService&) = delete;
   DocumentService& operator=(const DocumentService&) = delete;
 
   engine::DocumentRole role() const { return role_; }
   // A tenant's limits: its own max_documents / max_stored_bytes, else the configured defaults.
+  // Processing and ready documents count against them; failed ones do not.
   DocumentQuota QuotaOf(Tenant& tenant) const;
-  const std::string& replica() const { return deps_.replica; }
+  const std::string& replica() const { return replica_; }
   const DocumentsConfig& config() const { return config_; }
 
   using UploadCallback = std::function<void(absl::StatusOr<DocumentView>)>;
@@ -148,9 +150,10 @@ class DocumentService {
  private:
   struct Job;
   using Usage = TenantDocuments;
-  DocumentService(const DocumentsConfig& config, engine::DocumentRole role, Dependencies deps,
-                  std::unique_ptr<cache_store::DocumentStore> store, CacheFingerprint fingerprint,
-                  cache_store::DocumentPrompts prompts, std::string template_prefix);
+  DocumentService(const DocumentsConfig& config, engine::DocumentRole role, std::string replica,
+                  Dependencies deps, std::unique_ptr<cache_store::DocumentStore> store,
+                  CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
+                  std::string template_prefix);
 
   // An upload that waits for its compression to end or its wait to pass.
   struct Waiter {
@@ -173,13 +176,17 @@ class DocumentService {
   // The payload a request is served: the stored one, cut to meta.ratio when keep_full.
   absl::StatusOr<cache_store::DocumentPayload> ServedPayload(
       const cache_store::DocumentMeta& meta, cache_store::DocumentPayload stored) const;
-  // Counts every stored document again (after expiry sweeps and at start).
+  // Marks `meta` failed for `reason`, to be swept documents.failed_retention_seconds after
+  // `now` (or at its own expiry, if sooner).
+  void MarkFailed(cache_store::DocumentMeta& meta, std::string reason, absl::Time now) const;
+  // Counts every stored document that is not failed again (after expiry sweeps and at start).
   absl::Status Recount();
   void RunWorker();
   void Persist(Job& job);
 
   const DocumentsConfig config_;
   const engine::DocumentRole role_;
+  const std::string replica_;  // store.replica
   const Dependencies deps_;
   const std::unique_ptr<cache_store::DocumentStore> store_;
   const CacheFingerprint fingerprint_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 #include "server/api/document_json.h"
 #include "server/documents/document_service.h"
@@ -140,12 +141,13 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
     if (header_.keep_full()) body["keep_full"] = true;
     if (header_.has_ttl_seconds()) body["ttl_seconds"] = header_.ttl_seconds();
     if (!header_.metadata_json().empty()) {
-      json metadata = json::parse(header_.metadata_json(), nullptr, false);
-      if (metadata.is_discarded()) {
-        Fail(WithParam(absl::InvalidArgumentError("metadata_json must be JSON"), "metadata_json"));
+      absl::StatusOr<json> metadata =
+          engine::ParseBoundedJson(header_.metadata_json(), "metadata_json");
+      if (!metadata.ok()) {
+        Fail(WithParam(metadata.status(), "metadata_json"));
         return;
       }
-      body["metadata"] = std::move(metadata);
+      body["metadata"] = *std::move(metadata);
     }
     auto upload = ParseDocumentUpload(body, context_.documents->config());
     if (!upload.ok()) {

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/bounded_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -111,13 +112,15 @@ absl::StatusOr<GenerateBody> GenerateRequestToJson(const v1::GenerateRequest& re
     body["add_generation_prompt"] = request.add_generation_prompt();
   }
   if (!request.chat_template_kwargs_json().empty()) {
-    json kwargs = json::parse(request.chat_template_kwargs_json(), nullptr, false);
-    if (kwargs.is_discarded() || !kwargs.is_object()) {
-      return WithParam(
-          absl::InvalidArgumentError("chat_template_kwargs_json must be a JSON object"),
-          "chat_template_kwargs_json");
+    absl::StatusOr<json> kwargs =
+        engine::ParseBoundedJson(request.chat_template_kwargs_json(), "chat_template_kwargs_json");
+    if (!kwargs.ok() || !kwargs->is_object()) {
+      return WithParam(kwargs.ok() ? absl::InvalidArgumentError(
+                                         "chat_template_kwargs_json must be a JSON object")
+                                   : kwargs.status(),
+                       "chat_template_kwargs_json");
     }
-    body["chat_template_kwargs"] = std::move(kwargs);
+    body["chat_template_kwargs"] = *std::move(kwargs);
   }
   if (request.has_keepkv()) {
     absl::StatusOr<json> keepkv = KeepKvJson(request.keepkv());

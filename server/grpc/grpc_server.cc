@@ -4,12 +4,20 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/grpc/documents_rpc.h"
 #include "server/grpc/inference_rpc.h"
+#include "server/grpc/malformed_request.h"
 
 namespace kvd::server {
+namespace {
+
+constexpr int kMaxStreamsPerConnection = 256;
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
                                                               ServingContext& context) {
@@ -26,6 +34,14 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOp
                                   : absl::StrCat(options.host, ":", options.port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  // Streams one connection may hold open at once, and the size of a call's metadata.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_METADATA_SIZE, static_cast<int>(std::min<size_t>(
+                                                             options.max_metadata_bytes, 1 << 30)));
+  RouteProtobufLogs();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(MalformedRequestInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   server->services_.push_back(std::make_unique<InferenceRpc>(context));
   if (context.documents != nullptr) {
     server->services_.push_back(std::make_unique<DocumentsRpc>(context));

@@ -23,6 +23,7 @@ struct GrpcServerOptions {
   std::string host = "0.0.0.0";
   int32_t port = 0;  // 0 is refused here: server.grpc_port 0 means no gRPC server at all
   size_t max_message_bytes = size_t{8} << 20;
+  size_t max_metadata_bytes = size_t{16} << 10;  // a call's headers (server.max_header_bytes)
 };
 
 class GrpcServer {

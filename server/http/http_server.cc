@@ -11,12 +11,14 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cctype>
+#include <array>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74 with g++ 12 needs std::exchange declared first
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "server/http/connection_limiter.h"
 #include "server/http/error_response.h"
 #include "server/version.h"
 #include "spdlog/spdlog.h"
@@ -45,31 +47,31 @@ struct WaitState {
   bool watching = false;     // the watcher's read is outstanding
 };
 
-class Session {
+// How a connection's wait for its next request ended.
+enum class ReadOutcome { kRequest, kReply, kClosed };
+
+class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, const HttpServerOptions& options, const Router& router)
-      : stream_(std::move(socket)), options_(options), router_(router) {}
+      : stream_(std::move(socket)),
+        read_deadline_(stream_.get_executor()),
+        buffer_(RequestParser::MaxBufferedBytes(options.limits)),
+        options_(options),
+        router_(router) {}
 
   awaitable<void> Run() {
     bool keep_alive = true;
     while (keep_alive) {
-      http::request_parser<http::string_body> parser;
-      parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
-      parser.body_limit(options_.max_body_bytes);
-      stream_.expires_after(Chrono(options_.idle_timeout));
-      beast::error_code ec;
-      co_await http::async_read(stream_, buffer_, parser, net::redirect_error(use_awaitable, ec));
-      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
-          ec == net::error::connection_reset || ec == net::error::eof) {
+      RequestParser parser(options_.limits);
+      HttpResponse error;
+      const ReadOutcome outcome = co_await ReadRequest(parser, error);
+      if (outcome == ReadOutcome::kClosed) break;
+      if (outcome == ReadOutcome::kReply) {
+        if (co_await WriteResponse(error, /*keep_alive=*/false)) co_await DiscardUntilClosed();
         break;
       }
-      if (ec) {
-        co_await WriteResponse(ParseErrorResponse(ec), /*keep_alive=*/false);
-        break;
-      }
-      http::request<http::string_body> message = parser.release();
-      keep_alive = message.keep_alive();
-      HttpRequest request = ToRequest(message);
+      keep_alive = parser.keep_alive();
+      HttpRequest request = parser.TakeRequest();
       HandlerResult result = Dispatch(request);
       if (auto* response = std::get_if<HttpResponse>(&result)) {
         if (!co_await WriteResponse(*response, keep_alive)) break;
@@ -84,36 +86,79 @@ class Session {
   }
 
  private:
-  static HttpResponse ParseErrorResponse(const beast::error_code& ec) {
-    if (ec == http::error::body_limit) {
-      return ErrorResponse(
-          WithErrorCode(absl::InvalidArgumentError("the request body exceeds the server's limit"),
-                        "request_too_large"));
+  // After an error reply to a request that was not read whole: stop sending, then read and drop
+  // what the client is still sending, for a moment, so that closing with unread bytes does not
+  // reset the connection before the client reads the reply.
+  awaitable<void> DiscardUntilClosed() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(2));
+    std::array<char, 8192> sink;
+    for (size_t discarded = 0; !ec && discarded < (size_t{1} << 20);) {
+      discarded += co_await stream_.async_read_some(net::buffer(sink),
+                                                    net::redirect_error(use_awaitable, ec));
     }
-    if (ec == http::error::header_limit) {
-      HttpResponse response = ErrorResponse(
-          absl::InvalidArgumentError("the request headers exceed the server's limit"));
-      response.status = 431;
-      return response;
-    }
-    return ErrorResponse(
-        absl::InvalidArgumentError(absl::StrCat("malformed HTTP request: ", ec.message())));
   }
 
-  static HttpRequest ToRequest(const http::request<http::string_body>& message) {
-    HttpRequest request;
-    request.method = std::string(message.method_string());
-    const std::string target(message.target());
-    const size_t question = target.find('?');
-    request.path = target.substr(0, question);
-    if (question != std::string::npos) request.query = target.substr(question + 1);
-    for (const auto& field : message) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
+  // Reads until `parser` has a whole request. The idle timeout runs until its first byte, the
+  // read timeout from then to its last, however slowly the bytes come. kReply: `error` is the
+  // answer to send before closing (a limit, a malformed request, a timeout).
+  awaitable<ReadOutcome> ReadRequest(RequestParser& parser, HttpResponse& error) {
+    // The idle timeout closes the stream (Beast's timeouts do); the read deadline only cancels
+    // the read, so that the connection can still carry the 408.
+    stream_.expires_after(Chrono(options_.idle_timeout));
+    ++request_number_;
+    const auto disarm = absl::MakeCleanup([this] {
+      reading_done_for_ = request_number_;
+      read_deadline_.cancel();
+    });
+    read_timed_out_ = false;
+    bool read_deadline_set = false;
+    while (true) {
+      if (buffer_.size() > 0) {
+        size_t consumed = 0;
+        const auto data = buffer_.data();
+        const RequestParser::Progress progress = parser.Put(
+            std::string_view(static_cast<const char*>(data.data()), data.size()), consumed);
+        buffer_.consume(consumed);
+        if (progress == RequestParser::Progress::kDone) co_return ReadOutcome::kRequest;
+        if (progress == RequestParser::Progress::kFailed) {
+          error = parser.error();
+          co_return ReadOutcome::kReply;
+        }
+      }
+      if (parser.started() && !read_deadline_set) {
+        stream_.expires_never();
+        ArmReadDeadline();
+        read_deadline_set = true;
+      }
+      beast::error_code ec;
+      const size_t room = std::min(RequestParser::kReadBytes, buffer_.max_size() - buffer_.size());
+      const size_t read = co_await stream_.async_read_some(
+          buffer_.prepare(room), net::redirect_error(use_awaitable, ec));
+      buffer_.commit(read);
+      if (read_timed_out_) {
+        error = ErrorResponse(WithErrorCode(
+            absl::DeadlineExceededError("the request did not arrive within the read timeout"),
+            "request_timeout"));
+        error.status = 408;
+        co_return ReadOutcome::kReply;
+      }
+      if (ec) co_return ReadOutcome::kClosed;  // the peer left, reset, or idled out
     }
-    request.body = message.body();
-    return request;
+  }
+
+  // Cancels the socket's read once the read timeout passes, unless this request was read by
+  // then (a later request has another number).
+  void ArmReadDeadline() {
+    read_deadline_.expires_after(Chrono(options_.read_timeout));
+    read_deadline_.async_wait(
+        [self = shared_from_this(), number = request_number_](const beast::error_code& ec) {
+          if (ec || number != self->request_number_ || self->reading_done_for_ == number) return;
+          self->read_timed_out_ = true;
+          beast::error_code ignored;
+          self->stream_.socket().cancel(ignored);
+        });
   }
 
   HandlerResult Dispatch(HttpRequest& request) {
@@ -154,18 +199,20 @@ class Session {
   }
 
   // Reads from the socket while a reply is pending: an end of stream or a reset means the client
-  // went away. A byte of a pipelined next request is kept for the next read.
+  // went away. Bytes of pipelined requests are kept for the next read, up to what one request
+  // may buffer; past that the watch ends (the client stops being read until the reply is done).
   awaitable<void> WatchPeer(std::shared_ptr<WaitState> state) {
-    char byte = 0;
-    beast::error_code ec;
-    const size_t read = co_await stream_.socket().async_read_some(
-        net::buffer(&byte, 1), net::redirect_error(use_awaitable, ec));
-    if (!ec && read == 1) {
-      auto space = buffer_.prepare(1);
-      *static_cast<char*>(space.data()) = byte;
-      buffer_.commit(1);
-    } else if (ec != net::error::operation_aborted) {
-      state->client_gone = true;
+    while (true) {
+      const size_t room = std::min(RequestParser::kReadBytes, buffer_.max_size() - buffer_.size());
+      if (room == 0) break;
+      beast::error_code ec;
+      const size_t read = co_await stream_.socket().async_read_some(
+          buffer_.prepare(room), net::redirect_error(use_awaitable, ec));
+      buffer_.commit(read);
+      if (ec) {
+        if (ec != net::error::operation_aborted) state->client_gone = true;
+        break;
+      }
     }
     state->watching = false;
     state->notified = true;
@@ -182,10 +229,8 @@ class Session {
         state->timer.cancel();
       });
     });
-    if (buffer_.size() == 0) {  // a pipelined request would be misread as a disconnect
-      state->watching = true;
-      net::co_spawn(executor, WatchPeer(state), net::detached);
-    }
+    state->watching = true;
+    net::co_spawn(executor, WatchPeer(state), net::detached);
     bool connection_usable = true;
     if (reply.streaming()) {
       connection_usable = co_await StartStream(keep_alive);
@@ -259,44 +304,135 @@ class Session {
   }
 
   beast::tcp_stream stream_;
+  // The read timeout of the request being read, and which request that is; touched only on the
+  // connection's strand.
+  net::steady_timer read_deadline_;
+  uint64_t request_number_ = 0;
+  uint64_t reading_done_for_ = 0;
+  bool read_timed_out_ = false;
   beast::flat_buffer buffer_;
   const HttpServerOptions& options_;
   const Router& router_;
 };
 
+// Accept errors that mean the process or system is out of a resource (file descriptors,
+// buffers): retrying at once would fail again at once.
+bool IsResourceShortage(const beast::error_code& ec) {
+  return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
+         ec == net::error::no_memory || ec == std::errc::too_many_files_open_in_system;
+}
+
+// The reply to a connection over a limit, written without waiting and then closed.
+void TurnAway(tcp::socket& socket) {
+  static const std::string* const kReply = [] {
+    const absl::Status status = WithRetryAfter(
+        WithErrorCode(absl::UnavailableError("the server has too many open connections"),
+                      "too_many_connections"),
+        1);
+    const std::string body = ErrorJson(status);
+    return new std::string(absl::StrCat(
+        "HTTP/1.1 503 Service Unavailable\r\nServer: kvd/", kVersion,
+        "\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+        "Content-Length: ",
+        body.size(), "\r\n\r\n", body));
+  }();
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(net::buffer(*kReply), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
+void LogSessionEnd(std::exception_ptr error) {
+  if (error == nullptr) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    spdlog::error("connection ended by an exception: {}", e.what());
+  } catch (...) {
+    spdlog::error("connection ended by an exception");
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
   Impl(const HttpServerOptions& options, const Router& router)
-      : options(options), router(router), acceptor(io) {}
+      : options(options),
+        router(router),
+        connections(options.max_connections, options.max_connections_per_client),
+        acceptor(io) {}
 
   awaitable<void> Accept() {
+    net::steady_timer backoff(acceptor.get_executor());
     while (acceptor.is_open()) {
       beast::error_code ec;
       tcp::socket socket = co_await acceptor.async_accept(net::make_strand(io),
                                                           net::redirect_error(use_awaitable, ec));
+      if (ec == net::error::operation_aborted) co_return;
       if (ec) {
-        if (ec == net::error::operation_aborted) co_return;
-        spdlog::warn("accept: {}", ec.message());
+        LogAcceptError(ec);
+        if (IsResourceShortage(ec)) {
+          backoff.expires_after(std::chrono::milliseconds(100));
+          co_await backoff.async_wait(net::redirect_error(use_awaitable, ec));
+        }
+        continue;
+      }
+      std::string client = socket.remote_endpoint(ec).address().to_string();
+      if (ec) continue;  // the peer already left
+      if (!connections.TryAcquire(client)) {
+        TurnAway(socket);
         continue;
       }
       // Streamed events are small writes; without TCP_NODELAY, Nagle's algorithm holds each
       // one until the client's delayed ACK (tens of ms of time to first token).
       socket.set_option(tcp::no_delay(true), ec);
       const auto executor = socket.get_executor();
+      auto session = std::make_shared<Session>(std::move(socket), options, router);
       net::co_spawn(
           executor,
-          [session = std::make_shared<Session>(std::move(socket), options, router)]()
-              -> awaitable<void> { co_await session->Run(); },
-          net::detached);
+          [this, session, client = std::move(client)]() -> awaitable<void> {
+            struct Release {
+              ~Release() { limiter.Release(client); }
+              ConnectionLimiter& limiter;
+              const std::string& client;
+            } release{connections, client};
+            co_await session->Run();
+          },
+          LogSessionEnd);
     }
+  }
+
+  // One line per distinct error at most every 10 seconds: a descriptor shortage fails every
+  // accept, and a line each would flood the log.
+  void LogAcceptError(const beast::error_code& ec) {
+    const auto now = std::chrono::steady_clock::now();
+    if (ec == last_accept_error && now - last_accept_log < std::chrono::seconds(10)) {
+      ++suppressed_accept_errors;
+      return;
+    }
+    if (suppressed_accept_errors > 0) {
+      spdlog::warn("accept: {} ({} more since the last message)", ec.message(),
+                   suppressed_accept_errors);
+    } else {
+      spdlog::warn("accept: {}", ec.message());
+    }
+    last_accept_error = ec;
+    last_accept_log = now;
+    suppressed_accept_errors = 0;
   }
 
   const HttpServerOptions options;
   const Router& router;
+  // Before `io`, whose destructor destroys the sessions still pending, which release their slots.
+  ConnectionLimiter connections;
   net::io_context io;
   tcp::acceptor acceptor;
   std::vector<std::thread> threads;
+  // Touched only by Accept, on the acceptor's executor.
+  beast::error_code last_accept_error;
+  std::chrono::steady_clock::time_point last_accept_log;
+  int64_t suppressed_accept_errors = 0;
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpServerOptions& options,

@@ -1,6 +1,6 @@
 // The HTTP/1.1 server (Boost.Beast on Asio, C++20 coroutines): keep-alive connections on N I/O
-// threads, header and body size limits, timeouts, and replies that stream (SSE) or arrive
-// later without blocking an I/O thread. Routing and everything above it is the Router's.
+// threads, connection limits, header and body size limits (RequestParser), timeouts, and replies
+// that stream (SSE) or arrive later without blocking an I/O thread. Routing and everything above it is the Router's.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/http/request_parser.h"
 #include "server/http/router.h"
 
 namespace kvd::server {
@@ -17,9 +18,10 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;  // 0: any free port (see HttpServer::port)
   int32_t io_threads = 2;
-  size_t max_body_bytes = size_t{8} << 20;
-  size_t max_header_bytes = size_t{16} << 10;
-  absl::Duration read_timeout = absl::Seconds(30);        // reading one request
+  RequestLimits limits;
+  int64_t max_connections = 1024;            // open at once; more are answered 503; 0: no limit
+  int64_t max_connections_per_client = 256;  // from one address; 0: no limit
+  absl::Duration read_timeout = absl::Seconds(30);        // one request, from its first byte
   absl::Duration idle_timeout = absl::Seconds(75);        // waiting for the next request
   absl::Duration write_timeout = absl::Seconds(30);       // writing one response or chunk
   absl::Duration keepalive_interval = absl::Seconds(15);  // SSE comment when idle; 0: none

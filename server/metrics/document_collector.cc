@@ -26,8 +26,8 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
   const auto gauge = MetricType::Gauge;
   const auto counter = MetricType::Counter;
   std::vector<MetricFamily> out;
-  out.push_back(Single("kvd_documents", "Documents stored, any status (documents).", gauge, labels_,
-                       static_cast<double>(s.documents)));
+  out.push_back(Single("kvd_documents", "Documents stored, processing or ready (documents).", gauge,
+                       labels_, static_cast<double>(s.documents)));
   out.push_back(Single("kvd_document_stored_bytes", "Bytes of stored document caches (bytes).",
                        gauge, labels_, static_cast<double>(s.stored_bytes)));
 
@@ -40,7 +40,8 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
     total.bytes += usage.bytes;
   }
   MetricFamily documents =
-      Family("kvd_tenant_documents", "Documents the tenant stores (documents).", gauge);
+      Family("kvd_tenant_documents",
+             "Documents the tenant stores, processing or ready (documents).", gauge);
   MetricFamily bytes =
       Family("kvd_tenant_document_bytes", "Bytes of the tenant's stored caches (bytes).", gauge);
   for (const auto& [tenant, usage] : tenants) {

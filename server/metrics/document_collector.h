@@ -14,9 +14,9 @@
 namespace kvd::server {
 
 // Families (every one labelled model_name):
-//   kvd_documents                         gauge      documents stored, any status
+//   kvd_documents                         gauge      documents stored, processing or ready
 //   kvd_document_stored_bytes             gauge      bytes of stored caches
-//   kvd_tenant_documents                  gauge      {tenant} documents stored
+//   kvd_tenant_documents                  gauge      {tenant} documents stored, as its quota counts
 //   kvd_tenant_document_bytes             gauge      {tenant} bytes of stored caches
 //   kvd_document_compressions_running     gauge      compressions queued or running
 //   kvd_document_compressions_failed_total  counter  compressions that ended in failure

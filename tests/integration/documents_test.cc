@@ -1,7 +1,7 @@
 // Upload-once documents through `kvd serve` over real HTTP (curl): questions on a stored cache
 // answer as the full prompt does (concurrently, at ratio 1 and compressed), documents survive
 // a restart, stay private to their tenant, a corrupted payload is a clear error, re-cuts, quotas,
-// expiry, and every bad input's status.
+// expiry, failed documents' retention and quota, and every bad input's status.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
+#include "cache_store/store/document_store.h"
 #include "cache_store/store/internal/keys.h"
 #include "nlohmann/json.hpp"
 #include "rocksdb/db.h"
@@ -409,6 +411,60 @@ TEST_F(DocumentsTest, QuotasAndBadInputsGetClearErrors) {
       Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.2}, {"budget_tokens", 3}}), 400,
       "ratio");
   EXPECT_EQ(Curl("GET", server_->url("/health")).status, 200);
+}
+
+// A document a previous process left processing, as a kill -9 mid-compression leaves it.
+std::string StoreAbandonedUpload(const std::filesystem::path& data_dir, const std::string& tenant) {
+  absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
+      cache_store::DocumentStore::Open(data_dir / "documents");
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return "";
+  cache_store::DocumentMeta meta;
+  meta.id = *cache_store::DocumentStore::NewDocumentId();
+  meta.tenant = tenant;
+  meta.status = cache_store::DocumentStatus::kProcessing;
+  meta.created = absl::Now();
+  meta.method = "kvzip";
+  meta.ratio = 0.3;
+  EXPECT_TRUE((*store)->PutMeta(meta).ok());
+  return meta.id;
+}
+
+TEST_F(DocumentsTest, FailedDocumentsCountAgainstNoQuotaAndAreSweptAfterTheirRetention) {
+  // gamma may store one document; a crash left one of its uploads compressing.
+  const std::string abandoned = StoreAbandonedUpload(dir_ / "data", "gamma");
+  Start("  expiry_sweep_seconds: 0.1\n");
+  const HttpResult got = Call("GET", "/v1/documents/" + abandoned, {}, "key-gamma");
+  ASSERT_EQ(got.status, 200) << got.body;
+  const json failed = json::parse(got.body);
+  EXPECT_EQ(failed["status"], "failed");
+  EXPECT_NE(failed["failure_reason"].get<std::string>().find("stopped before the compression"),
+            std::string::npos)
+      << got.body;
+  // Listed for the default retention of an hour, so the client can see why.
+  ASSERT_TRUE(failed["expires_at"].is_number()) << got.body;
+  EXPECT_GT(failed["expires_at"].get<int64_t>(), absl::ToUnixSeconds(absl::Now()) + 3000);
+  ExpectError(AskResult(abandoned, "Q:bab", "key-gamma"), 400, "documents");
+  // It does not count: gamma can still store its one document, and then no other.
+  const KeyValueDocument document = Document(50, 300);
+  const std::string ready = Upload(document.text, {{"method", "none"}}, "key-gamma")["id"];
+  ExpectError(Call("POST", "/v1/documents", {{"text", document.text}}, "key-gamma"), 429);
+  EXPECT_EQ(json::parse(Call("GET", "/v1/documents", {}, "key-gamma").body)["data"].size(), 2u);
+
+  // With no retention, the next sweep removes a failed document; ready ones stay.
+  EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+  server_.reset();
+  const std::string swept = StoreAbandonedUpload(dir_ / "data", "gamma");
+  Start("  expiry_sweep_seconds: 0.1\n  failed_retention_seconds: 0\n");
+  int status = 200;
+  for (int i = 0; i < 3000 && status == 200; ++i) {
+    status = Call("GET", "/v1/documents/" + swept, {}, "key-gamma").status;
+  }
+  EXPECT_EQ(status, 404) << "a failed document is swept once its retention passed";
+  EXPECT_EQ(Call("GET", "/v1/documents/" + abandoned, {}, "key-gamma").status, 200)
+      << "each failed document keeps the retention it failed with";
+  const HttpResult asked = AskResult(ready, "Q:" + document.records[0].first, "key-gamma");
+  EXPECT_EQ(asked.status, 200) << asked.body;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// `kvd serve` with tenants: API keys, a tenant over its request rate while another is served,
-// SIGHUP reloading the tenants, and a /metrics scrape under load that promtool accepts.
+// `kvd serve` with tenants: API keys, a tenant over its request rate while another is served, a
+// request over a whole token limit, SIGHUP reloading the tenants, and a /metrics scrape under
+// load that promtool accepts.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,12 +17,14 @@ using json = nlohmann::json;
 
 const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
 
+// `limited` may send 2 requests per minute, `token_limited` 64 tokens.
 std::string TenantsYaml(const std::vector<std::pair<std::string, std::string>>& tenants,
-                        const std::string& limited) {
+                        const std::string& limited, const std::string& token_limited = "") {
   std::string yaml = "tenants:\n";
   for (const auto& [id, key] : tenants) {
     yaml += "  - id: " + id + "\n    key_sha256: [\"" + Digest(key) + "\"]\n";
     if (id == limited) yaml += "    requests_per_minute: 2\n";
+    if (id == token_limited) yaml += "    tokens_per_minute: 64\n";
   }
   return yaml;
 }
@@ -42,7 +45,8 @@ class ServeTenantsTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("kvd_tenants_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
     config_ = dir_ / "config.yaml";
-    std::ofstream(config_) << TenantsYaml({{"alpha", "key-alpha"}, {"beta", "key-beta"}}, "beta");
+    std::ofstream(config_) << TenantsYaml(
+        {{"alpha", "key-alpha"}, {"beta", "key-beta"}, {"delta", "key-delta"}}, "beta", "delta");
     server_ = std::make_unique<KvdServer>(
         std::vector<std::string>{"--model", kModel, "--config", config_.string()});
     ASSERT_GT(server_->port(), 0) << server_->logs();
@@ -91,6 +95,23 @@ TEST_F(ServeTenantsTest, TenantOverItsRateIsRefusedWhileAnotherIsServed) {
   ASSERT_TRUE(refused.headers.count("retry-after"));
   EXPECT_GT(std::stoi(refused.headers.at("retry-after")), 0);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Complete("key-alpha").status, 200);
+}
+
+TEST_F(ServeTenantsTest, ARequestOverTheWholeTokenLimitIs400NotARetryForever) {
+  // delta may use 64 tokens a minute; a request charged more can never be admitted.
+  const HttpResult refused = Complete("key-delta", 100);
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_EQ(ErrorType(refused), "invalid_request_error");
+  EXPECT_FALSE(refused.headers.count("retry-after")) << refused.body;
+  const json error = json::parse(refused.body)["error"];
+  EXPECT_EQ(error["code"], "request_exceeds_limit");
+  EXPECT_NE(error["message"].get<std::string>().find("tokens_per_minute: 64"), std::string::npos)
+      << refused.body;
+  // It took nothing: a request that fits is served, and the rest of the minute is 429.
+  EXPECT_EQ(Complete("key-delta", 40).status, 200);
+  const HttpResult later = Complete("key-delta", 40);
+  EXPECT_EQ(later.status, 429) << later.body;
+  EXPECT_TRUE(later.headers.count("retry-after"));
 }
 
 TEST_F(ServeTenantsTest, SighupReloadsTenants) {

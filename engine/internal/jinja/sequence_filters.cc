@@ -250,12 +250,14 @@ absl::StatusOr<Value> FilterUnique(const Value& input, CallArgs& args) {
   KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], BoolArg(bound[0], false)));
   ValueList seen;
   ValueList out;
-  for (auto& [key, item] : keyed) {
+  for (auto& keyed_item : keyed) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda.
+    const Value& key = keyed_item.first;
     if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); })) {
       continue;
     }
     seen.push_back(key);
-    out.push_back(std::move(item));
+    out.push_back(std::move(keyed_item.second));
   }
   return Value::List(std::move(out));
 }

@@ -498,6 +498,36 @@ async function stopRunning(request, stop, check, options = {}) {
             'the generation stopped early');
 }
 
+test('a request that does not parse is INVALID_ARGUMENT, with no log line per message', async () => {
+  // Raw bytes on the wire: `serialize` passes them through as they are.
+  const raw = (bytes) => new Promise((resolve, reject) => {
+    server.inference.makeUnaryRequest(
+      '/kvd.v1.InferenceService/Tokenize', (buffer) => buffer, (buffer) => buffer, bytes,
+      metadata('key-alpha'), (error, response) => (error ? reject(error) : resolve(response)));
+  });
+  const logsBefore = server.logs.length;
+  // A length-delimited field longer than the message; then `prompt` (field 2) holding bytes
+  // that are not UTF-8.
+  const truncated = Buffer.from([0x12, 0x7f, 0x61]);
+  const notUtf8 = Buffer.from([0x0a, 0x08, ...Buffer.from('kvd-tiny'), 0x12, 0x02, 0xff, 0xfe]);
+  for (let i = 0; i < 50; ++i) {
+    for (const bytes of [truncated, notUtf8]) {
+      await assert.rejects(raw(bytes), (error) => {
+        assert.equal(error.code, Status.INVALID_ARGUMENT, error.details);
+        assert.match(error.details, /not a valid message for \/kvd\.v1\.InferenceService\/Tokenize/);
+        return true;
+      });
+    }
+  }
+  // libprotobuf writes a line for each string that is not UTF-8; the server lets one a second
+  // through at most.
+  const lines = server.logs.slice(logsBefore).split('\n').filter((line) => /protobuf/.test(line));
+  assert.ok(lines.length <= 10, lines.join('\n'));
+  // A well-formed call on the same client still works.
+  const tokenized = await unary(server.inference, 'Tokenize', { model: 'kvd-tiny', prompt: 'the' });
+  assert.ok(tokenized.count > 0);
+});
+
 test('Abort, a deadline and a cancelled call free the sequences', async () => {
   // Abort by request_id, from another call: the stream ends with aborted completions.
   await stopRunning({ ...long, request_id: 'to-abort' }, async () => {

@@ -1,5 +1,5 @@
 // The RocksDB document store: atomic writes, tenant isolation, identity checks, corruption
-// detection, restarts, listing, deletion and expiry.
+// detection, restarts, durability through a power loss, listing, deletion and expiry.
 #include "cache_store/store/document_store.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +14,8 @@
 
 #include "cache_store/store/internal/keys.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "tests/unit/cache_store/power_loss_file_system.h"
 #include "tests/unit/cache_store/test_payload.h"
 
 namespace kvd::cache_store::testing {
@@ -257,6 +259,59 @@ TEST_F(DocumentStoreTest, ForEachMetaVisitsEveryTenantAndSkipsUnreadableMetas) {
   ASSERT_TRUE(unreadable.ok()) << unreadable.status();
   EXPECT_EQ(*unreadable, 0);
   EXPECT_EQ(seen, (std::vector<std::string>{"acme/doc-a", "acme/doc-c", "globex/doc-b"}));
+}
+
+// Writes three documents through `fs` (one deleted again, one failed), cuts the power and drops
+// what was not synced, and reopens the store from what is left.
+void WriteThenLosePower(const std::filesystem::path& dir, bool sync_writes, PowerLossFileSystem& fs,
+                        const std::vector<DocumentMeta>& metas) {
+  const std::unique_ptr<rocksdb::Env> env =
+      rocksdb::NewCompositeEnv(std::shared_ptr<rocksdb::FileSystem>(&fs, [](auto*) {}));
+  {
+    absl::StatusOr<std::unique_ptr<DocumentStore>> store =
+        DocumentStore::Open(dir, {.sync_writes = sync_writes, .env = env.get()});
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (size_t i = 0; i < metas.size(); ++i) {
+      ASSERT_TRUE((*store)->Put(metas[i], SmallPayload(static_cast<uint32_t>(i + 1))).ok());
+    }
+    ASSERT_TRUE((*store)->Delete(metas[0].tenant, metas[0].id).ok());
+    DocumentMeta failed = metas[1];
+    failed.status = DocumentStatus::kFailed;
+    failed.failure_reason = "cut off";
+    ASSERT_TRUE((*store)->PutMeta(failed).ok());
+    fs.LosePower();
+  }
+  fs.DropUnsyncedData();
+}
+
+TEST_F(DocumentStoreTest, AcknowledgedWritesSurviveAPowerLoss) {
+  store_.reset();
+  const std::vector<DocumentMeta> metas = {Meta("acme", "doc-deleted"), Meta("acme", "doc-failed"),
+                                           Meta("acme", "doc-ready")};
+  PowerLossFileSystem fs;
+  // The default options: every write is synced before it returns.
+  ASSERT_NO_FATAL_FAILURE(WriteThenLosePower(dir_, DocumentStoreOptions{}.sync_writes, fs, metas));
+  Reopen();
+  EXPECT_EQ(store_->GetMeta("acme", "doc-deleted").status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<DocumentMeta> failed = store_->GetMeta("acme", "doc-failed");
+  ASSERT_TRUE(failed.ok()) << failed.status();
+  EXPECT_EQ(failed->status, DocumentStatus::kFailed);
+  absl::StatusOr<DocumentPayload> ready = store_->GetPayload("acme", "doc-ready", TestIdentity());
+  ASSERT_TRUE(ready.ok()) << ready.status();
+  EXPECT_EQ(*ready, SmallPayload(3));
+}
+
+TEST_F(DocumentStoreTest, UnsyncedWritesAreLostInAPowerLoss) {
+  // What the test above guards against: without syncing, the log is still in the page cache
+  // when the power goes, and the acknowledged documents with it.
+  store_.reset();
+  const std::vector<DocumentMeta> metas = {Meta("acme", "doc-deleted"), Meta("acme", "doc-failed"),
+                                           Meta("acme", "doc-ready")};
+  PowerLossFileSystem fs;
+  ASSERT_NO_FATAL_FAILURE(WriteThenLosePower(dir_, /*sync_writes=*/false, fs, metas));
+  Reopen();
+  EXPECT_EQ(store_->GetMeta("acme", "doc-ready").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetMeta("acme", "doc-failed").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(DocumentIdTest, IdsAreUrlSafeUniqueAndLong) {

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "engine/rope.h"
+#include "test_checkpoint.h"
 
 namespace kvd::engine {
 namespace {
@@ -67,6 +70,45 @@ TEST(ModelConfigTest, RejectsUnsupportedAndInvalidConfigs) {
     EXPECT_NE(config.status().message().find("dir/config.json"), std::string_view::npos);
     EXPECT_NE(config.status().message().find(c.message_part), std::string_view::npos)
         << config.status();
+  }
+}
+
+// The smallest valid config with `extra` (`"key": value, ...`) appended.
+std::string ConfigWith(const std::string& extra) {
+  return R"({"architectures": ["LlamaForCausalLM"], "vocab_size": 10, "hidden_size": 8,
+      "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, )" +
+         extra + "}";
+}
+
+TEST(ModelConfigTest, RefusesTokenIdsOutsideTheVocabulary) {
+  // Ids past int32 used to wrap: 2^31 to a negative id, 2^32 + 2 to id 2.
+  for (const char* extra : {R"("eos_token_id": 2147483648)", R"("eos_token_id": [4294967298])",
+                            R"("bos_token_id": -7)", R"("bos_token_id": -2147483648)"}) {
+    auto config = ParseModelConfig(ConfigWith(extra), "config.json");
+    ASSERT_FALSE(config.ok()) << extra;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
+  }
+  auto none = ParseModelConfig(ConfigWith(R"("bos_token_id": -1, "eos_token_id": [])"), "c");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->bos_token_id, -1);
+}
+
+TEST(ModelConfigTest, GenerationConfigIdsAreCheckedToo) {
+  testing::TempDir dir;
+  testing::WriteText(dir.path() / "config.json", ConfigWith(R"("eos_token_id": 2)"));
+  testing::WriteText(dir.path() / "generation_config.json", R"({"bos_token_id": -3})");
+  EXPECT_EQ(LoadModelConfig(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
+  testing::WriteText(dir.path() / "generation_config.json", R"({"eos_token_id": 4294967296})");
+  EXPECT_EQ(LoadModelConfig(dir.path()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelConfigTest, RefusesNumbersBeyondFloatRange) {
+  // 1e39 used to become +inf: a positive rope_theta or rms_norm_eps that Validate accepted.
+  for (const char* extra : {R"("rope_theta": 1e39)", R"("rms_norm_eps": 1e300)",
+                            R"("rope_scaling": {"rope_type": "llama3", "factor": 3.5e38})"}) {
+    auto config = ParseModelConfig(ConfigWith(extra), "config.json");
+    ASSERT_FALSE(config.ok()) << extra;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument) << config.status();
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "engine/safetensors_writer.h"
 #include "test_checkpoint.h"
 
@@ -41,6 +43,39 @@ TEST(SafetensorsTest, CheckpointGetChecksShapeAndFoldsLeadingDimensions) {
   EXPECT_EQ(tensor->cols, 4);
   EXPECT_EQ((*checkpoint)->Get("w", {6, 4}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*checkpoint)->Get("v", {1}).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A file of the 8-byte header length, `header` and `data_bytes` zero bytes.
+std::string SafetensorsBytes(const std::string& header, size_t data_bytes = 0) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  return bytes + header + std::string(data_bytes, '\0');
+}
+
+TEST(SafetensorsTest, RefusesShapesWhoseByteCountOverflows) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "x.safetensors";
+  // 2^62 x 4 F32 elements: 2^66 bytes, which wraps to 0 and so matched an empty extent.
+  testing::WriteText(path, SafetensorsBytes(R"({"t": {"dtype": "F32",
+      "shape": [4611686018427387904, 4], "data_offsets": [0, 0]}})"));
+  auto file = SafetensorsFile::Open(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(file.status().message().find("tensor 't'"), std::string_view::npos) << file.status();
+
+  // 2^32 x 2^32 BF16: the element count itself wraps to 0.
+  testing::WriteText(path, SafetensorsBytes(R"({"t": {"dtype": "BF16",
+      "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})"));
+  EXPECT_EQ(SafetensorsFile::Open(path).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SafetensorsTest, RefusesDimensionsBeyondInt64) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "x.safetensors";
+  // An empty tensor, but its second dimension would read back as -1.
+  testing::WriteText(path, SafetensorsBytes(R"({"t": {"dtype": "F32",
+      "shape": [0, 18446744073709551615], "data_offsets": [0, 0]}})"));
+  EXPECT_EQ(SafetensorsFile::Open(path).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -181,6 +181,26 @@ TEST_F(CompletionParamsTest, AnObjectTurnsItOnOverTheDefaults) {
   ExpectSameParams(*params->request.keepkv, KeepKvConfig{}.Params());
 }
 
+TEST_F(CompletionParamsTest, PartsAndFormatsOfAnyShapeAre400) {
+  const json user_parts = {{"type", "text"}, {"text", "hi"}};
+  ASSERT_TRUE(Chat(json::array({{{"role", "user"}, {"content", json::array({user_parts})}}})).ok());
+  for (const json& part : {json{{"type", 5}, {"text", "hi"}}, json{{"type", json::array()}},
+                           json{{"type", nullptr}}, json("text"), json(3)}) {
+    const ErrorShape error =
+        ErrorOf(Chat(json::array({{{"role", "user"}, {"content", json::array({part})}}})));
+    EXPECT_EQ(error.status, 400) << part;
+    EXPECT_EQ(error.param, "messages[0].content") << part;
+  }
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  ASSERT_TRUE(Chat(messages, {{"response_format", {{"type", "text"}}}}).ok());
+  for (const json& format : {json{{"type", 5}}, json{{"type", json::object()}}, json("text"),
+                             json::array()}) {
+    const ErrorShape error = ErrorOf(Chat(messages, {{"response_format", format}}));
+    EXPECT_EQ(error.status, 400) << format;
+    EXPECT_EQ(error.param, "response_format") << format;
+  }
+}
+
 TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
   const struct {
     json keepkv;

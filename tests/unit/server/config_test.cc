@@ -96,6 +96,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.store.data_dir, b.store.data_dir);
   EXPECT_EQ(a.store.replica, b.store.replica);
   EXPECT_EQ(a.store.replica_env, b.store.replica_env);
+  EXPECT_EQ(a.store.sync_writes, b.store.sync_writes);
   EXPECT_TRUE(a.store == b.store);
   EXPECT_EQ(a.documents.enabled, b.documents.enabled);
   EXPECT_EQ(a.documents.chat_role, b.documents.chat_role);
@@ -106,6 +107,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.documents.memory_tier_bytes, b.documents.memory_tier_bytes);
   EXPECT_EQ(a.documents.default_ttl_seconds, b.documents.default_ttl_seconds);
   EXPECT_EQ(a.documents.expiry_sweep_seconds, b.documents.expiry_sweep_seconds);
+  EXPECT_EQ(a.documents.failed_retention_seconds, b.documents.failed_retention_seconds);
   EXPECT_EQ(a.documents.max_documents_per_tenant, b.documents.max_documents_per_tenant);
   EXPECT_EQ(a.documents.max_stored_bytes_per_tenant, b.documents.max_stored_bytes_per_tenant);
   EXPECT_TRUE(a.documents == b.documents);
@@ -435,6 +437,9 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: model.dtype: must be one of auto, f32, bf16, f16, got \"int8\""},
       {"model:\n  threads: -1\n", "config.yaml:2: model.threads: must be in [0, 1024], got -1"},
       {"store:\n  data_dir: \"\"\n", "config.yaml:2: store.data_dir: must not be empty"},
+      {"documents:\n  failed_retention_seconds: -1\n",
+       "config.yaml:2: documents.failed_retention_seconds: must be at least 0 (0: until the next "
+       "sweep), got -1"},
       {"logging:\n  level: verbose\n",
        "config.yaml:2: logging.level: must be one of trace, debug, info, warn, error, off, got "
        "\"verbose\""},
@@ -447,11 +452,12 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
 TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
   EXPECT_EQ(ParseError("server:\n  port: 1\n\n\n\n\n  prot: 80\n"),
             "config.yaml:7: server.prot: unknown key (expected one of host, port, grpc_port, "
-            "io_threads, max_body_bytes, max_header_bytes, read_timeout_seconds, "
+            "io_threads, max_body_bytes, max_header_bytes, max_connections, "
+            "max_connections_per_client, read_timeout_seconds, "
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "tenants, store, documents, keepkv, metrics, logging)");
+            "auth, tenants, store, documents, keepkv, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads)");
@@ -461,7 +467,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
             "config.yaml:2: store.dir: unknown key (expected one of data_dir, replica, "
-            "replica_env)");
+            "replica_env, sync_writes)");
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
               HasSubstr("config.yaml:2: documents.chat_role"));
   EXPECT_THAT(ParseError("documents:\n  default_method: none\n"),
@@ -500,7 +506,12 @@ TEST(ConfigLoaderTest, SyntaxErrorsNameTheLine) {
   EXPECT_THAT(ParseError("server:\n  port: 1\n   host: x\n"),
               testing::StartsWith("config.yaml:3: not valid YAML"));
   EXPECT_EQ(ParseError("server: {}\n---\nmodel: {}\n"),
-            "config.yaml:3: expected one YAML document, found 2");
+            "config.yaml:2: expected one YAML document, found 2");
+  // yaml-cpp's own LoadAll never returns on these.
+  for (const char* stuck : {",", ",a", ", x: 1"}) {
+    EXPECT_THAT(ParseError(stuck), testing::HasSubstr("not valid YAML")) << stuck;
+  }
+  EXPECT_FALSE(ParseError("\n\n, x").empty());
 }
 
 TEST(ConfigLoaderTest, ReadsTenants) {
@@ -593,6 +604,29 @@ TEST(ConfigLoaderTest, TenantErrors) {
   for (const auto& c : cases) EXPECT_EQ(ParseError(c.yaml), c.error) << c.yaml;
 }
 
+TEST(ConfigLoaderTest, AuthModeMustAgreeWithTheTenants) {
+  const std::string tenant =
+      "tenants:\n  - id: a\n    key_sha256: [" + std::string(kDigestAbc) + "]\n";
+  EXPECT_EQ(ParseOk("").auth, "auto");
+  EXPECT_EQ(ParseOk("auth: required\n" + tenant).auth, "required");
+  EXPECT_EQ(ParseOk("auth: disabled\n").auth, "disabled");
+  EXPECT_EQ(ParseError("auth: required\n"),
+            "config.yaml:1: auth: is \"required\" but `tenants` lists none");
+  EXPECT_EQ(ParseError("auth: disabled\n" + tenant),
+            "config.yaml:1: auth: is \"disabled\" but `tenants` lists 1");
+  EXPECT_EQ(ParseError("auth: off\n"),
+            "config.yaml:1: auth: must be one of auto, required, disabled, got \"off\"");
+}
+
+TEST(ConfigLoaderTest, ConnectionLimits) {
+  const ServerConfig config =
+      ParseOk("server:\n  max_connections: 10\n  max_connections_per_client: 0\n");
+  EXPECT_EQ(config.server.max_connections, 10);
+  EXPECT_EQ(config.server.max_connections_per_client, 0);
+  EXPECT_EQ(ParseError("server:\n  max_connections: -1\n"),
+            "config.yaml:2: server.max_connections: must be in [0, 1000000], got -1");
+}
+
 TEST(ConfigLoaderTest, KeyEnvIsReadFromTheEnvironment) {
   ScopedEnv env("KVD_CONFIG_TEST_KEY", "sk-test-123");
   const ServerConfig config = ParseOk(std::string("tenants:\n  - id: a\n    key_sha256: [") +
@@ -644,6 +678,18 @@ TEST(ConfigLoaderTest, ReplicaComesFromTheFileOrTheEnvironment) {
   }
   EXPECT_EQ(ParseError("store:\n  replica: \"kvd 0\"\n"),
             "config.yaml:2: store.replica: must match [A-Za-z0-9._-]{0,63}, got \"kvd 0\"");
+}
+
+TEST(ConfigLoaderTest, DocumentWritesAreSyncedAndFailedDocumentsKeptAnHourByDefault) {
+  const ServerConfig defaults = ParseOk("");
+  EXPECT_TRUE(defaults.store.sync_writes);
+  EXPECT_DOUBLE_EQ(defaults.documents.failed_retention_seconds, 3600.0);
+  const ServerConfig set =
+      ParseOk("store:\n  sync_writes: false\ndocuments:\n  failed_retention_seconds: 0\n");
+  EXPECT_FALSE(set.store.sync_writes);
+  EXPECT_DOUBLE_EQ(set.documents.failed_retention_seconds, 0.0);
+  EXPECT_EQ(ParseError("store:\n  sync_writes: sometimes\n"),
+            "config.yaml:2: store.sync_writes: must be true or false, got \"sometimes\"");
 }
 
 TEST(ConfigLoaderTest, LoadNamesTheFile) {

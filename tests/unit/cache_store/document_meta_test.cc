@@ -1,0 +1,57 @@
+// The stored JSON form of a document's meta: what EncodeMeta writes decodes to the same meta,
+// and numbers stored in the wrong form are refused as DataLoss rather than converted.
+#include "cache_store/store/document_meta.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace kvd::cache_store {
+namespace {
+
+DocumentMeta SampleMeta() {
+  DocumentMeta meta;
+  meta.id = "doc-1";
+  meta.tenant = "team-a";
+  meta.status = DocumentStatus::kReady;
+  meta.created = absl::FromUnixMicros(1'733'000'000'000'000);
+  meta.token_count = 412;
+  meta.kept_entries = 3955;
+  meta.stored_bytes = 260'000;
+  meta.method = "kvzip";
+  meta.ratio = 0.3;
+  meta.metadata = {{"title", "Q3"}};
+  meta.identity = {"ab", "cd", "f32", "kvzip", "kvzip-1", 0.3};
+  return meta;
+}
+
+TEST(DocumentMetaTest, EncodedMetaDecodesToTheSameMeta) {
+  const DocumentMeta meta = SampleMeta();
+  absl::StatusOr<DocumentMeta> decoded = DecodeMeta(EncodeMeta(meta));
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(*decoded, meta);
+}
+
+TEST(DocumentMetaTest, RefusesNumbersNotStoredAsInt64) {
+  // A float was truncated (1.5 read as format 1), or converted out of range (1e300: undefined
+  // behaviour, on x86 a negative count); an integer past int64 wrapped.
+  const struct {
+    const char* key;
+    nlohmann::json value;
+  } cases[] = {{"format", 1.5},       {"token_count", 1e300},
+               {"kept_entries", 2.5}, {"stored_bytes", 18446744073709551615ull},
+               {"created_us", 1e300}, {"expires_us", -0.5}};
+  for (const auto& c : cases) {
+    nlohmann::json stored = nlohmann::json::parse(EncodeMeta(SampleMeta()));
+    stored[c.key] = c.value;
+    absl::StatusOr<DocumentMeta> decoded = DecodeMeta(stored.dump());
+    ASSERT_FALSE(decoded.ok()) << c.key << " = " << c.value;
+    EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << decoded.status();
+    EXPECT_NE(decoded.status().message().find(c.key), std::string_view::npos) << decoded.status();
+  }
+}
+
+}  // namespace
+}  // namespace kvd::cache_store
