@@ -316,10 +316,13 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 // Accept errors that mean the process or system is out of a resource (file descriptors,
-// buffers): retrying at once would fail again at once.
+// buffers): retrying at once would fail again at once. Compared with Boost's own `errc`: a
+// comparison with `std::errc` goes through Boost 1.74's std::error_category bridge, which
+// UBSan's vptr check rejects.
 bool IsResourceShortage(const beast::error_code& ec) {
   return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
-         ec == net::error::no_memory || ec == std::errc::too_many_files_open_in_system;
+         ec == net::error::no_memory ||
+         ec == boost::system::errc::too_many_files_open_in_system;
 }
 
 // The reply to a connection over a limit, written without waiting and then closed.

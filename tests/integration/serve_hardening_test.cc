@@ -214,6 +214,11 @@ TEST(ServeHardeningTest, RunningOutOfDescriptorsNeitherSpinsNorFloodsTheLog) {
   ConfiguredServer configured("");
   KvdServer& server = configured.server();
   ASSERT_GT(server.port(), 0) << server.logs();
+  // A connection the client closes first, while descriptors are plenty: UBSan (in the sanitizer
+  // build) checks the type of the end-of-stream error's category once and caches the result,
+  // and the check itself needs descriptors it would not get below.
+  { RawConnection closed_at_once(server.port()); }
+  ExpectHealthy(server);
   // Leave the running server few descriptors beyond what it holds.
   size_t open_now = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(

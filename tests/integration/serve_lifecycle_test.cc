@@ -3,6 +3,7 @@
 // SIGTERM stops at once.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "nlohmann/json.hpp"
@@ -30,10 +31,15 @@ bool WaitForRunning(const KvdServer& server) {
 }
 
 TEST(ServeLifecycleTest, SigtermDrainsStreamsInFlight) {
-  const std::filesystem::path data =
+  const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("kvd_lifecycle_" + std::to_string(getpid()));
-  std::filesystem::remove_all(data);
-  KvdServer server({"--model", kModel, "--data-dir", data.string()});
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path data = dir / "data";
+  const std::filesystem::path config = dir / "config.yaml";
+  // The drain waits for the stream however slow the build (sanitizers) or the machine.
+  std::ofstream(config) << "server:\n  drain_timeout_seconds: 600\n";
+  KvdServer server({"--model", kModel, "--config", config.string(), "--data-dir", data.string()});
   ASSERT_GT(server.port(), 0) << server.logs();
   EXPECT_EQ(Curl("GET", server.url("/ready")).status, 200);
   const HttpResult uploaded =
@@ -83,7 +89,7 @@ TEST(ServeLifecycleTest, SigtermDrainsStreamsInFlight) {
   ASSERT_EQ(asked.status, 200) << asked.body;
   EXPECT_EQ(json::parse(asked.body)["choices"][0]["message"]["content"], "KSOHB");
   EXPECT_EQ(reopened.Stop(SIGTERM), 0) << reopened.logs();
-  std::filesystem::remove_all(data);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ServeLifecycleTest, SecondSigtermStopsAtOnce) {

@@ -53,10 +53,11 @@ async function freePort() {
 
 // One `kvd serve` with HTTP and gRPC on 127.0.0.1, its logs read all the time.
 class Kvd {
-  static async start() {
+  // `configLines` are added to the config file (YAML lines).
+  static async start(configLines = []) {
     const server = new Kvd();
     try {
-      await server.#start();
+      await server.#start(configLines);
     } catch (error) {
       if (server.process) await server.stop();
       throw error;
@@ -64,7 +65,7 @@ class Kvd {
     return server;
   }
 
-  async #start() {
+  async #start(configLines) {
     this.dir = mkdtempSync(join(tmpdir(), 'kvd-grpc-'));
     const config = join(this.dir, 'config.yaml');
     writeFileSync(config, [
@@ -78,6 +79,7 @@ class Kvd {
       '    requests_per_minute: 1',
       'documents:',
       '  upload_wait_seconds: 30',  // uploads answer once the document is ready
+      ...configLines,
       '',
     ].join('\n'));
     const grpcPort = await freePort();
@@ -693,7 +695,9 @@ test('DocumentService calls are counted with protocol="grpc"', async () => {
      });
 
 test('draining: new calls get UNAVAILABLE while a running stream finishes', async () => {
-  const draining = await Kvd.start();
+  // The drain waits for the stream however slow the build (sanitizers) or the machine.
+  const drainSeconds = 600;
+  const draining = await Kvd.start(['server:', `  drain_timeout_seconds: ${drainSeconds}`]);
   try {
     const request = { model: 'kvd-tiny', prompt: 'the', max_tokens: 2000, ignore_eos: true };
     const running = generate(draining, request);
@@ -720,7 +724,7 @@ test('draining: new calls get UNAVAILABLE while a running stream finishes', asyn
     assert.equal(completions[0].finish_reason, 'FINISH_REASON_LENGTH');
     assert.equal(usage.completion_tokens, 2000);
     assert.ok(texts[0].length > 0);
-    await draining.waitForLog(/drained; 0 replies cut off/);
+    await draining.waitForLog(/drained; 0 replies cut off/, drainSeconds);
   } finally {
     assert.equal(await draining.stop(), 0, draining.logs);
   }
