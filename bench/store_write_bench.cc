@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "bench/statistics.h"
 #include "cache_store/store/document_store.h"
 #include "cache_store/store/payload_codec.h"
 
@@ -92,11 +93,6 @@ absl::StatusOr<Round> RunRound(const std::filesystem::path& dir, bool sync_write
   return round;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 }  // namespace
 

@@ -93,6 +93,7 @@ class Model {
       const std::filesystem::path& model_dir, kernels::Backend& backend);
 
   const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
   kernels::Backend& backend() const { return backend_; }
 
   // Runs one step. Token ids and positions are checked (InvalidArgument); each sequence's

@@ -85,4 +85,19 @@ absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkp
   return weights;
 }
 
+size_t ModelWeights::StepBytes() const {
+  size_t bytes = final_norm.tensor.num_bytes() + lm_head().num_bytes();
+  for (const LayerWeights& layer : layers) {
+    for (const kernels::PreparedWeight* weight :
+         {&layer.input_norm, &layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj,
+          &layer.post_attention_norm, &layer.gate_proj, &layer.up_proj, &layer.down_proj}) {
+      bytes += weight->tensor.num_bytes();
+    }
+    for (const auto* bias : {&layer.q_bias, &layer.k_bias, &layer.v_bias}) {
+      if (bias->has_value()) bytes += (*bias)->tensor.num_bytes();
+    }
+  }
+  return bytes;
+}
+
 }  // namespace kvd::engine

@@ -37,6 +37,9 @@ struct ModelWeights {
   const kernels::Tensor& lm_head() const {
     return lm_head_weight ? lm_head_weight->tensor : embed_tokens.tensor;
   }
+  // The bytes a decode step reads in full, as the backend keeps them: every layer's weights,
+  // the final norm and the LM head (the embedding table is only gathered from, unless tied).
+  size_t StepBytes() const;
 };
 
 // Loads every tensor the config calls for; errors name the file and the tensor.

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -36,6 +37,8 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;
+  // Which kernels this backend runs here, in a line for logs and `kvd info`.
+  virtual std::string KernelSummary() const { return std::string(name()); }
   // Memory the backend can use, in bytes: physical RAM for the CPU, device memory for a GPU.
   virtual size_t MemoryBytes() const = 0;
 
@@ -104,9 +107,9 @@ class Backend {
 
 struct BackendOptions {
   int32_t num_threads = 0;  // 0: all hardware threads
-  // The type the CUDA backend keeps the weight matrices in: kF32, kBF16 or kF16 (vectors such
-  // as norms stay f32); none: the checkpoint's own. The CPU backend computes in f32 whatever
-  // this says.
+  // The type a backend keeps the weight matrices in: kF32, kBF16 or kF16 (vectors such as norms
+  // stay f32); none: the checkpoint's own. Activations are f32 on every backend; the CPU
+  // accumulates in f32, the CUDA backend multiplies 16-bit by 16-bit (docs/gpu.md).
   std::optional<DType> weight_dtype;
 };
 

@@ -1,6 +1,5 @@
 #include "kernels/cpu/cpu_backend.h"
 
-#include <cblas.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,18 +36,46 @@ int32_t ResolveThreads(int32_t requested) {
   return std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
 }
 
+// Element i of an array of `dtype` at `data`, which may be misaligned.
+float ElementAsFloat(const unsigned char* data, DType dtype, int64_t i) {
+  if (dtype == DType::kF32) {
+    float value;
+    std::memcpy(&value, data + 4 * i, sizeof(value));
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, data + 2 * i, sizeof(bits));
+  return dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
+}
+
 // Rows are split across threads only when each thread gets at least this many elements.
 constexpr int64_t kMinElementsPerTask = 1 << 14;
-// Multiply-adds below which a projection runs on one thread, and the fewest output features
-// worth a slice of their own.
-constexpr int64_t kMinLinearWork = int64_t{1} << 20;
-constexpr int64_t kMinSliceFeatures = 64;
+// f32 projections of more rows than this run on OpenBLAS's SGEMM, the faster there; 16-bit
+// weights always run on our kernels, which beat converting them for SGEMM at every row count
+// measured (docs/benchmarks.md, "CPU weight formats and matmul kernels").
+constexpr int64_t kMaxOwnMatmulRowsF32 = 16;
 
 }  // namespace
 
-CpuBackend::CpuBackend(const BackendOptions& options) : pool_(ResolveThreads(options.num_threads)) {
-  openblas_set_num_threads(1);  // Linear parallelizes over our pool instead
+std::string CpuKernelSummary() {
+  const CpuFeatures& features = HostCpuFeatures();
+  return absl::StrCat("cpu: features ", features.ToString(), "; matmul ",
+                      std::string(MatmulVariants(features).front().name), " (f32 over ",
+                      kMaxOwnMatmulRowsF32, " rows: OpenBLAS)");
 }
+
+std::string CpuBackend::KernelSummary() const {
+  const std::string weights =
+      weight_dtype_ ? std::string(DTypeName(*weight_dtype_)) : "as in the checkpoint";
+  return absl::StrCat(CpuKernelSummary(), "; weights ", weights, "; ", pool_.num_threads(),
+                      " threads");
+}
+
+CpuBackend::CpuBackend(const BackendOptions& options)
+    : pool_(ResolveThreads(options.num_threads)),
+      weight_dtype_(options.weight_dtype),
+      matmul_(MatmulVariants(HostCpuFeatures()).front()),
+      blas_(OpenBlasMatmul()) {}
 
 size_t CpuBackend::MemoryBytes() const {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -67,23 +94,38 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
 }
 
 absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
-  const bool aligned = reinterpret_cast<uintptr_t>(host.data) % alignof(float) == 0;
-  if (host.dtype == DType::kF32 && aligned) return PreparedWeight{host, nullptr};
-  auto buffer = Allocate(static_cast<size_t>(host.num_elements()) * sizeof(float));
+  // Matrices stay in the configured type (else the checkpoint's); vectors such as norms and
+  // biases are f32.
+  const DType kept = host.rows > 1 ? weight_dtype_.value_or(host.dtype) : DType::kF32;
+  const bool aligned = reinterpret_cast<uintptr_t>(host.data) % DTypeSize(host.dtype) == 0;
+  if (host.dtype == kept && aligned) return PreparedWeight{host, nullptr};
+  auto buffer = Allocate(static_cast<size_t>(host.num_elements()) * DTypeSize(kept));
   if (!buffer.ok()) return buffer.status();
-  Tensor converted{(*buffer)->data(), DType::kF32, host.rows, host.cols};
-  if (host.dtype == DType::kF32) {  // a misaligned f32 tensor in the file: copy it
+  Tensor converted{(*buffer)->data(), kept, host.rows, host.cols};
+  if (host.dtype == kept) {  // misaligned in the file: copy it
     std::memcpy(converted.data, host.data, host.num_bytes());
     return PreparedWeight{converted, *std::move(buffer)};
   }
   const auto* src = static_cast<const unsigned char*>(host.data);
-  float* dst = converted.f32();
-  const bool is_bf16 = host.dtype == DType::kBF16;
+  auto* dst = static_cast<unsigned char*>(converted.data);
   pool_.ParallelFor(host.num_elements(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, src + 2 * i, sizeof(bits));  // may be misaligned in the file
-      dst[i] = is_bf16 ? BF16ToFloat(bits) : F16ToFloat(bits);
+      const float value = ElementAsFloat(src, host.dtype, i);  // may be misaligned in the file
+      switch (kept) {
+        case DType::kF32:
+          std::memcpy(dst + 4 * i, &value, sizeof(value));
+          break;
+        case DType::kBF16: {
+          const uint16_t bits = FloatToBF16(value);
+          std::memcpy(dst + 2 * i, &bits, sizeof(bits));
+          break;
+        }
+        case DType::kF16: {
+          const uint16_t bits = FloatToF16(value);
+          std::memcpy(dst + 2 * i, &bits, sizeof(bits));
+          break;
+        }
+      }
     }
   });
   return PreparedWeight{converted, *std::move(buffer)};
@@ -100,7 +142,13 @@ void CpuBackend::CopyFromHost(const float* src, Tensor dst) {
 void CpuBackend::GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) {
   const int64_t width = table.cols;
   for (size_t i = 0; i < indices.size(); ++i) {
-    std::memcpy(out.f32() + i * width, table.f32() + indices[i] * width, width * sizeof(float));
+    float* dst = out.f32() + i * width;
+    if (table.dtype == DType::kF32) {
+      std::memcpy(dst, table.f32() + indices[i] * width, width * sizeof(float));
+      continue;
+    }
+    const auto* row = static_cast<const unsigned char*>(table.data) + 2 * indices[i] * width;
+    for (int64_t j = 0; j < width; ++j) dst[j] = ElementAsFloat(row, table.dtype, j);
   }
 }
 
@@ -121,34 +169,28 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   });
 }
 
+const MatmulVariant& CpuBackend::MatmulFor(const Tensor& weight, int64_t rows) const {
+  return weight.dtype == DType::kF32 && rows > kMaxOwnMatmulRowsF32 ? blas_ : matmul_;
+}
+
 void CpuBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {
-  const int rows = static_cast<int>(x.rows);
-  const int in_features = static_cast<int>(x.cols);
-  const int out_features = static_cast<int>(weight.rows);
-  // Our pool splits the output features into slices, each multiplied by single-threaded BLAS:
-  // OpenBLAS's own threads spin-wait for each other and stall for seconds when the cores are
-  // shared, where a slice nobody has claimed yet is simply taken by a running thread.
-  const int64_t work = int64_t{rows} * in_features * out_features;
-  const int64_t slices = work < kMinLinearWork
-                             ? 1
-                             : std::clamp<int64_t>(out_features / kMinSliceFeatures, 1,
-                                                   int64_t{pool_.num_threads()} * 4);
-  pool_.ParallelFor(slices, [&](int64_t slice_begin, int64_t slice_end) {
-    const int first = static_cast<int>(out_features * slice_begin / slices);
-    const int count = static_cast<int>(out_features * slice_end / slices) - first;
-    const float* slice_weight = weight.f32() + static_cast<int64_t>(first) * in_features;
-    if (rows == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, count, in_features, 1.0f, slice_weight, in_features,
-                  x.f32(), 1, 0.0f, out.f32() + first, 1);
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f, x.f32(),
-                  in_features, slice_weight, in_features, 0.0f, out.f32() + first, out_features);
-    }
-  });
+  const int64_t rows = x.rows;
+  const int64_t out_features = weight.rows;
+  ParallelMatmul(MatmulFor(weight, rows),
+                 MatmulArgs{.x = x.f32(),
+                            .rows = rows,
+                            .in = x.cols,
+                            .weight = weight.data,
+                            .dtype = weight.dtype,
+                            .first = 0,
+                            .count = out_features,
+                            .out = out.f32(),
+                            .out_stride = out_features},
+                 pool_);
   if (bias != nullptr) {
-    for (int r = 0; r < rows; ++r) {
-      float* dst = out.f32() + static_cast<int64_t>(r) * out_features;
-      for (int i = 0; i < out_features; ++i) dst[i] += bias->f32()[i];
+    for (int64_t r = 0; r < rows; ++r) {
+      float* dst = out.f32() + r * out_features;
+      for (int64_t i = 0; i < out_features; ++i) dst[i] += bias->f32()[i];
     }
   }
 }

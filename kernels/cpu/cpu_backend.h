@@ -1,19 +1,27 @@
-// The CPU backend: the reference implementation of every Backend op, in f32, multi-threaded,
-// with OpenBLAS for the projections.
+// The CPU backend: the reference implementation of every Backend op, computing in f32,
+// multi-threaded. Weight matrices stay in f32, bf16 or f16 (BackendOptions::weight_dtype, else
+// the checkpoint's own); projections run on the fastest matmul variant this CPU has
+// (matmul.h), and f32 projections of many rows on OpenBLAS.
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "kernels/backend.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::kernels::cpu {
+
+// The CPU's features and the kernels projections run on, as KernelSummary says.
+std::string CpuKernelSummary();
 
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options);
 
   std::string_view name() const override { return "cpu"; }
+  std::string KernelSummary() const override;
   size_t MemoryBytes() const override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
@@ -41,7 +49,13 @@ class CpuBackend final : public Backend {
                  float* values, int32_t* ids, float* log_normalizers) override;
 
  private:
+  // The variant a projection of `rows` rows by `weight` runs on.
+  const MatmulVariant& MatmulFor(const Tensor& weight, int64_t rows) const;
+
   ThreadPool pool_;
+  const std::optional<DType> weight_dtype_;
+  const MatmulVariant matmul_;
+  const MatmulVariant blas_;
 };
 
 }  // namespace kvd::kernels::cpu

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
+#include "bench/matmul_bench.h"
+#include "bench/memory_bandwidth.h"
 #include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/store_write_bench.h"
@@ -27,6 +29,7 @@ struct BenchOptions {
   std::string model_dir = "models/kvd-tiny";
   std::string backend = "cpu";
   int32_t threads = 0;
+  std::string dtype = "auto";
   bench::ThroughputOptions throughput;
   bool scheduler = false;
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
@@ -37,6 +40,8 @@ struct BenchOptions {
   bool sampling = false;
   bench::SamplingBenchOptions sampling_options;
   bool store_writes = false;
+  bool matmul = false;
+  bench::MatmulBenchOptions matmul_options;
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
 };
@@ -160,6 +165,15 @@ absl::Status RunSamplingBench(const BenchOptions& options, kernels::Backend& bac
   return absl::OkStatus();
 }
 
+absl::Status RunMatmulBench(const BenchOptions& options) {
+  bench::MatmulBenchOptions bench_options = options.matmul_options;
+  bench_options.threads = options.threads;
+  auto result = bench::MeasureMatmul(bench_options);
+  if (!result.ok()) return result.status();
+  bench::PrintMatmulTable(bench_options, *result);
+  return absl::OkStatus();
+}
+
 absl::Status RunStoreWriteBench(const BenchOptions& options) {
   auto model = engine::LoadModelConfig(options.model_dir);
   if (!model.ok()) return model.status();
@@ -188,8 +202,12 @@ absl::Status RunStoreWriteBench(const BenchOptions& options) {
 
 absl::Status RunBench(const BenchOptions& options) {
   if (options.store_writes) return RunStoreWriteBench(options);
-  auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
+  if (options.matmul) return RunMatmulBench(options);
+  auto backend = kernels::CreateBackend(
+      options.backend,
+      {.num_threads = options.threads, .weight_dtype = kernels::DTypeFromName(options.dtype)});
   if (!backend.ok()) return backend.status();
+  std::printf("backend %s\n", (*backend)->KernelSummary().c_str());
   if (options.sampling) return RunSamplingBench(options, **backend);
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
@@ -198,15 +216,24 @@ absl::Status RunBench(const BenchOptions& options) {
   if (options.scheduler) return RunSchedulerBench(options, **model);
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
+  // A decode step reads every weight once: its time against reading that many bytes at the
+  // machine's measured bandwidth is the share of the memory roofline it reaches.
+  const double step_bytes = static_cast<double>((*model)->weights().StepBytes());
+  const double bandwidth = bench::MeasureReadBandwidth(int64_t{1} << 30, options.threads);
   std::printf("model %s, backend %s, prompt %d tokens, %d decode steps\n",
               options.model_dir.c_str(), options.backend.c_str(), options.throughput.prompt_tokens,
               options.throughput.decode_tokens);
-  std::printf("| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step |\n");
-  std::printf("|---:|---:|---:|---:|---:|\n");
+  std::printf("weights read per step %.1f MB; measured read bandwidth %.1f GB/s (roofline %.1f "
+              "steps/s)\n",
+              step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes);
+  std::printf("| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
-    std::printf("| %d | %.1f | %.3f | %.1f | %.2f |\n", result.batch_size,
+    const double roofline_ms = step_bytes / (bandwidth * 1e9) * 1e3;
+    std::printf("| %d | %.1f | %.3f | %.1f | %.2f | %.0f%% |\n", result.batch_size,
                 result.prefill_tokens_per_second, result.prefill_seconds,
-                result.decode_tokens_per_second, result.decode_step_ms);
+                result.decode_tokens_per_second, result.decode_step_ms,
+                100.0 * roofline_ms / result.decode_step_ms);
   }
   return absl::OkStatus();
 }
@@ -220,6 +247,11 @@ void AddBenchCommand(CLI::App& app) {
   command->add_option("--model", options->model_dir, "Model directory")->capture_default_str();
   command->add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  command
+      ->add_option("--dtype", options->dtype,
+                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16 or f16")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}))
       ->capture_default_str();
   command->add_option("--batch", options->throughput.batch_sizes, "Batch sizes to measure")
       ->delimiter(',')
@@ -310,6 +342,32 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--store-rounds", options->store_options.rounds,
                    "Rounds per setting, with --store-writes")
+      ->capture_default_str();
+  command
+      ->add_flag("--matmul", options->matmul,
+                 "Measure the CPU projections kernel by kernel: each matmul variant and weight "
+                 "type at several row counts, against the measured read bandwidth (no model)")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"))
+      ->excludes(command->get_option("--keepkv"))
+      ->excludes(command->get_option("--sampling"))
+      ->excludes(command->get_option("--store-writes"));
+  command
+      ->add_option("--matmul-rows", options->matmul_options.rows,
+                   "Rows (tokens) per product, with --matmul")
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--matmul-out", options->matmul_options.out_features,
+                   "Output features of the weight, with --matmul")
+      ->capture_default_str();
+  command
+      ->add_option("--matmul-in", options->matmul_options.in_features,
+                   "Input features of the weight, with --matmul")
+      ->capture_default_str();
+  command
+      ->add_option("--matmul-mib", options->matmul_options.weight_mib,
+                   "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
   command->callback([options] { ExitWith(RunBench(*options)); });
 }

@@ -27,6 +27,7 @@ struct GenerateOptions {
   bool no_special_tokens = false;
   std::string backend = "cpu";
   int32_t threads = 0;
+  std::string dtype = "auto";
   int32_t max_tokens = 128;
   int32_t min_tokens = 0;
   bool ignore_eos = false;
@@ -74,7 +75,9 @@ absl::Status RunGenerate(GenerateOptions options) {
   if (auto status = ParseLogitBias(options.logit_bias, options.sampling); !status.ok()) {
     return status;
   }
-  auto backend = kernels::CreateBackend(options.backend, {.num_threads = options.threads});
+  auto backend = kernels::CreateBackend(
+      options.backend,
+      {.num_threads = options.threads, .weight_dtype = kernels::DTypeFromName(options.dtype)});
   if (!backend.ok()) return backend.status();
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
@@ -139,6 +142,11 @@ void AddGenerateCommand(CLI::App& app) {
                     "Do not add the tokenizer's special tokens (BOS) to the prompt");
   command->add_option("--backend", options->backend, "cpu or cuda")->capture_default_str();
   command->add_option("--threads", options->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  command
+      ->add_option("--dtype", options->dtype,
+                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16 or f16")
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}))
       ->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens, "Tokens to generate at most")
       ->capture_default_str()

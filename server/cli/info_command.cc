@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/model_config.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/devices.h"
 #include "server/cli/exit_status.h"
 #include "server/version.h"
@@ -25,6 +26,7 @@ absl::Status RunInfo(const std::string& model_dir) {
                   device.compute_capability / 10, device.compute_capability % 10);
     }
   }
+  std::printf("%s\n", kernels::cpu::CpuKernelSummary().c_str());
   if (model_dir.empty()) return absl::OkStatus();
   auto config = engine::LoadModelConfig(model_dir);
   if (!config.ok()) return config.status();

@@ -42,6 +42,7 @@ struct ServeFlags {
   std::optional<std::string> replica;
   std::optional<std::string> backend;
   std::optional<int32_t> threads;
+  std::optional<std::string> dtype;
 };
 
 absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
@@ -60,6 +61,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
   if (flags.replica) config.store.replica = *flags.replica;
   if (flags.backend) config.model.backend = *flags.backend;
   if (flags.threads) config.model.threads = *flags.threads;
+  if (flags.dtype) config.model.dtype = *flags.dtype;
   if (auto status = config.Validate(); !status.ok()) return status;
   return config;
 }
@@ -159,6 +161,7 @@ absl::Status RunServe(const ServeFlags& flags) {
       config->model.backend, {.num_threads = config->model.threads,
                               .weight_dtype = kernels::DTypeFromName(config->model.dtype)});
   if (!backend.ok()) return backend.status();
+  spdlog::info("backend {}", (*backend)->KernelSummary());
   auto model = engine::Model::Load(config->model.path, **backend);
   if (!model.ok()) return model.status();
   auto tokenizer =
@@ -262,6 +265,8 @@ void AddServeCommand(CLI::App& app) {
                       "This replica's name, carried in its document ids (store.replica)");
   command->add_option("--backend", flags->backend, "cpu or cuda (model.backend)");
   command->add_option("--threads", flags->threads, "CPU threads, 0 for all (model.threads)");
+  command->add_option("--dtype", flags->dtype,
+                      "Weight matrices in memory: auto, f32, bf16 or f16 (model.dtype)");
   command->callback([flags] { ExitWith(RunServe(*flags)); });
 }
 

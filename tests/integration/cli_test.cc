@@ -116,12 +116,39 @@ TEST(CliTest, HelpDescribesSubcommands) {
   }
 }
 
+TEST(CliTest, HalfPrecisionWeightsAnswerAsF32Does) {
+  for (const char* dtype : {"bf16", "f16"}) {
+    const Result result = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
+                                 " --temperature 0 --max-tokens 16 --dtype " + dtype);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out, "KSOHB") << dtype;
+  }
+  const Result refused = RunKvd("generate -q --model " + kModel + " --prompt x --dtype int3");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("--dtype"), std::string::npos) << refused.err;
+}
+
+TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
+  const Result info = RunKvd("info");
+  EXPECT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("cpu: features "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("; matmul "), std::string::npos) << info.out;
+  const Result bench = RunKvd("bench --matmul --matmul-rows 1,3 --matmul-out 64 --matmul-in 96 "
+                              "--matmul-mib 1");
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("read bandwidth"), std::string::npos) << bench.out;
+  for (const char* row : {"| openblas | f32 | 1 |", "| scalar | bf16 | 3 |", "| scalar | f16 | 1 |"}) {
+    EXPECT_NE(bench.out.find(row), std::string::npos) << row << "\n" << bench.out;
+  }
+}
+
 TEST(CliTest, BenchPrintsAThroughputTable) {
   const Result result =
       RunKvd("bench --model " + kModel + " --batch 1,2 --prompt-tokens 16 --decode-tokens 4");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("| 1 |"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("| 2 |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("of roofline"), std::string::npos) << result.out;
 }
 
 }  // namespace

@@ -125,6 +125,70 @@ TEST_F(CpuBackendTest, PrepareWeightConvertsHalfPrecisionToF32) {
   EXPECT_EQ(borrowed->storage, nullptr);
 }
 
+TEST_F(CpuBackendTest, MatricesKeepTheirTypeOrTheConfiguredOne) {
+  std::vector<float> f32 = RandomVector(8 * 16, 9);
+  std::vector<uint16_t> bf16;
+  for (float v : f32) bf16.push_back(FloatToBF16(v));
+  // By default a matrix keeps the checkpoint's type: bf16 is used in place.
+  auto kept = backend_.PrepareWeight(Tensor{bf16.data(), DType::kBF16, 8, 16});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->tensor.dtype, DType::kBF16);
+  EXPECT_EQ(kept->tensor.data, bf16.data());
+  // Configured bf16: an f32 matrix is rounded to it; a vector stays f32.
+  CpuBackend to_bf16{BackendOptions{.num_threads = 2, .weight_dtype = DType::kBF16}};
+  auto rounded = to_bf16.PrepareWeight(View(f32, 8, 16));
+  ASSERT_TRUE(rounded.ok());
+  ASSERT_EQ(rounded->tensor.dtype, DType::kBF16);
+  const auto* bits = static_cast<const uint16_t*>(rounded->tensor.data);
+  for (size_t i = 0; i < bf16.size(); ++i) EXPECT_EQ(bits[i], bf16[i]);
+  auto vector = to_bf16.PrepareWeight(View(f32, 1, 16));
+  ASSERT_TRUE(vector.ok());
+  EXPECT_EQ(vector->tensor.dtype, DType::kF32);
+  // Configured f32: a bf16 matrix is widened.
+  CpuBackend to_f32{BackendOptions{.num_threads = 2, .weight_dtype = DType::kF32}};
+  auto widened = to_f32.PrepareWeight(Tensor{bf16.data(), DType::kBF16, 8, 16});
+  ASSERT_TRUE(widened.ok());
+  ASSERT_EQ(widened->tensor.dtype, DType::kF32);
+  for (size_t i = 0; i < bf16.size(); ++i) {
+    EXPECT_EQ(widened->tensor.f32()[i], BF16ToFloat(bf16[i]));
+  }
+}
+
+TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {
+  const int64_t vocab = 40, width = 72;
+  std::vector<float> table = RandomVector(vocab * width, 10);
+  CpuBackend to_bf16{BackendOptions{.num_threads = 2, .weight_dtype = DType::kBF16}};
+  CpuBackend to_f16{BackendOptions{.num_threads = 2, .weight_dtype = DType::kF16}};
+  for (CpuBackend* half : {&to_bf16, &to_f16}) {
+    auto prepared = half->PrepareWeight(View(table, vocab, width));
+    ASSERT_TRUE(prepared.ok());
+    ASSERT_NE(prepared->tensor.dtype, DType::kF32);
+    // The f32 values the half weights stand for.
+    std::vector<float> exact(table.size());
+    const auto* bits = static_cast<const uint16_t*>(prepared->tensor.data);
+    for (size_t i = 0; i < exact.size(); ++i) {
+      exact[i] = prepared->tensor.dtype == DType::kBF16 ? BF16ToFloat(bits[i])
+                                                        : F16ToFloat(bits[i]);
+    }
+    const std::vector<int32_t> tokens = {3, 0, 39, 3};
+    std::vector<float> gathered(tokens.size() * width);
+    half->GatherRows(prepared->tensor, tokens, View(gathered, 4, width));
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      for (int64_t j = 0; j < width; ++j) {
+        EXPECT_EQ(gathered[t * width + j], exact[tokens[t] * width + j]);
+      }
+    }
+    for (int64_t rows : {1, 3, 12}) {
+      std::vector<float> x = RandomVector(rows * width, 11);
+      std::vector<float> got(rows * vocab), want(rows * vocab);
+      half->Linear(View(x, rows, width), prepared->tensor, nullptr, View(got, rows, vocab));
+      backend_.Linear(View(x, rows, width), View(exact, vocab, width), nullptr,
+                      View(want, rows, vocab));
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << rows;
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, KvSlotsWriteReadAndCopyWholeEntries) {
   constexpr int32_t kBlocks = 4, kBlockSize = 4, kHeadDim = 8;
   auto keys = RandomVector(kBlocks * kBlockSize * kHeadDim, 10);

@@ -1,0 +1,131 @@
+#include "bench/matmul_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "bench/memory_bandwidth.h"
+#include "bench/statistics.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace kvd::bench {
+namespace {
+
+using kernels::DType;
+using kernels::cpu::MatmulArgs;
+using kernels::cpu::MatmulVariant;
+using kernels::cpu::ThreadPool;
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// `elements` random weights in `dtype` (matrices one after the other).
+std::vector<uint8_t> RandomWeights(DType dtype, int64_t elements, std::mt19937& random) {
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<uint8_t> bytes(static_cast<size_t>(elements) * kernels::DTypeSize(dtype));
+  for (int64_t i = 0; i < elements; ++i) {
+    const float value = normal(random);
+    if (dtype == DType::kF32) {
+      std::memcpy(bytes.data() + 4 * i, &value, 4);
+    } else {
+      const uint16_t bits =
+          dtype == DType::kBF16 ? kernels::FloatToBF16(value) : kernels::FloatToF16(value);
+      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& options) {
+  if (options.out_features <= 0 || options.in_features <= 0 || options.rows.empty() ||
+      options.repeats <= 0 || options.weight_mib <= 0 ||
+      std::any_of(options.rows.begin(), options.rows.end(), [](int64_t r) { return r <= 0; })) {
+    return absl::InvalidArgumentError(
+        "matmul bench: shapes, rows, repeats and MiB must be positive");
+  }
+  ThreadPool pool(options.threads > 0
+                      ? options.threads
+                      : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  MatmulBenchResult result;
+  result.features = kernels::cpu::HostCpuFeatures().ToString();
+  std::mt19937 random(1);
+  const int64_t matrix = options.out_features * options.in_features;
+  result.read_gb_per_second = MeasureReadBandwidth(options.weight_mib << 20, pool.num_threads());
+  const int64_t max_rows = *std::max_element(options.rows.begin(), options.rows.end());
+  std::vector<float> x(static_cast<size_t>(max_rows * options.in_features));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : x) v = normal(random);
+  std::vector<float> out(static_cast<size_t>(max_rows * options.out_features));
+  std::vector<MatmulVariant> variants = kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
+  variants.insert(variants.begin(), kernels::cpu::OpenBlasMatmul());
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    const int64_t matrix_bytes = matrix * static_cast<int64_t>(kernels::DTypeSize(dtype));
+    const int64_t copies = std::max<int64_t>(1, (options.weight_mib << 20) / matrix_bytes);
+    const std::vector<uint8_t> weights = RandomWeights(dtype, copies * matrix, random);
+    for (const MatmulVariant& variant : variants) {
+      if (variant.name == "openblas" && dtype != DType::kF32) continue;
+      for (int64_t rows : options.rows) {
+        // The scalar reference on many rows would take minutes: one copy, one pass.
+        const bool slow = variant.name == "scalar";
+        if (slow && rows > 4) continue;
+        std::vector<double> seconds;
+        for (int repeat = 0; repeat < (slow ? 1 : options.repeats); ++repeat) {
+          const Clock::time_point start = Clock::now();
+          const int64_t passes = slow ? 1 : copies;
+          for (int64_t copy = 0; copy < passes; ++copy) {
+            kernels::cpu::ParallelMatmul(
+                variant,
+                MatmulArgs{.x = x.data(),
+                           .rows = rows,
+                           .in = options.in_features,
+                           .weight = weights.data() + copy * matrix_bytes,
+                           .dtype = dtype,
+                           .first = 0,
+                           .count = options.out_features,
+                           .out = out.data(),
+                           .out_stride = options.out_features},
+                pool);
+          }
+          seconds.push_back(SecondsSince(start) / static_cast<double>(passes));
+        }
+        MatmulBenchRow row{.variant = std::string(variant.name),
+                           .dtype = std::string(kernels::DTypeName(dtype)),
+                           .rows = rows,
+                           .ms = Median(seconds) * 1e3};
+        const double s = row.ms / 1e3;
+        row.gflops = 2.0 * static_cast<double>(rows * matrix) / s / 1e9;
+        row.weight_gb_per_second = static_cast<double>(matrix_bytes) / s / 1e9;
+        row.bandwidth_share = row.weight_gb_per_second / result.read_gb_per_second;
+        result.rows.push_back(row);
+      }
+    }
+  }
+  return result;
+}
+
+void PrintMatmulTable(const MatmulBenchOptions& options, const MatmulBenchResult& result) {
+  std::printf("matmul [%lld x %lld] weights, %lld MiB per type; CPU features %s; read bandwidth "
+              "%.1f GB/s\n",
+              static_cast<long long>(options.out_features),
+              static_cast<long long>(options.in_features),
+              static_cast<long long>(options.weight_mib), result.features.c_str(),
+              result.read_gb_per_second);
+  std::printf("| variant | weights | rows | ms | GFLOP/s | weight GB/s | of bandwidth |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|\n");
+  for (const MatmulBenchRow& row : result.rows) {
+    std::printf("| %s | %s | %lld | %.3f | %.1f | %.1f | %.0f%% |\n", row.variant.c_str(),
+                row.dtype.c_str(), static_cast<long long>(row.rows), row.ms, row.gflops,
+                row.weight_gb_per_second, 100.0 * row.bandwidth_share);
+  }
+}
+
+}  // namespace kvd::bench

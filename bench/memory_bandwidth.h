@@ -1,0 +1,13 @@
+// The machine's memory read bandwidth, measured as STREAM's read kernels do: summing a buffer far
+// larger than the caches on every thread; the roofline decode figures are a share of.
+#pragma once
+
+#include <cstdint>
+
+namespace kvd::bench {
+
+// GB/s (10⁹ bytes) of reading `bytes` on `threads` threads (0: every core): the best of five
+// passes, as STREAM reports, since other load on a shared machine only ever slows a pass.
+double MeasureReadBandwidth(int64_t bytes, int32_t threads);
+
+}  // namespace kvd::bench

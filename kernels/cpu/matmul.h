@@ -1,0 +1,50 @@
+// The products behind Linear: out[r][o] = Σ_i x[r][i] · w[o][i] over a slice of output features,
+// for f32, bf16 or f16 weights stored [out_features, in_features] and f32 activations, each weight
+// converted in registers (no dequantized copy) and accumulated in f32. One variant per
+// instruction set; the scalar one is the reference every other is held to
+// (tests/unit/kernels/cpu_matmul_test.cc).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/dtype.h"
+
+namespace kvd::kernels::cpu {
+
+struct MatmulArgs {
+  const float* x = nullptr;  // [rows, in], row-major
+  int64_t rows = 0;
+  int64_t in = 0;
+  const void* weight = nullptr;  // [out_features, in] in `dtype`
+  DType dtype = DType::kF32;
+  int64_t first = 0;  // the slice of output features computed: [first, first + count)
+  int64_t count = 0;
+  float* out = nullptr;  // out[r * out_stride + o] for o in the slice
+  int64_t out_stride = 0;
+};
+
+struct MatmulVariant {
+  std::string_view name;
+  void (*run)(const MatmulArgs&) = nullptr;
+};
+
+// Plain loops, for every CPU.
+MatmulVariant ScalarMatmul();
+// AVX2 with FMA and F16C.
+MatmulVariant Avx2Matmul();
+// OpenBLAS's single-threaded SGEMM: f32 weights only.
+MatmulVariant OpenBlasMatmul();
+
+// Our variants a CPU with `features` runs, fastest first; the scalar one is always last.
+std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features);
+
+// Runs `whole` (every output feature of the weight, first = 0 and count = out_features) on
+// `pool`'s threads, in slices of output features that are multiples of four (the kernels'
+// tile); a product too small to be worth a hand-off runs on the calling thread.
+void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, ThreadPool& pool);
+
+}  // namespace kvd::kernels::cpu
