@@ -9,8 +9,10 @@
 
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
+#include "kernels/check.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::bench {
@@ -26,18 +28,26 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// `elements` random weights in `dtype` (matrices one after the other).
-std::vector<uint8_t> RandomWeights(DType dtype, int64_t elements, std::mt19937& random) {
+// `count` random [out, in] matrices in `dtype`, one after the other.
+std::vector<uint8_t> RandomWeights(DType dtype, int64_t count, int64_t out, int64_t in,
+                                   std::mt19937& random) {
   std::normal_distribution<float> normal(0.0f, 0.02f);
-  std::vector<uint8_t> bytes(static_cast<size_t>(elements) * kernels::DTypeSize(dtype));
-  for (int64_t i = 0; i < elements; ++i) {
-    const float value = normal(random);
-    if (dtype == DType::kF32) {
-      std::memcpy(bytes.data() + 4 * i, &value, 4);
+  const size_t row_bytes = kernels::RowBytes(dtype, in);
+  std::vector<uint8_t> bytes(static_cast<size_t>(count * out) * row_bytes);
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int64_t r = 0; r < count * out; ++r) {
+    for (float& v : row) v = normal(random);
+    uint8_t* dst = bytes.data() + r * row_bytes;
+    if (kernels::IsQuantized(dtype)) {
+      KVD_CHECK(kernels::cpu::QuantizeRow(dtype, row.data(), in, dst));  // finite by construction
+    } else if (dtype == DType::kF32) {
+      std::memcpy(dst, row.data(), row_bytes);
     } else {
-      const uint16_t bits =
-          dtype == DType::kBF16 ? kernels::FloatToBF16(value) : kernels::FloatToF16(value);
-      std::memcpy(bytes.data() + 2 * i, &bits, 2);
+      for (int64_t i = 0; i < in; ++i) {
+        const uint16_t bits =
+            dtype == DType::kBF16 ? kernels::FloatToBF16(row[i]) : kernels::FloatToF16(row[i]);
+        std::memcpy(dst + 2 * i, &bits, 2);
+      }
     }
   }
   return bytes;
@@ -67,10 +77,13 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   std::vector<float> out(static_cast<size_t>(max_rows * options.out_features));
   std::vector<MatmulVariant> variants = kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
   variants.insert(variants.begin(), kernels::cpu::OpenBlasMatmul());
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
-    const int64_t matrix_bytes = matrix * static_cast<int64_t>(kernels::DTypeSize(dtype));
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
+    if (kernels::IsQuantized(dtype) && options.in_features % kernels::kQuantBlock != 0) continue;
+    const int64_t matrix_bytes = options.out_features *
+                                 static_cast<int64_t>(kernels::RowBytes(dtype, options.in_features));
     const int64_t copies = std::max<int64_t>(1, (options.weight_mib << 20) / matrix_bytes);
-    const std::vector<uint8_t> weights = RandomWeights(dtype, copies * matrix, random);
+    const std::vector<uint8_t> weights =
+        RandomWeights(dtype, copies, options.out_features, options.in_features, random);
     for (const MatmulVariant& variant : variants) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
       for (int64_t rows : options.rows) {

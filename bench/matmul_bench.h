@@ -1,6 +1,7 @@
 // What the CPU backend's projections cost, kernel by kernel: every matmul variant this CPU runs
-// (and OpenBLAS for f32) on every weight type, at several row counts, over weights far larger
-// than the caches, against the machine's read bandwidth measured in the same run.
+// (and OpenBLAS for f32) on every weight type (the quantized ones when the input features are
+// whole blocks), at several row counts, over weights far larger than the caches, against the
+// machine's read bandwidth measured in the same run.
 #pragma once
 
 #include <cstdint>

@@ -107,9 +107,11 @@ class Backend {
 
 struct BackendOptions {
   int32_t num_threads = 0;  // 0: all hardware threads
-  // The type a backend keeps the weight matrices in: kF32, kBF16 or kF16 (vectors such as norms
-  // stay f32); none: the checkpoint's own. Activations are f32 on every backend; the CPU
-  // accumulates in f32, the CUDA backend multiplies 16-bit by 16-bit (docs/gpu.md).
+  // The type a backend keeps the weight matrices in: kF32, kBF16, kF16, or (the CPU only)
+  // kInt8 / kInt4, quantized at load (vectors such as norms stay f32); none: the checkpoint's
+  // own. Activations are f32 on every backend; the CPU accumulates in f32 (int8/int4 weights
+  // meet int8-quantized activations), the CUDA backend multiplies 16-bit by 16-bit
+  // (docs/gpu.md).
   std::optional<DType> weight_dtype;
 };
 

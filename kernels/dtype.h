@@ -1,6 +1,8 @@
-// Element types of weights and activations, and the scalar conversions between them.
+// Element types of weights and activations, the block-quantized weight formats, and the scalar
+// conversions between them.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -9,9 +11,29 @@
 
 namespace kvd::kernels {
 
-enum class DType : uint8_t { kF32, kBF16, kF16 };
+// kF32, kBF16 and kF16 are element types. kInt8 and kInt4 are weight formats of blocks of
+// kQuantBlock weights along a row (layout: kernels/cpu/quantize.h): int8 is q · scale with q in
+// [-127, 127] and an f16 scale; int4 is q · scale + offset with q in [0, 15] and an f16 scale
+// and offset.
+enum class DType : uint8_t { kF32, kBF16, kF16, kInt8, kInt4 };
 
+inline constexpr int64_t kQuantBlock = 32;
+
+constexpr bool IsQuantized(DType dtype) { return dtype == DType::kInt8 || dtype == DType::kInt4; }
+
+// Bytes of one element of an element type.
 constexpr size_t DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+// Bytes of one block of kQuantBlock weights in a quantized format, its scale (and offset) included.
+constexpr size_t QuantBlockBytes(DType dtype) {
+  return dtype == DType::kInt8 ? 2 + kQuantBlock : 4 + kQuantBlock / 2;
+}
+
+// Bytes of a row of `cols` values; a quantized row's cols are a multiple of kQuantBlock.
+constexpr size_t RowBytes(DType dtype, int64_t cols) {
+  return IsQuantized(dtype) ? static_cast<size_t>(cols / kQuantBlock) * QuantBlockBytes(dtype)
+                            : static_cast<size_t>(cols) * DTypeSize(dtype);
+}
 
 constexpr std::string_view DTypeName(DType dtype) {
   switch (dtype) {
@@ -21,17 +43,27 @@ constexpr std::string_view DTypeName(DType dtype) {
       return "bf16";
     case DType::kF16:
       return "f16";
+    case DType::kInt8:
+      return "int8";
+    case DType::kInt4:
+      return "int4";
   }
   return "unknown";
 }
 
-// The type DTypeName names ("f32", "bf16", "f16"); none for anything else, such as "auto".
+// The type DTypeName names ("f32", "bf16", "f16", "int8", "int4"); none for anything else, such
+// as "auto".
 constexpr std::optional<DType> DTypeFromName(std::string_view name) {
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
     if (DTypeName(dtype) == name) return dtype;
   }
   return std::nullopt;
 }
+
+// What a configuration or a flag may name as the type of weight matrices: "auto" (the
+// checkpoint's own) and every DTypeName.
+inline constexpr std::array<std::string_view, 6> kWeightTypeChoices = {"auto", "f32",  "bf16",
+                                                                       "f16",  "int8", "int4"};
 
 inline float BF16ToFloat(uint16_t bits) { return std::bit_cast<float>(uint32_t{bits} << 16); }
 
@@ -82,6 +114,19 @@ inline uint16_t FloatToF16(float value) {
   }
   const uint32_t rounded = abs_bits + 0xfffu + ((abs_bits >> 13) & 1u);
   return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
+}
+
+// Element i of an array of an element type at `data`, which may be misaligned (a mapped file).
+inline float ElementAsFloat(const void* data, DType dtype, int64_t i) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  if (dtype == DType::kF32) {
+    float value;
+    std::memcpy(&value, bytes + 4 * i, sizeof(value));
+    return value;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, bytes + 2 * i, sizeof(bits));
+  return dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
 }
 
 }  // namespace kvd::kernels

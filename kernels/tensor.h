@@ -15,12 +15,13 @@ struct Tensor {
   int64_t cols = 0;
 
   int64_t num_elements() const { return rows * cols; }
-  size_t num_bytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype); }
+  size_t row_bytes() const { return RowBytes(dtype, cols); }
+  size_t num_bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
   float* f32() const { return static_cast<float*>(data); }
   // The view of rows [first, first + count).
   Tensor Rows(int64_t first, int64_t count) const {
-    return Tensor{static_cast<char*>(data) + first * cols * static_cast<int64_t>(DTypeSize(dtype)),
-                  dtype, count, cols};
+    return Tensor{static_cast<char*>(data) + static_cast<size_t>(first) * row_bytes(), dtype, count,
+                  cols};
   }
 };
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/top_logits.h"
 
 namespace kvd::kernels::cpu {
@@ -34,18 +36,6 @@ class HostBuffer final : public DeviceBuffer {
 int32_t ResolveThreads(int32_t requested) {
   if (requested > 0) return requested;
   return std::max(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
-}
-
-// Element i of an array of `dtype` at `data`, which may be misaligned.
-float ElementAsFloat(const unsigned char* data, DType dtype, int64_t i) {
-  if (dtype == DType::kF32) {
-    float value;
-    std::memcpy(&value, data + 4 * i, sizeof(value));
-    return value;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, data + 2 * i, sizeof(bits));
-  return dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
 }
 
 // Rows are split across threads only when each thread gets at least this many elements.
@@ -93,42 +83,62 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
   return std::make_unique<HostBuffer>(data, rounded);
 }
 
+DType CpuBackend::KeptType(const Tensor& host) const {
+  if (host.rows <= 1) return DType::kF32;
+  const DType configured = weight_dtype_.value_or(host.dtype);
+  if (IsQuantized(configured) && host.cols % kQuantBlock != 0) return host.dtype;
+  return configured;
+}
+
 absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
-  // Matrices stay in the configured type (else the checkpoint's); vectors such as norms and
-  // biases are f32.
-  const DType kept = host.rows > 1 ? weight_dtype_.value_or(host.dtype) : DType::kF32;
+  const DType kept = KeptType(host);
   const bool aligned = reinterpret_cast<uintptr_t>(host.data) % DTypeSize(host.dtype) == 0;
   if (host.dtype == kept && aligned) return PreparedWeight{host, nullptr};
-  auto buffer = Allocate(static_cast<size_t>(host.num_elements()) * DTypeSize(kept));
+  Tensor converted{nullptr, kept, host.rows, host.cols};
+  auto buffer = Allocate(converted.num_bytes());
   if (!buffer.ok()) return buffer.status();
-  Tensor converted{(*buffer)->data(), kept, host.rows, host.cols};
+  converted.data = (*buffer)->data();
+  if (IsQuantized(kept)) {
+    if (absl::Status s = Quantize(host, converted); !s.ok()) return s;
+    return PreparedWeight{converted, *std::move(buffer)};
+  }
   if (host.dtype == kept) {  // misaligned in the file: copy it
     std::memcpy(converted.data, host.data, host.num_bytes());
     return PreparedWeight{converted, *std::move(buffer)};
   }
-  const auto* src = static_cast<const unsigned char*>(host.data);
   auto* dst = static_cast<unsigned char*>(converted.data);
   pool_.ParallelFor(host.num_elements(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const float value = ElementAsFloat(src, host.dtype, i);  // may be misaligned in the file
-      switch (kept) {
-        case DType::kF32:
-          std::memcpy(dst + 4 * i, &value, sizeof(value));
-          break;
-        case DType::kBF16: {
-          const uint16_t bits = FloatToBF16(value);
-          std::memcpy(dst + 2 * i, &bits, sizeof(bits));
-          break;
-        }
-        case DType::kF16: {
-          const uint16_t bits = FloatToF16(value);
-          std::memcpy(dst + 2 * i, &bits, sizeof(bits));
-          break;
-        }
+      const float value = ElementAsFloat(host.data, host.dtype, i);
+      if (kept == DType::kF32) {
+        std::memcpy(dst + 4 * i, &value, sizeof(value));
+      } else {
+        const uint16_t bits = kept == DType::kBF16 ? FloatToBF16(value) : FloatToF16(value);
+        std::memcpy(dst + 2 * i, &bits, sizeof(bits));
       }
     }
   });
   return PreparedWeight{converted, *std::move(buffer)};
+}
+
+absl::Status CpuBackend::Quantize(const Tensor& host, const Tensor& quantized) {
+  std::atomic<bool> representable = true;
+  pool_.ParallelFor(host.rows, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(host.cols));
+    for (int64_t r = begin; r < end && representable; ++r) {
+      for (int64_t i = 0; i < host.cols; ++i) {
+        row[i] = ElementAsFloat(host.data, host.dtype, r * host.cols + i);
+      }
+      if (!QuantizeRow(quantized.dtype, row.data(), host.cols, quantized.Rows(r, 1).data)) {
+        representable = false;
+      }
+    }
+  });
+  if (representable) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("cpu: a [", host.rows, ", ", host.cols, "] weight cannot be held in ",
+                   std::string(DTypeName(quantized.dtype)),
+                   ": a value is not finite or a block's scale exceeds f16"));
 }
 
 void CpuBackend::CopyToHost(const Tensor& src, float* dst) {
@@ -143,12 +153,14 @@ void CpuBackend::GatherRows(const Tensor& table, std::span<const int32_t> indice
   const int64_t width = table.cols;
   for (size_t i = 0; i < indices.size(); ++i) {
     float* dst = out.f32() + i * width;
+    const void* row = table.Rows(indices[i], 1).data;
     if (table.dtype == DType::kF32) {
-      std::memcpy(dst, table.f32() + indices[i] * width, width * sizeof(float));
-      continue;
+      std::memcpy(dst, row, width * sizeof(float));
+    } else if (IsQuantized(table.dtype)) {
+      DequantizeRow(table.dtype, row, width, dst);
+    } else {
+      for (int64_t j = 0; j < width; ++j) dst[j] = ElementAsFloat(row, table.dtype, j);
     }
-    const auto* row = static_cast<const unsigned char*>(table.data) + 2 * indices[i] * width;
-    for (int64_t j = 0; j < width; ++j) dst[j] = ElementAsFloat(row, table.dtype, j);
   }
 }
 

@@ -1,7 +1,7 @@
 // The CPU backend: the reference implementation of every Backend op, computing in f32,
-// multi-threaded. Weight matrices stay in f32, bf16 or f16 (BackendOptions::weight_dtype, else
-// the checkpoint's own); projections run on the fastest matmul variant this CPU has
-// (matmul.h), and f32 projections of many rows on OpenBLAS.
+// multi-threaded. Weight matrices stay in f32, bf16 or f16 or are quantized at load to int8 or
+// int4 (BackendOptions::weight_dtype, else the checkpoint's own type); projections run on the
+// fastest matmul variant this CPU has (matmul.h), and f32 projections of many rows on OpenBLAS.
 #pragma once
 
 #include <memory>
@@ -49,6 +49,11 @@ class CpuBackend final : public Backend {
                  float* values, int32_t* ids, float* log_normalizers) override;
 
  private:
+  // The type a host weight is kept in: vectors f32; matrices the configured type, except that
+  // a matrix whose rows are not whole quantization blocks keeps the checkpoint's.
+  DType KeptType(const Tensor& host) const;
+  // Quantizes `host` into `quantized` (allocated, in a quantized type), rows in parallel.
+  absl::Status Quantize(const Tensor& host, const Tensor& quantized);
   // The variant a projection of `rows` rows by `weight` runs on.
   const MatmulVariant& MatmulFor(const Tensor& weight, int64_t rows) const;
 

@@ -5,16 +5,31 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace kvd::kernels::cpu {
 namespace {
 
-float WeightAt(const MatmulArgs& a, int64_t index) {
-  if (a.dtype == DType::kF32) return static_cast<const float*>(a.weight)[index];
-  uint16_t bits;
-  std::memcpy(&bits, static_cast<const char*>(a.weight) + 2 * index, sizeof(bits));
-  return a.dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
+// Σ over block b of row o of the integer products, and the block's scale (and offset) term:
+// the sum is scale_w · scale_x · Σ q_w q_x (+ offset_w · scale_x · Σ q_x).
+float QuantizedBlockProduct(const MatmulArgs& a, int64_t r, int64_t o, int64_t b) {
+  const QuantizedActivations& act = *a.activations;
+  const int8_t* xq = act.q.data() + r * act.in + b * kQuantBlock;
+  const float x_scale = act.scales[r * act.blocks_per_row() + b];
+  const ConstQuantizedRow row = ViewQuantizedRow(
+      a.dtype, static_cast<const unsigned char*>(a.weight) + o * RowBytes(a.dtype, a.in), a.in);
+  const float scale = F16ToFloat(row.scales[b]) * x_scale;
+  int32_t dot = 0;
+  if (a.dtype == DType::kInt8) {
+    const auto* q = reinterpret_cast<const int8_t*>(row.q + b * kQuantBlock);
+    for (int64_t i = 0; i < kQuantBlock; ++i) dot += int32_t{q[i]} * xq[i];
+    return static_cast<float>(dot) * scale;
+  }
+  const uint8_t* q = row.q + b * (kQuantBlock / 2);
+  for (int64_t j = 0; j < kQuantBlock / 2; ++j) {
+    dot += (q[j] & 15) * xq[j] + (q[j] >> 4) * xq[j + kQuantBlock / 2];
+  }
+  return static_cast<float>(dot) * scale +
+         F16ToFloat(row.offsets[b]) * act.sums[r * act.blocks_per_row() + b];
 }
 
 void RunScalar(const MatmulArgs& a) {
@@ -22,7 +37,11 @@ void RunScalar(const MatmulArgs& a) {
     const float* x = a.x + r * a.in;
     for (int64_t o = a.first; o < a.first + a.count; ++o) {
       float sum = 0.0f;
-      for (int64_t i = 0; i < a.in; ++i) sum += x[i] * WeightAt(a, o * a.in + i);
+      if (IsQuantized(a.dtype)) {
+        for (int64_t b = 0; b < a.in / kQuantBlock; ++b) sum += QuantizedBlockProduct(a, r, o, b);
+      } else {
+        for (int64_t i = 0; i < a.in; ++i) sum += x[i] * ElementAsFloat(a.weight, a.dtype, o * a.in + i);
+      }
       a.out[r * a.out_stride + o] = sum;
     }
   }
@@ -30,6 +49,7 @@ void RunScalar(const MatmulArgs& a) {
 
 void RunOpenBlas(const MatmulArgs& a) {
   KVD_CHECK(a.dtype == DType::kF32);
+
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.rows),
               static_cast<int>(a.count), static_cast<int>(a.in), 1.0f, a.x, static_cast<int>(a.in),
               static_cast<const float*>(a.weight) + a.first * a.in, static_cast<int>(a.in), 0.0f,
@@ -40,6 +60,24 @@ void RunOpenBlas(const MatmulArgs& a) {
 // a slice of their own.
 constexpr int64_t kMinParallelWork = int64_t{1} << 20;
 constexpr int64_t kMinSliceFeatures = 64;
+// Activations quantized on the calling thread below this many, else on the pool.
+constexpr int64_t kMinParallelQuantize = int64_t{1} << 16;
+
+// x of `whole` in int8 blocks, in a buffer of the calling thread's reused across products.
+const QuantizedActivations& QuantizeInput(const MatmulArgs& whole, ThreadPool& pool) {
+  thread_local QuantizedActivations buffer;
+  // The pool's threads fill this thread's buffer: a lambda naming `buffer` would reach theirs.
+  QuantizedActivations& activations = buffer;
+  ResizeActivations(whole.rows, whole.in, activations);
+  if (whole.rows * whole.in < kMinParallelQuantize || whole.rows == 1) {
+    QuantizeActivationRows(whole.x, 0, whole.rows, activations);
+  } else {
+    pool.ParallelFor(whole.rows, [&](int64_t begin, int64_t end) {
+      QuantizeActivationRows(whole.x, begin, end - begin, activations);
+    });
+  }
+  return activations;
+}
 
 }  // namespace
 
@@ -51,8 +89,13 @@ MatmulVariant OpenBlasMatmul() {
   return {"openblas", RunOpenBlas};
 }
 
-void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, ThreadPool& pool) {
-  KVD_CHECK(whole.first == 0);
+void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& given, ThreadPool& pool) {
+  KVD_CHECK(given.first == 0);
+  MatmulArgs whole = given;
+  if (IsQuantized(whole.dtype)) {
+    KVD_CHECK(whole.activations == nullptr);
+    whole.activations = &QuantizeInput(whole, pool);
+  }
   const int64_t out_features = whole.count;
   // Slices rather than one BLAS call on many threads: OpenBLAS's threads spin-wait for each
   // other and stall for seconds when the cores are shared, where a slice nobody has claimed yet

@@ -1,8 +1,9 @@
 // The products behind Linear: out[r][o] = Σ_i x[r][i] · w[o][i] over a slice of output features,
-// for f32, bf16 or f16 weights stored [out_features, in_features] and f32 activations, each weight
-// converted in registers (no dequantized copy) and accumulated in f32. One variant per
-// instruction set; the scalar one is the reference every other is held to
-// (tests/unit/kernels/cpu_matmul_test.cc).
+// for weights stored [out_features, in_features]. f32, bf16 or f16 weights meet f32 activations,
+// each weight converted in registers (no dequantized copy) and accumulated in f32; int8 and int4
+// weights meet activations quantized to int8 blocks (quantize.h), each block's integer dot
+// product scaled into an f32 sum. One variant per instruction set; the scalar one is the
+// reference every other is held to (tests/unit/kernels/cpu_matmul_test.cc).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
 
@@ -17,6 +19,8 @@ namespace kvd::kernels::cpu {
 
 struct MatmulArgs {
   const float* x = nullptr;  // [rows, in], row-major
+  // Quantized weights: x in int8 blocks, [rows, in] (ParallelMatmul quantizes it).
+  const QuantizedActivations* activations = nullptr;
   int64_t rows = 0;
   int64_t in = 0;
   const void* weight = nullptr;  // [out_features, in] in `dtype`
@@ -44,7 +48,8 @@ std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features);
 
 // Runs `whole` (every output feature of the weight, first = 0 and count = out_features) on
 // `pool`'s threads, in slices of output features that are multiples of four (the kernels'
-// tile); a product too small to be worth a hand-off runs on the calling thread.
+// tile); a product too small to be worth a hand-off runs on the calling thread. For quantized
+// weights it first quantizes x (whole.activations is null).
 void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, ThreadPool& pool);
 
 }  // namespace kvd::kernels::cpu

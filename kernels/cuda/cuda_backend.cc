@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/check.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/attention_scores.cuh"
 #include "kernels/cuda/decode_attention.cuh"
@@ -42,19 +43,6 @@ KvSlot SlotOf(const int32_t* block_table, int32_t entry, int32_t block_size) {
   return KvSlot{block_table[entry / block_size]} * block_size + entry % block_size;
 }
 
-// Element i of a host tensor in f32, bf16 or f16 (possibly misaligned in a mapped file), as f32.
-float HostElement(const Tensor& host, size_t i) {
-  const auto* src = static_cast<const unsigned char*>(host.data);
-  if (host.dtype == DType::kF32) {
-    float value;
-    std::memcpy(&value, src + 4 * i, sizeof(value));
-    return value;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, src + 2 * i, sizeof(bits));
-  return host.dtype == DType::kBF16 ? BF16ToFloat(bits) : F16ToFloat(bits);
-}
-
 // Element i of a host tensor as a `half` (bf16 or f16) bit pattern: copied when already one,
 // rounded to nearest even otherwise.
 uint16_t HostHalfElement(const Tensor& host, DType half, size_t i) {
@@ -63,7 +51,7 @@ uint16_t HostHalfElement(const Tensor& host, DType half, size_t i) {
     std::memcpy(&bits, static_cast<const unsigned char*>(host.data) + 2 * i, sizeof(bits));
     return bits;
   }
-  const float value = HostElement(host, i);
+  const float value = ElementAsFloat(host.data, host.dtype, static_cast<int64_t>(i));
   return half == DType::kBF16 ? FloatToBF16(value) : FloatToF16(value);
 }
 
@@ -287,7 +275,8 @@ absl::StatusOr<PreparedWeight> CudaBackend::PrepareWeight(const Tensor& host) {
     converted = half_bits.data();
   } else if (host.dtype != DType::kF32) {
     floats.resize(n);
-    for (size_t i = 0; i < n; ++i) floats[i] = HostElement(host, i);
+    for (size_t i = 0; i < n; ++i)
+      floats[i] = ElementAsFloat(host.data, host.dtype, static_cast<int64_t>(i));
     converted = floats.data();
   }
   Tensor tensor{nullptr, half.value_or(DType::kF32), host.rows, host.cols};
@@ -331,6 +320,9 @@ void CudaBackend::GatherRows(const Tensor& table, std::span<const int32_t> indic
     case DType::kF32:
       LaunchGatherRows(table.f32(), table.cols, device_indices, count, out.f32(), stream_);
       break;
+    case DType::kInt8:
+    case DType::kInt4:
+      KVD_CHECK(false);  // CreateBackend refuses quantized weights for CUDA
   }
   CheckLaunch("GatherRows");
 }

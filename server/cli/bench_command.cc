@@ -21,6 +21,7 @@
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
+#include "server/cli/weight_type_choices.h"
 
 namespace kvd::server {
 namespace {
@@ -250,8 +251,9 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--dtype", options->dtype,
-                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16 or f16")
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}))
+                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16, f16, int8 or "
+                   "int4")
+      ->check(CLI::IsMember(WeightTypeChoices()))
       ->capture_default_str();
   command->add_option("--batch", options->throughput.batch_sizes, "Batch sizes to measure")
       ->delimiter(',')

@@ -15,6 +15,7 @@
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/cli/exit_status.h"
+#include "server/cli/weight_type_choices.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::server {
@@ -145,8 +146,9 @@ void AddGenerateCommand(CLI::App& app) {
       ->capture_default_str();
   command
       ->add_option("--dtype", options->dtype,
-                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16 or f16")
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "f16"}))
+                   "Weight matrices in memory: auto (the checkpoint's), f32, bf16, f16, int8 or "
+                   "int4")
+      ->check(CLI::IsMember(WeightTypeChoices()))
       ->capture_default_str();
   command->add_option("--max-tokens", options->max_tokens, "Tokens to generate at most")
       ->capture_default_str()

@@ -20,6 +20,7 @@
 #include "server/api/serving_context.h"
 #include "server/auth/tenants.h"
 #include "server/cli/exit_status.h"
+#include "server/cli/weight_type_choices.h"
 #include "server/cli/logging_setup.h"
 #include "server/cli/signal_watch.h"
 #include "server/config/config_loader.h"
@@ -266,7 +267,8 @@ void AddServeCommand(CLI::App& app) {
   command->add_option("--backend", flags->backend, "cpu or cuda (model.backend)");
   command->add_option("--threads", flags->threads, "CPU threads, 0 for all (model.threads)");
   command->add_option("--dtype", flags->dtype,
-                      "Weight matrices in memory: auto, f32, bf16 or f16 (model.dtype)");
+                      "Weight matrices in memory: auto, f32, bf16, f16, int8 or int4 (model.dtype)")
+      ->check(CLI::IsMember(WeightTypeChoices()));
   command->callback([flags] { ExitWith(RunServe(*flags)); });
 }
 

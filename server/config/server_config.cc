@@ -4,12 +4,14 @@
 #include <cctype>
 #include <cmath>
 #include <initializer_list>
+#include <span>
 #include <string_view>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/dtype.h"
 
 namespace kvd::server {
 namespace {
@@ -65,7 +67,7 @@ absl::Status CheckSeconds(const std::string& path, double value, bool zero_allow
 }
 
 absl::Status CheckOneOf(const std::string& path, const std::string& value,
-                        std::initializer_list<std::string_view> choices) {
+                        std::span<const std::string_view> choices) {
   for (std::string_view choice : choices) {
     if (value == choice) return absl::OkStatus();
   }
@@ -75,6 +77,12 @@ absl::Status CheckOneOf(const std::string& path, const std::string& value,
     message += choice;
   }
   return KeyError(path, absl::StrCat(message, ", got \"", value, "\""));
+}
+
+absl::Status CheckOneOf(const std::string& path, const std::string& value,
+                        std::initializer_list<std::string_view> choices) {
+  return CheckOneOf(path, value,
+                    std::span<const std::string_view>(choices.begin(), choices.size()));
 }
 
 bool IsTenantId(std::string_view id) {
@@ -153,7 +161,7 @@ absl::Status ValidateModel(const ModelSection& c) {
                                                "\" has no last component to name the model"));
   }
   if (auto s = CheckOneOf("model.backend", c.backend, {"cpu", "cuda"}); !s.ok()) return s;
-  if (auto s = CheckOneOf("model.dtype", c.dtype, {"auto", "f32", "bf16", "f16"}); !s.ok()) {
+  if (auto s = CheckOneOf("model.dtype", c.dtype, kernels::kWeightTypeChoices); !s.ok()) {
     return s;
   }
   return CheckRange("model.threads", c.threads, 0, 1024);

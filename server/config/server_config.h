@@ -63,8 +63,9 @@ struct ModelSection {
   std::string name;
   // Compute backend: "cpu" or "cuda". Default "cpu".
   std::string backend = "cpu";
-  // The type weight matrices are kept in: "auto" (the checkpoint's own), "f32", "bf16" or "f16";
-  // activations and vectors (norms, biases) are f32 on every backend. Default "auto".
+  // The type weight matrices are kept in: "auto" (the checkpoint's own), "f32", "bf16", "f16",
+  // or, on the CPU, "int8" / "int4" (quantized at load in blocks of 32); activations and vectors
+  // (norms, biases) are f32 on every backend. Default "auto".
   std::string dtype = "auto";
   // CPU backend threads, in [0, 1024]; 0 uses all cores. Default 0.
   int32_t threads = 0;

@@ -116,8 +116,8 @@ TEST(CliTest, HelpDescribesSubcommands) {
   }
 }
 
-TEST(CliTest, HalfPrecisionWeightsAnswerAsF32Does) {
-  for (const char* dtype : {"bf16", "f16"}) {
+TEST(CliTest, HalfPrecisionAndQuantizedWeightsAnswerAsF32Does) {
+  for (const char* dtype : {"bf16", "f16", "int8", "int4"}) {
     const Result result = RunKvd("generate -q --model " + kModel + " --prompt-file " + kExample +
                                  " --temperature 0 --max-tokens 16 --dtype " + dtype);
     EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -137,7 +137,8 @@ TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
                               "--matmul-mib 1");
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_NE(bench.out.find("read bandwidth"), std::string::npos) << bench.out;
-  for (const char* row : {"| openblas | f32 | 1 |", "| scalar | bf16 | 3 |", "| scalar | f16 | 1 |"}) {
+  for (const char* row : {"| openblas | f32 | 1 |", "| scalar | bf16 | 3 |", "| scalar | f16 | 1 |",
+                          "| scalar | int8 | 3 |", "| scalar | int4 | 1 |"}) {
     EXPECT_NE(bench.out.find(row), std::string::npos) << row << "\n" << bench.out;
   }
 }

@@ -1,6 +1,8 @@
 // Each CPU backend op against a direct formula on random inputs.
 #include "kernels/cpu/cpu_backend.h"
 
+#include "kernels/cpu/quantize.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -186,6 +188,72 @@ TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {
                       View(want, rows, vocab));
       for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4) << rows;
     }
+  }
+}
+
+TEST_F(CpuBackendTest, QuantizedWeightsProjectAndGatherAsTheirDequantizedValues) {
+  const int64_t vocab = 40, width = 96;
+  std::vector<float> table = RandomVector(vocab * width, 12);
+  for (DType format : {DType::kInt8, DType::kInt4}) {
+    CpuBackend quantizing{BackendOptions{.num_threads = 2, .weight_dtype = format}};
+    auto prepared = quantizing.PrepareWeight(View(table, vocab, width));
+    ASSERT_TRUE(prepared.ok()) << prepared.status();
+    ASSERT_EQ(prepared->tensor.dtype, format);
+    EXPECT_EQ(prepared->tensor.num_bytes(), vocab * RowBytes(format, width));
+    std::vector<float> dequantized(table.size());
+    for (int64_t r = 0; r < vocab; ++r) {
+      DequantizeRow(format, prepared->tensor.Rows(r, 1).data, width,
+                    dequantized.data() + r * width);
+    }
+    const std::vector<int32_t> tokens = {3, 0, 39, 3};
+    std::vector<float> gathered(tokens.size() * width);
+    quantizing.GatherRows(prepared->tensor, tokens, View(gathered, 4, width));
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      for (int64_t j = 0; j < width; ++j) {
+        EXPECT_EQ(gathered[t * width + j], dequantized[tokens[t] * width + j]);
+      }
+    }
+    // Against the f32 product of the dequantized weights: only the activations' int8 rounding
+    // differs, an error of σ ≈ 0.0055 per input (half a step of max|x| / 127, uniform) and so
+    // ≈ 0.054 over 96 inputs; 0.3 is 5.5 σ, where a misread block is off by the whole product
+    // (≈ 10).
+    for (int64_t rows : {1, 3, 20}) {
+      std::vector<float> x = RandomVector(rows * width, 13);
+      std::vector<float> got(rows * vocab), want(rows * vocab);
+      quantizing.Linear(View(x, rows, width), prepared->tensor, nullptr, View(got, rows, vocab));
+      backend_.Linear(View(x, rows, width), View(dequantized, vocab, width), nullptr,
+                      View(want, rows, vocab));
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 0.3) << rows;
+    }
+    // A vector stays f32; a matrix whose rows are not whole blocks keeps the checkpoint's type.
+    auto vector = quantizing.PrepareWeight(View(table, 1, width));
+    ASSERT_TRUE(vector.ok());
+    EXPECT_EQ(vector->tensor.dtype, DType::kF32);
+    auto ragged = quantizing.PrepareWeight(View(table, 8, 40));
+    ASSERT_TRUE(ragged.ok());
+    EXPECT_EQ(ragged->tensor.dtype, DType::kF32);
+    // A weight the format cannot hold is an error, not garbage.
+    std::vector<float> broken = table;
+    broken[5 * width + 7] = std::nanf("");
+    auto refused = quantizing.PrepareWeight(View(broken, vocab, width));
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().ToString().find(DTypeName(format)), std::string::npos)
+        << refused.status();
+  }
+}
+
+TEST(BackendFactoryTest, OnlyTheCpuTakesQuantizedWeights) {
+  for (DType format : {DType::kInt8, DType::kInt4}) {
+    auto cpu = CreateBackend("cpu", {.num_threads = 1, .weight_dtype = format});
+    EXPECT_TRUE(cpu.ok()) << cpu.status();
+    // Refused before any device is looked for, so in every build and on every machine.
+    auto cuda = CreateBackend("cuda", {.num_threads = 1, .weight_dtype = format});
+    ASSERT_FALSE(cuda.ok());
+    EXPECT_EQ(cuda.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(cuda.status().ToString().find(std::string(DTypeName(format)) + " weights"),
+              std::string::npos)
+        << cuda.status();
   }
 }
 

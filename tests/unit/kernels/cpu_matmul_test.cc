@@ -1,6 +1,8 @@
 // Every matmul variant this CPU runs against the scalar reference, for each weight type, on
 // shapes with tails (inputs not a multiple of the vector width, slices not a multiple of the
-// tile) and slices that start inside the matrix; and OpenBLAS's for f32.
+// tile) and slices that start inside the matrix; and OpenBLAS's for f32. Quantized formats:
+// every variant against the scalar reference on the same quantized activations, and the whole
+// product against f32 within what quantization allows.
 #include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
@@ -80,6 +82,109 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
         }
       }
     }
+  }
+}
+
+// A random [out_features, in] matrix of unit normals quantized to `format`, and the f32
+// matrix it stands for.
+struct QuantizedWeights {
+  std::vector<unsigned char> blocks;
+  std::vector<float> dequantized;
+};
+
+QuantizedWeights RandomQuantized(DType format, int64_t out_features, int64_t in,
+                                 std::mt19937& random) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  QuantizedWeights w;
+  w.blocks.resize(static_cast<size_t>(out_features) * RowBytes(format, in));
+  w.dequantized.resize(static_cast<size_t>(out_features * in));
+  std::vector<float> row(static_cast<size_t>(in));
+  for (int64_t o = 0; o < out_features; ++o) {
+    for (float& v : row) v = normal(random);
+    unsigned char* blocks = w.blocks.data() + o * RowBytes(format, in);
+    EXPECT_TRUE(QuantizeRow(format, row.data(), in, blocks));
+    DequantizeRow(format, blocks, in, w.dequantized.data() + o * in);
+  }
+  return w;
+}
+
+TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
+    for (DType format : {DType::kInt8, DType::kInt4}) {
+      for (int64_t rows : {1, 2, 3, 5}) {
+        for (int64_t in : {32, 96, 256, 320}) {
+          const int64_t out_features = 23;
+          const QuantizedWeights weights = RandomQuantized(format, out_features, in, random);
+          std::vector<float> x(rows * in);
+          for (float& v : x) v = normal(random);
+          QuantizedActivations activations;
+          ResizeActivations(rows, in, activations);
+          QuantizeActivationRows(x.data(), 0, rows, activations);
+          for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 23}, {4, 8}, {5, 13}}) {
+            std::vector<float> expected(rows * out_features, -1.0f), got = expected;
+            MatmulArgs args{.x = x.data(),
+                            .activations = &activations,
+                            .rows = rows,
+                            .in = in,
+                            .weight = weights.blocks.data(),
+                            .dtype = format,
+                            .first = first,
+                            .count = count,
+                            .out = expected.data(),
+                            .out_stride = out_features};
+            ScalarMatmul().run(args);
+            args.out = got.data();
+            variant.run(args);
+            for (int64_t i = 0; i < rows * out_features; ++i) {
+              const int64_t o = i % out_features;
+              if (o < first || o >= first + count) {
+                EXPECT_EQ(got[i], -1.0f) << "wrote outside the slice";
+                continue;
+              }
+              // The same integer dot products per block, scaled and summed in another order.
+              EXPECT_NEAR(got[i], expected[i], 1e-5 * in)
+                  << variant.name << " " << DTypeName(format) << " rows " << rows << " in " << in;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuMatmulTest, QuantizedProductsStayCloseToTheF32Product) {
+  // Through ParallelMatmul, which quantizes the activations itself, against the f32 product of
+  // the dequantized weights: the difference is then the activations' rounding alone, half a
+  // step (max|x| / 254) per input, whose errors add as a random walk.
+  std::mt19937 random(12);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ThreadPool pool(2);
+  // Enough rows that the activations are quantized on the pool, and enough products that the
+  // output features are split across it.
+  const int64_t rows = 80, in = 1024, out_features = 300;
+  std::vector<float> x(rows * in);
+  for (float& v : x) v = normal(random);
+  for (DType format : {DType::kInt8, DType::kInt4}) {
+    const QuantizedWeights weights = RandomQuantized(format, out_features, in, random);
+    std::vector<float> got(rows * out_features), want(rows * out_features);
+    const MatmulArgs whole{.x = x.data(), .rows = rows, .in = in, .weight = weights.blocks.data(),
+                           .dtype = format, .first = 0, .count = out_features,
+                           .out = got.data(), .out_stride = out_features};
+    ParallelMatmul(MatmulVariants(HostCpuFeatures()).front(), whole, pool);
+    ScalarMatmul().run({.x = x.data(), .rows = rows, .in = in,
+                        .weight = weights.dequantized.data(), .dtype = DType::kF32, .first = 0,
+                        .count = out_features, .out = want.data(), .out_stride = out_features});
+    double squared_error = 0.0, squared_value = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      squared_error += (got[i] - want[i]) * (got[i] - want[i]);
+      squared_value += want[i] * want[i];
+    }
+    // Relative RMS error: for unit normals a block's max is ~2.2 σ, so the rounding error of an
+    // input has σ ≈ 2.2 / 254 / √3 ≈ 0.005 of its scale; the product's error relative to the
+    // product's size is then about that: allow 0.02.
+    EXPECT_LT(std::sqrt(squared_error / squared_value), 0.02) << DTypeName(format);
   }
 }
 
