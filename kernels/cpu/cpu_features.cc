@@ -15,7 +15,7 @@ struct CpuidRegisters {
 
 CpuidRegisters Cpuid(uint32_t leaf, uint32_t subleaf) {
   CpuidRegisters r;
-  if (__get_cpuid_max(0, nullptr) < leaf) return r;
+  if (static_cast<uint32_t>(__get_cpuid_max(0, nullptr)) < leaf) return r;
   __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
   return r;
 }

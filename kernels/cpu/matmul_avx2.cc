@@ -27,8 +27,8 @@ struct F32Weights {
 
 struct Bf16Weights {
   KVD_AVX2 static __m256 Load(const void* base, int64_t at) {
-    const __m128i bits = _mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at));
+    const __m128i bits =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   }
   static float At(const void* base, int64_t at) {
@@ -40,8 +40,8 @@ struct Bf16Weights {
 
 struct F16Weights {
   KVD_AVX2 static __m256 Load(const void* base, int64_t at) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(
-        reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at)));
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at)));
   }
   static float At(const void* base, int64_t at) {
     uint16_t bits;
@@ -56,38 +56,41 @@ KVD_AVX2 float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(_mm_add_ss(halves, _mm_movehdup_ps(halves)));
 }
 
-// Output features [o, o + kOuts) of rows [r, r + kRows).
-template <class Weights, int kRows, int kOuts>
-KVD_AVX2 void ElementTile(const MatmulArgs& a, int64_t r, int64_t o) {
-  __m256 acc[kRows][kOuts];
-#pragma GCC unroll 8
-  for (int rr = 0; rr < kRows; ++rr) {
-#pragma GCC unroll 8
-    for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm256_setzero_ps();
-  }
-  const float* x = a.x + r * a.in;
-  const int64_t vector_end = a.in / 8 * 8;
-  for (int64_t i = 0; i < vector_end; i += 8) {
-    __m256 w[kOuts];
-#pragma GCC unroll 8
-    for (int k = 0; k < kOuts; ++k) w[k] = Weights::Load(a.weight, (o + k) * a.in + i);
+// Element-type tiles: Run computes output features [o, o + kOuts) of rows [r, r + kRows).
+template <class Weights>
+struct ElementTiles {
+  template <int kRows, int kOuts>
+  KVD_AVX2 static void Run(const MatmulArgs& a, int64_t r, int64_t o) {
+    __m256 acc[kRows][kOuts];
 #pragma GCC unroll 8
     for (int rr = 0; rr < kRows; ++rr) {
-      const __m256 xv = _mm256_loadu_ps(x + rr * a.in + i);
 #pragma GCC unroll 8
-      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm256_fmadd_ps(w[k], xv, acc[rr][k]);
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm256_setzero_ps();
     }
-  }
-  for (int rr = 0; rr < kRows; ++rr) {
-    for (int k = 0; k < kOuts; ++k) {
-      float sum = HorizontalSum(acc[rr][k]);
-      for (int64_t i = vector_end; i < a.in; ++i) {
-        sum += x[rr * a.in + i] * Weights::At(a.weight, (o + k) * a.in + i);
+    const float* x = a.x + r * a.in;
+    const int64_t vector_end = a.in / 8 * 8;
+    for (int64_t i = 0; i < vector_end; i += 8) {
+      __m256 w[kOuts];
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) w[k] = Weights::Load(a.weight, (o + k) * a.in + i);
+#pragma GCC unroll 8
+      for (int rr = 0; rr < kRows; ++rr) {
+        const __m256 xv = _mm256_loadu_ps(x + rr * a.in + i);
+#pragma GCC unroll 8
+        for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm256_fmadd_ps(w[k], xv, acc[rr][k]);
       }
-      a.out[(r + rr) * a.out_stride + o + k] = sum;
+    }
+    for (int rr = 0; rr < kRows; ++rr) {
+      for (int k = 0; k < kOuts; ++k) {
+        float sum = HorizontalSum(acc[rr][k]);
+        for (int64_t i = vector_end; i < a.in; ++i) {
+          sum += x[rr * a.in + i] * Weights::At(a.weight, (o + k) * a.in + i);
+        }
+        a.out[(r + rr) * a.out_stride + o + k] = sum;
+      }
     }
   }
-}
+};
 
 // The block formats: a block's 32 weights as bytes, and the unsigned-by-signed byte operands
 // that give the products w · x. Signed weights (int8) go through the sign trick: |w| times x with
@@ -119,7 +122,8 @@ constexpr int64_t kChunk = 8;
 
 // `count` (at most kChunk) f16 values from `bits` as floats, zeros after them.
 KVD_AVX2 __m256 LoadF16(const uint16_t* bits, int64_t count) {
-  if (count == kChunk) return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits)));
+  if (count == kChunk)
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bits)));
   uint16_t padded[kChunk] = {};
   std::memcpy(padded, bits, static_cast<size_t>(count) * sizeof(uint16_t));
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(padded)));
@@ -154,127 +158,110 @@ struct ChunkScales<1, kOuts> {
   }
 };
 
-// Output features [o, o + kOuts) of rows [r, r + kRows) for a block format, a chunk of blocks
-// at a time: first every (row, output) pair's eight combined scales scale_w · scale_x (and
-// int4's offset terms, whole vectors of them), then one fused multiply-add a block and pair.
-template <class Format, int kRows, int kOuts>
-KVD_AVX2 void BlockTile(const MatmulArgs& a, int64_t r, int64_t o) {
-  const QuantizedActivations& act = *a.activations;
-  const int64_t blocks = act.blocks_per_row();
-  const size_t row_bytes = RowBytes(a.dtype, a.in);
-  ConstQuantizedRow rows[kOuts];
-#pragma GCC unroll 8
-  for (int k = 0; k < kOuts; ++k) {
-    rows[k] = ViewQuantizedRow(
-        a.dtype, static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes, a.in);
-  }
-  __m256 acc[kRows][kOuts];
-  __m256 offset_acc[kRows][kOuts];
-#pragma GCC unroll 8
-  for (int rr = 0; rr < kRows; ++rr) {
-#pragma GCC unroll 8
-    for (int k = 0; k < kOuts; ++k) acc[rr][k] = offset_acc[rr][k] = _mm256_setzero_ps();
-  }
-  const __m256i ones = _mm256_set1_epi16(1);
-  ChunkScales<kRows, kOuts> scales;
-  for (int64_t chunk = 0; chunk < blocks; chunk += kChunk) {
-    const int64_t count = std::min(kChunk, blocks - chunk);
+// Block-format tiles: Run computes output features [o, o + kOuts) of rows [r, r + kRows), a
+// chunk of blocks at a time: first every (row, output) pair's eight combined scales
+// scale_w · scale_x (and int4's offset terms, whole vectors of them), then one fused
+// multiply-add a block and pair.
+template <class Format>
+struct BlockTiles {
+  template <int kRows, int kOuts>
+  KVD_AVX2 static void Run(const MatmulArgs& a, int64_t r, int64_t o) {
+    const QuantizedActivations& act = *a.activations;
+    const int64_t blocks = act.blocks_per_row();
+    const size_t row_bytes = RowBytes(a.dtype, a.in);
+    ConstQuantizedRow rows[kOuts];
 #pragma GCC unroll 8
     for (int k = 0; k < kOuts; ++k) {
-      const __m256 w_scale = LoadF16(rows[k].scales + chunk, count);
-      __m256 w_offset;
-      if constexpr (Format::kHasOffset) w_offset = LoadF16(rows[k].offsets + chunk, count);
-#pragma GCC unroll 8
-      for (int rr = 0; rr < kRows; ++rr) {
-        const int64_t at = (r + rr) * blocks + chunk;
-        scales.Set(rr, k, _mm256_mul_ps(w_scale, LoadF32(&act.scales[at], count)));
-        if constexpr (Format::kHasOffset) {
-          offset_acc[rr][k] =
-              _mm256_fmadd_ps(w_offset, LoadF32(&act.sums[at], count), offset_acc[rr][k]);
-        }
-      }
+      rows[k] = ViewQuantizedRow(
+          a.dtype, static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes, a.in);
     }
-    for (int64_t j = 0; j < count; ++j) {
-      const int64_t b = chunk + j;
-      __m256i w[kOuts], w_unsigned[kOuts];
+    __m256 acc[kRows][kOuts];
+    __m256 offset_acc[kRows][kOuts];
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = offset_acc[rr][k] = _mm256_setzero_ps();
+    }
+    const __m256i ones = _mm256_set1_epi16(1);
+    ChunkScales<kRows, kOuts> scales;
+    for (int64_t chunk = 0; chunk < blocks; chunk += kChunk) {
+      const int64_t count = std::min(kChunk, blocks - chunk);
 #pragma GCC unroll 8
       for (int k = 0; k < kOuts; ++k) {
-        w[k] = Format::Weights(rows[k], b);
-        w_unsigned[k] = Format::Unsigned(w[k]);
-      }
+        const __m256 w_scale = LoadF16(rows[k].scales + chunk, count);
+        __m256 w_offset;
+        if constexpr (Format::kHasOffset) w_offset = LoadF16(rows[k].offsets + chunk, count);
 #pragma GCC unroll 8
-      for (int rr = 0; rr < kRows; ++rr) {
-        const __m256i x = _mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(act.q.data() + (r + rr) * act.in + b * kQuantBlock));
+        for (int rr = 0; rr < kRows; ++rr) {
+          const int64_t at = (r + rr) * blocks + chunk;
+          scales.Set(rr, k, _mm256_mul_ps(w_scale, LoadF32(&act.scales[at], count)));
+          if constexpr (Format::kHasOffset) {
+            offset_acc[rr][k] =
+                _mm256_fmadd_ps(w_offset, LoadF32(&act.sums[at], count), offset_acc[rr][k]);
+          }
+        }
+      }
+      for (int64_t j = 0; j < count; ++j) {
+        const int64_t b = chunk + j;
+        __m256i w[kOuts], w_unsigned[kOuts];
 #pragma GCC unroll 8
         for (int k = 0; k < kOuts; ++k) {
-          const __m256i dot =
-              _mm256_madd_epi16(_mm256_maddubs_epi16(w_unsigned[k], Format::Signed(x, w[k])), ones);
-          acc[rr][k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scales.Broadcast(rr, k, j),
-                                       acc[rr][k]);
+          w[k] = Format::Weights(rows[k], b);
+          w_unsigned[k] = Format::Unsigned(w[k]);
+        }
+#pragma GCC unroll 8
+        for (int rr = 0; rr < kRows; ++rr) {
+          const __m256i x = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(act.q.data() + (r + rr) * act.in + b * kQuantBlock));
+#pragma GCC unroll 8
+          for (int k = 0; k < kOuts; ++k) {
+            const __m256i dot = _mm256_madd_epi16(
+                _mm256_maddubs_epi16(w_unsigned[k], Format::Signed(x, w[k])), ones);
+            acc[rr][k] =
+                _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scales.Broadcast(rr, k, j), acc[rr][k]);
+          }
         }
       }
     }
-  }
-  for (int rr = 0; rr < kRows; ++rr) {
-    for (int k = 0; k < kOuts; ++k) {
-      a.out[(r + rr) * a.out_stride + o + k] =
-          HorizontalSum(Format::kHasOffset ? _mm256_add_ps(acc[rr][k], offset_acc[rr][k])
-                                           : acc[rr][k]);
+    for (int rr = 0; rr < kRows; ++rr) {
+      for (int k = 0; k < kOuts; ++k) {
+        a.out[(r + rr) * a.out_stride + o + k] = HorizontalSum(
+            Format::kHasOffset ? _mm256_add_ps(acc[rr][k], offset_acc[rr][k]) : acc[rr][k]);
+      }
     }
   }
-}
+};
 
 // Tiles over the slice: output tiles outside, rows inside, so that a tile's weights stay in L1
-// across the rows. Kernel<kRows, kOuts>::Run computes one tile.
-template <template <int, int> class Kernel>
+// across the rows. Tiles::Run<kRows, kOuts> computes one tile.
+template <class Tiles>
 KVD_AVX2 void RunTiles(const MatmulArgs& a) {
   const int64_t end = a.first + a.count;
   const int64_t tiled_end = a.first + a.count / 4 * 4;
   for (int64_t o = a.first; o < tiled_end; o += 4) {
     int64_t r = 0;
-    for (; r + 2 <= a.rows; r += 2) Kernel<2, 4>::Run(a, r, o);
-    if (r < a.rows) Kernel<1, 4>::Run(a, r, o);
+    for (; r + 2 <= a.rows; r += 2) Tiles::template Run<2, 4>(a, r, o);
+    if (r < a.rows) Tiles::template Run<1, 4>(a, r, o);
   }
   for (int64_t o = tiled_end; o < end; ++o) {
     int64_t r = 0;
-    for (; r + 2 <= a.rows; r += 2) Kernel<2, 1>::Run(a, r, o);
-    if (r < a.rows) Kernel<1, 1>::Run(a, r, o);
+    for (; r + 2 <= a.rows; r += 2) Tiles::template Run<2, 1>(a, r, o);
+    if (r < a.rows) Tiles::template Run<1, 1>(a, r, o);
   }
 }
-
-template <class Weights>
-struct ElementKernel {
-  template <int kRows, int kOuts>
-  struct Of {
-    KVD_AVX2 static void Run(const MatmulArgs& a, int64_t r, int64_t o) {
-      ElementTile<Weights, kRows, kOuts>(a, r, o);
-    }
-  };
-};
-
-template <class Format>
-struct BlockKernel {
-  template <int kRows, int kOuts>
-  struct Of {
-    KVD_AVX2 static void Run(const MatmulArgs& a, int64_t r, int64_t o) {
-      BlockTile<Format, kRows, kOuts>(a, r, o);
-    }
-  };
-};
 
 void Run(const MatmulArgs& a) {
   switch (a.dtype) {
     case DType::kF32:
-      return RunTiles<ElementKernel<F32Weights>::Of>(a);
+      return RunTiles<ElementTiles<F32Weights>>(a);
     case DType::kBF16:
-      return RunTiles<ElementKernel<Bf16Weights>::Of>(a);
+      return RunTiles<ElementTiles<Bf16Weights>>(a);
     case DType::kF16:
-      return RunTiles<ElementKernel<F16Weights>::Of>(a);
+      return RunTiles<ElementTiles<F16Weights>>(a);
     case DType::kInt8:
-      return RunTiles<BlockKernel<Int8Format>::Of>(a);
+      return RunTiles<BlockTiles<Int8Format>>(a);
     case DType::kInt4:
-      return RunTiles<BlockKernel<Int4Format>::Of>(a);
+      return RunTiles<BlockTiles<Int4Format>>(a);
   }
 }
 

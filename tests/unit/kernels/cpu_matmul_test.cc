@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kvd::kernels::cpu {
@@ -34,6 +35,26 @@ Weights RandomWeights(int64_t count, DType dtype, std::mt19937& random) {
   return w;
 }
 
+// Runs `args` (out unset) on the scalar reference and on `variant` into outputs prefilled with
+// -1, and expects the slice to agree within `tolerance` and nothing outside it to be written.
+void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, int64_t out_features,
+                                double tolerance, const std::string& label) {
+  std::vector<float> expected(args.rows * out_features, -1.0f), got = expected;
+  args.out = expected.data();
+  args.out_stride = out_features;
+  ScalarMatmul().run(args);
+  args.out = got.data();
+  variant.run(args);
+  for (int64_t i = 0; i < args.rows * out_features; ++i) {
+    const int64_t o = i % out_features;
+    if (o < args.first || o >= args.first + args.count) {
+      EXPECT_EQ(got[i], -1.0f) << "wrote outside the slice: " << label;
+    } else {
+      EXPECT_NEAR(got[i], expected[i], tolerance) << label << " o " << o;
+    }
+  }
+}
+
 TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
   std::vector<MatmulVariant> variants = MatmulVariants(HostCpuFeatures());
   ASSERT_EQ(variants.back().name, "scalar");
@@ -51,33 +72,19 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
           std::vector<float> x(rows * in);
           for (float& v : x) v = normal(random);
           for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 23}, {4, 8}, {5, 13}}) {
-            std::vector<float> expected(rows * out_features, -1.0f), got = expected;
-            MatmulArgs args{.x = x.data(),
-                            .rows = rows,
-                            .in = in,
-                            .weight = weights.data(dtype),
-                            .dtype = dtype,
-                            .first = first,
-                            .count = count,
-                            .out = expected.data(),
-                            .out_stride = out_features};
-            ScalarMatmul().run(args);
-            args.out = got.data();
-            variant.run(args);
-            for (int64_t r = 0; r < rows; ++r) {
-              for (int64_t o = 0; o < out_features; ++o) {
-                const float want = expected[r * out_features + o];
-                const float have = got[r * out_features + o];
-                if (o < first || o >= first + count) {
-                  EXPECT_EQ(have, -1.0f) << "wrote outside the slice";
-                  continue;
-                }
-                // Sums of `in` products of unit normals, added in another order.
-                EXPECT_NEAR(have, want, 1e-5 * in)
-                    << variant.name << " " << DTypeName(dtype) << " rows " << rows << " in "
-                    << in << " o " << o;
-              }
-            }
+            // Sums of `in` products of unit normals, added in another order.
+            ExpectVariantMatchesScalar(variant,
+                                       {.x = x.data(),
+                                        .rows = rows,
+                                        .in = in,
+                                        .weight = weights.data(dtype),
+                                        .dtype = dtype,
+                                        .first = first,
+                                        .count = count},
+                                       out_features, 1e-5 * in,
+                                       std::string(variant.name) + " " +
+                                           std::string(DTypeName(dtype)) + " rows " +
+                                           std::to_string(rows) + " in " + std::to_string(in));
           }
         }
       }
@@ -123,30 +130,20 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
           ResizeActivations(rows, in, activations);
           QuantizeActivationRows(x.data(), 0, rows, activations);
           for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 23}, {4, 8}, {5, 13}}) {
-            std::vector<float> expected(rows * out_features, -1.0f), got = expected;
-            MatmulArgs args{.x = x.data(),
-                            .activations = &activations,
-                            .rows = rows,
-                            .in = in,
-                            .weight = weights.blocks.data(),
-                            .dtype = format,
-                            .first = first,
-                            .count = count,
-                            .out = expected.data(),
-                            .out_stride = out_features};
-            ScalarMatmul().run(args);
-            args.out = got.data();
-            variant.run(args);
-            for (int64_t i = 0; i < rows * out_features; ++i) {
-              const int64_t o = i % out_features;
-              if (o < first || o >= first + count) {
-                EXPECT_EQ(got[i], -1.0f) << "wrote outside the slice";
-                continue;
-              }
-              // The same integer dot products per block, scaled and summed in another order.
-              EXPECT_NEAR(got[i], expected[i], 1e-5 * in)
-                  << variant.name << " " << DTypeName(format) << " rows " << rows << " in " << in;
-            }
+            // The same integer dot products per block, scaled and summed in another order.
+            ExpectVariantMatchesScalar(variant,
+                                       {.x = x.data(),
+                                        .activations = &activations,
+                                        .rows = rows,
+                                        .in = in,
+                                        .weight = weights.blocks.data(),
+                                        .dtype = format,
+                                        .first = first,
+                                        .count = count},
+                                       out_features, 1e-5 * in,
+                                       std::string(variant.name) + " " +
+                                           std::string(DTypeName(format)) + " rows " +
+                                           std::to_string(rows) + " in " + std::to_string(in));
           }
         }
       }
