@@ -19,6 +19,7 @@ namespace {
 // Eight weights from index `at` on, as floats; and one, for the inputs past the last full
 // vector.
 struct F32Weights {
+  static constexpr int64_t kBytes = 4;
   KVD_AVX2 static __m256 Load(const void* base, int64_t at) {
     return _mm256_loadu_ps(static_cast<const float*>(base) + at);
   }
@@ -26,6 +27,7 @@ struct F32Weights {
 };
 
 struct Bf16Weights {
+  static constexpr int64_t kBytes = 2;
   KVD_AVX2 static __m256 Load(const void* base, int64_t at) {
     const __m128i bits =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at));
@@ -39,6 +41,7 @@ struct Bf16Weights {
 };
 
 struct F16Weights {
+  static constexpr int64_t kBytes = 2;
   KVD_AVX2 static __m256 Load(const void* base, int64_t at) {
     return _mm256_cvtph_ps(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + at)));
@@ -69,10 +72,16 @@ struct ElementTiles {
     }
     const float* x = a.x + r * a.in;
     const int64_t vector_end = a.in / 8 * 8;
+    // As for block formats: the first pass over a tile prefetches the slice's next tile.
+    const bool prefetch = r == 0 && o + 2 * kOuts <= a.first + a.count;
+    const auto* next = static_cast<const char*>(a.weight) + (o + kOuts) * a.in * Weights::kBytes;
     for (int64_t i = 0; i < vector_end; i += 8) {
       __m256 w[kOuts];
 #pragma GCC unroll 8
-      for (int k = 0; k < kOuts; ++k) w[k] = Weights::Load(a.weight, (o + k) * a.in + i);
+      for (int k = 0; k < kOuts; ++k) {
+        if (prefetch) _mm_prefetch(next + (k * a.in + i) * Weights::kBytes, _MM_HINT_T0);
+        w[k] = Weights::Load(a.weight, (o + k) * a.in + i);
+      }
 #pragma GCC unroll 8
       for (int rr = 0; rr < kRows; ++rr) {
         const __m256 xv = _mm256_loadu_ps(x + rr * a.in + i);
@@ -97,6 +106,7 @@ struct ElementTiles {
 // w's sign; int4's unsigned steps meet x as it is, their offsets are added apart.
 struct Int8Format {
   static constexpr bool kHasOffset = false;
+  static constexpr int64_t kWeightBytes = kQuantBlock;  // a block's weights
   KVD_AVX2 static __m256i Weights(const ConstQuantizedRow& row, int64_t b) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row.q + b * kQuantBlock));
   }
@@ -106,6 +116,7 @@ struct Int8Format {
 
 struct Int4Format {
   static constexpr bool kHasOffset = true;
+  static constexpr int64_t kWeightBytes = kQuantBlock / 2;
   KVD_AVX2 static __m256i Weights(const ConstQuantizedRow& row, int64_t b) {
     const __m128i packed =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(row.q + b * (kQuantBlock / 2)));
@@ -169,11 +180,15 @@ struct BlockTiles {
     const QuantizedActivations& act = *a.activations;
     const int64_t blocks = act.blocks_per_row();
     const size_t row_bytes = RowBytes(a.dtype, a.in);
-    ConstQuantizedRow rows[kOuts];
+    // The first pass over a tile prefetches the next tile of the slice (the same block of each
+    // row, as it goes), so that its memory is on its way while this one computes.
+    const bool prefetch = r == 0 && o + 2 * kOuts <= a.first + a.count;
+    ConstQuantizedRow rows[kOuts], next_rows[kOuts];
 #pragma GCC unroll 8
     for (int k = 0; k < kOuts; ++k) {
-      rows[k] = ViewQuantizedRow(
-          a.dtype, static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes, a.in);
+      const auto* row = static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes;
+      rows[k] = ViewQuantizedRow(a.dtype, row, a.in);
+      next_rows[k] = prefetch ? ViewQuantizedRow(a.dtype, row + kOuts * row_bytes, a.in) : rows[k];
     }
     __m256 acc[kRows][kOuts];
     __m256 offset_acc[kRows][kOuts];
@@ -188,6 +203,12 @@ struct BlockTiles {
       const int64_t count = std::min(kChunk, blocks - chunk);
 #pragma GCC unroll 8
       for (int k = 0; k < kOuts; ++k) {
+        if (prefetch) {
+          _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].scales + chunk), _MM_HINT_T0);
+          if constexpr (Format::kHasOffset) {
+            _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].offsets + chunk), _MM_HINT_T0);
+          }
+        }
         const __m256 w_scale = LoadF16(rows[k].scales + chunk, count);
         __m256 w_offset;
         if constexpr (Format::kHasOffset) w_offset = LoadF16(rows[k].offsets + chunk, count);
@@ -206,6 +227,10 @@ struct BlockTiles {
         __m256i w[kOuts], w_unsigned[kOuts];
 #pragma GCC unroll 8
         for (int k = 0; k < kOuts; ++k) {
+          if (prefetch) {
+            _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].q + b * Format::kWeightBytes),
+                         _MM_HINT_T0);
+          }
           w[k] = Format::Weights(rows[k], b);
           w_unsigned[k] = Format::Unsigned(w[k]);
         }
