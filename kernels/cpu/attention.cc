@@ -1,10 +1,10 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
+
+#include "kernels/cpu/attention_row.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -72,49 +72,41 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
       }
     }
   }
+  static const AttentionRowKernel row_kernel = FastestAttentionRow(HostCpuFeatures());
   const auto run = [&](int64_t begin, int64_t end) {
-    std::vector<float> logits;  // [group, entries]
-    std::vector<double> accumulator(static_cast<size_t>(head_dim));
+    std::vector<int64_t> slots;
+    std::vector<float> weights;  // [group, entries]
+    std::vector<double> totals(static_cast<size_t>(group));
     for (int64_t t = begin; t < end; ++t) {
       const RowTask& task = tasks[t];
       const SequenceKvRef& seq = sequences[task.sequence];
       const int32_t* block_table = seq.block_tables[task.kv_head];
+      const int32_t cached = seq.cached_lengths[task.kv_head];
+      // The task's last row sees every entry the others see, and more.
+      slots.resize(static_cast<size_t>(cached + task.row_end));
+      for (int32_t j = 0; j < cached + task.row_end; ++j) {
+        slots[j] = EntryOffset(pool, block_table, j);
+      }
       for (int32_t row = task.row_begin; row < task.row_end; ++row) {
-        const int32_t entries = seq.cached_lengths[task.kv_head] + row + 1;
+        const int32_t entries = cached + row + 1;
         const int64_t q_row = static_cast<int64_t>(seq.first_row) + row;
-        const bool scored = seq.scores.scores != nullptr && row >= seq.scores.first_row;
-        logits.assign(static_cast<size_t>(group) * entries, 0.0f);
-        for (int32_t j = 0; j < entries; ++j) {
-          const int64_t entry = EntryOffset(pool, block_table, j);
-          const float* key = pool.keys + entry * head_dim;
-          const float log_vote = pool.log_votes[entry];
-          for (int32_t g = 0; g < group; ++g) {
-            const float* query = q.f32() + q_row * q.cols + (task.kv_head * group + g) * head_dim;
-            float dot = 0.0f;
-            for (int32_t d = 0; d < head_dim; ++d) dot += query[d] * key[d];
-            logits[static_cast<size_t>(g) * entries + j] = dot * shape.scale + log_vote;
-          }
-        }
+        const int64_t first_head = static_cast<int64_t>(task.kv_head) * group * head_dim;
+        weights.resize(static_cast<size_t>(group) * entries);
+        row_kernel({.pool = &pool,
+                    .slots = slots.data(),
+                    .entries = entries,
+                    .group = group,
+                    .head_dim = head_dim,
+                    .scale = shape.scale,
+                    .queries = q.f32() + q_row * q.cols + first_head,
+                    .out = out.f32() + q_row * out.cols + first_head,
+                    .weights = weights.data(),
+                    .totals = totals.data()});
+        if (seq.scores.scores == nullptr || row < seq.scores.first_row) continue;
         for (int32_t g = 0; g < group; ++g) {
-          float* row_logits = logits.data() + static_cast<size_t>(g) * entries;
-          const float max_logit = *std::max_element(row_logits, row_logits + entries);
-          double total = 0.0;
-          std::fill(accumulator.begin(), accumulator.end(), 0.0);
+          const float* head_weights = weights.data() + static_cast<size_t>(g) * entries;
           for (int32_t j = 0; j < entries; ++j) {
-            const float weight = std::exp(row_logits[j] - max_logit);
-            row_logits[j] = weight;
-            total += weight;
-            const float* value = pool.values + EntryOffset(pool, block_table, j) * head_dim;
-            for (int32_t d = 0; d < head_dim; ++d) accumulator[d] += double{weight} * value[d];
-          }
-          float* dst = out.f32() + q_row * out.cols + (task.kv_head * group + g) * head_dim;
-          for (int32_t d = 0; d < head_dim; ++d) {
-            dst[d] = static_cast<float>(accumulator[d] / total);
-          }
-          if (scored) {
-            for (int32_t j = 0; j < entries; ++j) {
-              FoldScore(seq.scores, task.kv_head, j, static_cast<float>(row_logits[j] / total));
-            }
+            FoldScore(seq.scores, task.kv_head, j, static_cast<float>(head_weights[j] / totals[g]));
           }
         }
       }

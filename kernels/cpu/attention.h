@@ -1,4 +1,5 @@
-// Paged GQA attention with per-entry log-votes, and the KV append it reads from (CPU reference).
+// Paged GQA attention with per-entry log-votes, and the KV append it reads from (the CPU
+// backend's). Each query row runs on the fastest attention row kernel (attention_row.h).
 #pragma once
 
 #include <span>

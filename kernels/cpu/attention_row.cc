@@ -1,0 +1,49 @@
+#include "kernels/cpu/attention_row.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace kvd::kernels::cpu {
+namespace {
+
+void RunScalar(const AttentionRow& a) {
+  const KvPool& pool = *a.pool;
+  for (int32_t j = 0; j < a.entries; ++j) {
+    const float* key = pool.keys + a.slots[j] * a.head_dim;
+    const float log_vote = pool.log_votes[a.slots[j]];
+    for (int32_t g = 0; g < a.group; ++g) {
+      const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
+      float dot = 0.0f;
+      for (int32_t d = 0; d < a.head_dim; ++d) dot += query[d] * key[d];
+      a.weights[static_cast<int64_t>(g) * a.entries + j] = dot * a.scale + log_vote;
+    }
+  }
+  std::vector<double> accumulator(static_cast<size_t>(a.head_dim));
+  for (int32_t g = 0; g < a.group; ++g) {
+    float* weights = a.weights + static_cast<int64_t>(g) * a.entries;
+    const float max_logit = *std::max_element(weights, weights + a.entries);
+    double total = 0.0;
+    std::fill(accumulator.begin(), accumulator.end(), 0.0);
+    for (int32_t j = 0; j < a.entries; ++j) {
+      const float weight = std::exp(weights[j] - max_logit);
+      weights[j] = weight;
+      total += weight;
+      const float* value = pool.values + a.slots[j] * a.head_dim;
+      for (int32_t d = 0; d < a.head_dim; ++d) accumulator[d] += double{weight} * value[d];
+    }
+    float* dst = a.out + static_cast<int64_t>(g) * a.head_dim;
+    for (int32_t d = 0; d < a.head_dim; ++d) dst[d] = static_cast<float>(accumulator[d] / total);
+    a.totals[g] = total;
+  }
+}
+
+}  // namespace
+
+AttentionRowKernel ScalarAttentionRow() { return RunScalar; }
+
+AttentionRowKernel FastestAttentionRow(const CpuFeatures& features) {
+  return features.avx2 ? Avx2AttentionRow() : ScalarAttentionRow();
+}
+
+}  // namespace kvd::kernels::cpu
