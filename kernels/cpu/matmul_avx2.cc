@@ -74,7 +74,8 @@ struct ElementTiles {
     const int64_t vector_end = a.in / 8 * 8;
     // As for block formats: the first pass over a tile prefetches the slice's next tile.
     const bool prefetch = r == 0 && o + 2 * kOuts <= a.first + a.count;
-    const auto* next = static_cast<const char*>(a.weight) + (o + kOuts) * a.in * Weights::kBytes;
+    const auto* next = static_cast<const char*>(a.weight) +
+                       (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
     for (int64_t i = 0; i < vector_end; i += 8) {
       __m256 w[kOuts];
 #pragma GCC unroll 8
