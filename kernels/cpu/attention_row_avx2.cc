@@ -1,6 +1,11 @@
-// The AVX2 attention row (attention_row.h): each key and value read once per row for all the
-// group's heads, eight dimensions a step, accumulated in f32; softmax weights by std::exp as
-// the reference computes them. Compiled for AVX2 function by function.
+// The AVX2 attention row (attention_row.h), in f32:
+// - logits eight entries at a time: eight dot products accumulate side by side and one
+//   transpose-add sums them, instead of a horizontal sum per entry and head;
+// - softmax weights by a vector exp (range reduction to [-ln2/2, ln2/2] and a degree-6
+//   polynomial, within 2 ulp of std::exp; exp(0) is exactly 1);
+// - the weighted value sum over blocks of entries that stay in L1, with up to four heads'
+//   accumulators in registers, so each value is loaded once per block for the whole group.
+// Compiled for AVX2 function by function.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,60 +18,223 @@
 namespace kvd::kernels::cpu {
 namespace {
 
+// Entries whose values one pass of the value sum keeps in L1 (32 × 256 dims × 4 B = 32 KiB at
+// the largest head).
+constexpr int32_t kValueBlock = 32;
+
 KVD_AVX2 float HorizontalSum(__m256 v) {
   const __m128 pairs = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 halves = _mm_add_ps(pairs, _mm_movehl_ps(pairs, pairs));
   return _mm_cvtss_f32(_mm_add_ss(halves, _mm_movehdup_ps(halves)));
 }
 
-KVD_AVX2 float Dot(const float* a, const float* b, int32_t n) {
-  __m256 sum = _mm256_setzero_ps();
-  int32_t d = 0;
-  for (; d + 8 <= n; d += 8)
-    sum = _mm256_fmadd_ps(_mm256_loadu_ps(a + d), _mm256_loadu_ps(b + d), sum);
-  float total = HorizontalSum(sum);
-  for (; d < n; ++d) total += a[d] * b[d];
+KVD_AVX2 float HorizontalMax(__m256 v) {
+  const __m128 pairs = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 halves = _mm_max_ps(pairs, _mm_movehl_ps(pairs, pairs));
+  return _mm_cvtss_f32(_mm_max_ss(halves, _mm_movehdup_ps(halves)));
+}
+
+// Lane e of the result is the sum of the lanes of a[e].
+KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
+  const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
+  const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
+  const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
+  const __m256 t3 = _mm256_hadd_ps(a[6], a[7]);
+  const __m256 low_entries = _mm256_hadd_ps(t0, t1);   // entries 0-3, each half of the lanes
+  const __m256 high_entries = _mm256_hadd_ps(t2, t3);  // entries 4-7
+  return _mm256_add_ps(_mm256_permute2f128_ps(low_entries, high_entries, 0x20),
+                       _mm256_permute2f128_ps(low_entries, high_entries, 0x31));
+}
+
+// e^x for x <= 0 (softmax arguments); below -87.3 the result is 0.
+KVD_AVX2 __m256 Exp(__m256 x) {
+  const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
+  const __m256 ln2_high = _mm256_set1_ps(0.693359375f);
+  const __m256 ln2_low = _mm256_set1_ps(-2.12194440e-4f);
+  const __m256 underflow = _mm256_set1_ps(-87.3f);
+  const __m256 too_small = _mm256_cmp_ps(x, underflow, _CMP_LT_OQ);
+  x = _mm256_max_ps(x, underflow);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, log2e),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, ln2_high, x);
+  r = _mm256_fnmadd_ps(n, ln2_low, r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
+}
+
+struct Row {
+  const AttentionRow& a;
+  const float* Key(int32_t j) const { return a.pool->keys + a.slots[j] * a.head_dim; }
+  const float* Value(int32_t j) const { return a.pool->values + a.slots[j] * a.head_dim; }
+  float* Weights(int32_t g) const { return a.weights + static_cast<int64_t>(g) * a.entries; }
+};
+
+// weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
+KVD_AVX2 void Logits(const Row& row) {
+  const AttentionRow& a = row.a;
+  const int32_t vector_dims = a.head_dim / 8 * 8;
+  const __m256 scale = _mm256_set1_ps(a.scale);
+  int32_t j = 0;
+  for (; j + 8 <= a.entries; j += 8) {
+    const float* keys[8];
+    alignas(32) float log_votes[8];
+    for (int32_t e = 0; e < 8; ++e) {
+      keys[e] = row.Key(j + e);
+      log_votes[e] = a.pool->log_votes[a.slots[j + e]];
+    }
+    for (int32_t g = 0; g < a.group; ++g) {
+      const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
+      __m256 sums[8];
+#pragma GCC unroll 8
+      for (__m256& s : sums) s = _mm256_setzero_ps();
+      for (int32_t d = 0; d < vector_dims; d += 8) {
+        const __m256 q = _mm256_loadu_ps(query + d);
+#pragma GCC unroll 8
+        for (int32_t e = 0; e < 8; ++e) {
+          sums[e] = _mm256_fmadd_ps(q, _mm256_loadu_ps(keys[e] + d), sums[e]);
+        }
+      }
+      __m256 dots = TransposeSum(sums);
+      if (vector_dims < a.head_dim) {
+        alignas(32) float tails[8];
+        for (int32_t e = 0; e < 8; ++e) {
+          float tail = 0.0f;
+          for (int32_t d = vector_dims; d < a.head_dim; ++d) tail += query[d] * keys[e][d];
+          tails[e] = tail;
+        }
+        dots = _mm256_add_ps(dots, _mm256_load_ps(tails));
+      }
+      _mm256_storeu_ps(row.Weights(g) + j, _mm256_fmadd_ps(dots, scale, _mm256_load_ps(log_votes)));
+    }
+  }
+  for (; j < a.entries; ++j) {
+    const float* key = row.Key(j);
+    const float log_vote = a.pool->log_votes[a.slots[j]];
+    for (int32_t g = 0; g < a.group; ++g) {
+      const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
+      __m256 sum = _mm256_setzero_ps();
+      for (int32_t d = 0; d < vector_dims; d += 8) {
+        sum = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), _mm256_loadu_ps(key + d), sum);
+      }
+      float dot = HorizontalSum(sum);
+      for (int32_t d = vector_dims; d < a.head_dim; ++d) dot += query[d] * key[d];
+      row.Weights(g)[j] = dot * a.scale + log_vote;
+    }
+  }
+}
+
+// Turns head g's logits into exp(logit − max) in place; returns their sum.
+KVD_AVX2 double Softmax(float* weights, int32_t entries) {
+  __m256 max8 = _mm256_set1_ps(-INFINITY);
+  int32_t j = 0;
+  for (; j + 8 <= entries; j += 8) max8 = _mm256_max_ps(max8, _mm256_loadu_ps(weights + j));
+  float max_logit = HorizontalMax(max8);
+  for (; j < entries; ++j) max_logit = std::max(max_logit, weights[j]);
+  const __m256 max_vector = _mm256_set1_ps(max_logit);
+  __m256 sum8 = _mm256_setzero_ps();
+  j = 0;
+  for (; j + 8 <= entries; j += 8) {
+    const __m256 w = Exp(_mm256_sub_ps(_mm256_loadu_ps(weights + j), max_vector));
+    _mm256_storeu_ps(weights + j, w);
+    sum8 = _mm256_add_ps(sum8, w);
+  }
+  double total = HorizontalSum(sum8);
+  for (; j < entries; ++j) {
+    weights[j] = std::exp(weights[j] - max_logit);
+    total += weights[j];
+  }
   return total;
 }
 
-// dst[d] += weight · value[d].
-KVD_AVX2 void AddScaled(float* dst, const float* value, float weight, int32_t n) {
-  const __m256 w = _mm256_set1_ps(weight);
-  int32_t d = 0;
-  for (; d + 8 <= n; d += 8) {
-    _mm256_storeu_ps(dst + d,
-                     _mm256_fmadd_ps(w, _mm256_loadu_ps(value + d), _mm256_loadu_ps(dst + d)));
+// out[g][d] += Σ_j weights[g][j] · value_j[d] over entries [begin, end), for kHeads heads from
+// `first_head` and kVectors × 8 dimensions from `dim`.
+template <int kHeads, int kVectors>
+KVD_AVX2 void AccumulateValues(const Row& row, int32_t first_head, int32_t dim, int32_t begin,
+                               int32_t end) {
+  const AttentionRow& a = row.a;
+  const float* const values = a.pool->values + dim;
+  const int64_t* const slots = a.slots;
+  const int64_t head_dim = a.head_dim;
+  const float* weights[kHeads];
+  float* out[kHeads];
+  __m256 sums[kHeads][kVectors];
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h) {
+    weights[h] = row.Weights(first_head + h);
+    out[h] = a.out + (first_head + h) * head_dim + dim;
+#pragma GCC unroll 8
+    for (int v = 0; v < kVectors; ++v) sums[h][v] = _mm256_loadu_ps(out[h] + 8 * v);
   }
-  for (; d < n; ++d) dst[d] += weight * value[d];
+  for (int32_t j = begin; j < end; ++j) {
+    const float* value = values + slots[j] * head_dim;
+    __m256 value_vectors[kVectors];
+#pragma GCC unroll 8
+    for (int v = 0; v < kVectors; ++v) value_vectors[v] = _mm256_loadu_ps(value + 8 * v);
+#pragma GCC unroll 8
+    for (int h = 0; h < kHeads; ++h) {
+      const __m256 w = _mm256_broadcast_ss(weights[h] + j);
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) {
+        sums[h][v] = _mm256_fmadd_ps(w, value_vectors[v], sums[h][v]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 8
+    for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(out[h] + 8 * v, sums[h][v]);
+  }
+}
+
+// Every dimension of kHeads heads from `first_head` over entries [begin, end): eight
+// accumulators at a time, then the dimensions past the last multiple of 8 one by one.
+template <int kHeads>
+KVD_AVX2 void AccumulateHeads(const Row& row, int32_t first_head, int32_t begin, int32_t end) {
+  constexpr int kVectors = 8 / kHeads;
+  const int32_t head_dim = row.a.head_dim;
+  int32_t d = 0;
+  for (; d + 8 * kVectors <= head_dim; d += 8 * kVectors) {
+    AccumulateValues<kHeads, kVectors>(row, first_head, d, begin, end);
+  }
+  for (; d + 8 <= head_dim; d += 8) AccumulateValues<kHeads, 1>(row, first_head, d, begin, end);
+  for (; d < head_dim; ++d) {
+    for (int h = 0; h < kHeads; ++h) {
+      const float* weights = row.Weights(first_head + h);
+      float sum = 0.0f;
+      for (int32_t j = begin; j < end; ++j) sum += weights[j] * row.Value(j)[d];
+      row.a.out[int64_t{first_head + h} * head_dim + d] += sum;
+    }
+  }
 }
 
 KVD_AVX2 void Run(const AttentionRow& a) {
-  const KvPool& pool = *a.pool;
-  for (int32_t j = 0; j < a.entries; ++j) {
-    const float* key = pool.keys + a.slots[j] * a.head_dim;
-    const float log_vote = pool.log_votes[a.slots[j]];
-    for (int32_t g = 0; g < a.group; ++g) {
-      a.weights[static_cast<int64_t>(g) * a.entries + j] =
-          Dot(a.queries + static_cast<int64_t>(g) * a.head_dim, key, a.head_dim) * a.scale +
-          log_vote;
-    }
+  const Row row{a};
+  Logits(row);
+  for (int32_t g = 0; g < a.group; ++g) a.totals[g] = Softmax(row.Weights(g), a.entries);
+  std::fill(a.out, a.out + static_cast<int64_t>(a.group) * a.head_dim, 0.0f);
+  for (int32_t begin = 0; begin < a.entries; begin += kValueBlock) {
+    const int32_t end = std::min(a.entries, begin + kValueBlock);
+    int32_t g = 0;
+    for (; g + 4 <= a.group; g += 4) AccumulateHeads<4>(row, g, begin, end);
+    for (; g + 2 <= a.group; g += 2) AccumulateHeads<2>(row, g, begin, end);
+    for (; g < a.group; ++g) AccumulateHeads<1>(row, g, begin, end);
   }
   for (int32_t g = 0; g < a.group; ++g) {
-    float* weights = a.weights + static_cast<int64_t>(g) * a.entries;
-    const float max_logit = *std::max_element(weights, weights + a.entries);
-    double total = 0.0;
-    for (int32_t j = 0; j < a.entries; ++j) {
-      weights[j] = std::exp(weights[j] - max_logit);
-      total += weights[j];
+    const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / a.totals[g]));
+    float* out = a.out + static_cast<int64_t>(g) * a.head_dim;
+    int32_t d = 0;
+    for (; d + 8 <= a.head_dim; d += 8) {
+      _mm256_storeu_ps(out + d, _mm256_mul_ps(inverse, _mm256_loadu_ps(out + d)));
     }
-    float* dst = a.out + static_cast<int64_t>(g) * a.head_dim;
-    std::fill(dst, dst + a.head_dim, 0.0f);
-    for (int32_t j = 0; j < a.entries; ++j) {
-      AddScaled(dst, pool.values + a.slots[j] * a.head_dim, weights[j], a.head_dim);
-    }
-    const float inverse = static_cast<float>(1.0 / total);
-    for (int32_t d = 0; d < a.head_dim; ++d) dst[d] *= inverse;
-    a.totals[g] = total;
+    for (; d < a.head_dim; ++d) out[d] *= static_cast<float>(1.0 / a.totals[g]);
   }
 }
 

@@ -1,5 +1,6 @@
 // Every attention row kernel this CPU runs against the scalar reference: scattered pool slots,
-// log-votes, GQA groups, head sizes with tails, and one entry alone.
+// log-votes, GQA groups of every kernel's head blocking, head sizes with tails, entry counts
+// around the kernels' steps of 8 and 32, and one entry alone.
 #include "kernels/cpu/attention_row.h"
 
 #include <gtest/gtest.h>
@@ -17,9 +18,9 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const AttentionRowKernel fastest = FastestAttentionRow(HostCpuFeatures());
-  for (int32_t head_dim : {8, 32, 36, 64}) {
-    for (int32_t group : {1, 4}) {
-      for (int32_t entries : {1, 7, 300}) {
+  for (int32_t head_dim : {8, 32, 36, 64, 128}) {
+    for (int32_t group : {1, 2, 3, 4, 8}) {
+      for (int32_t entries : {1, 7, 8, 33, 300}) {
         const int32_t slots_in_pool = entries * 2;
         std::vector<float> keys(static_cast<size_t>(slots_in_pool) * head_dim);
         std::vector<float> values(keys.size()), log_votes(static_cast<size_t>(slots_in_pool));
