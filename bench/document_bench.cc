@@ -135,7 +135,8 @@ absl::StatusOr<DocumentBenchResult> MeasureDocuments(engine::Model& model,
                          scheduler_config.block_size * config.num_layers * config.num_kv_heads;
   scheduler_config.kv_cache_bytes =
       static_cast<size_t>(blocks) *
-      engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim);
+      engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim,
+                                      scheduler_config.kv_cache_dtype);
   auto created = scheduler::Scheduler::Create(model, /*tokenizer=*/nullptr, scheduler_config);
   if (!created.ok()) return created.status();
   scheduler::Scheduler& scheduler = **created;

@@ -18,12 +18,14 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
   scheduler::SchedulerConfig config;
   config.max_num_seqs = concurrency;
   config.max_num_batched_tokens = std::max(2048, concurrency);
+  config.kv_cache_dtype = options.kv_cache_dtype;
   const int64_t tokens_per_sequence = int64_t{options.prompt_tokens} + options.decode_tokens;
   const engine::ModelConfig& model_config = model.config();
   config.kv_cache_bytes =
       static_cast<size_t>((tokens_per_sequence + config.block_size) / config.block_size *
                           concurrency * model_config.num_layers * model_config.num_kv_heads) *
-      engine::KvBlockPool::BlockBytes(config.block_size, model_config.head_dim);
+      engine::KvBlockPool::BlockBytes(config.block_size, model_config.head_dim,
+                                      config.kv_cache_dtype);
   auto scheduler = scheduler::Scheduler::Create(model, tokenizer, config);
   if (!scheduler.ok()) return scheduler.status();
 

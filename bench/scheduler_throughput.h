@@ -15,6 +15,7 @@ struct SchedulerBenchOptions {
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
   int32_t prompt_tokens = 128;  // per request, seeded random ids
   int32_t decode_tokens = 64;   // generated per request (end-of-sequence ignored)
+  kernels::DType kv_cache_dtype = kernels::DType::kF32;
   uint64_t seed = 1;
 };
 

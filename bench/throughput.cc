@@ -94,7 +94,8 @@ absl::StatusOr<std::vector<ThroughputResult>> MeasureThroughput(engine::Model& m
       model.backend(), {.num_blocks = static_cast<int32_t>(blocks_per_head * max_batch *
                                                            config.num_layers * config.num_kv_heads),
                         .block_size = options.block_size,
-                        .head_dim = config.head_dim});
+                        .head_dim = config.head_dim,
+                        .dtype = options.kv_cache_dtype});
   if (!pool.ok()) return pool.status();
   std::mt19937 random(static_cast<uint32_t>(options.seed));
   // A short warm-up run, so first-touch page faults and thread start-up are not measured.

@@ -14,6 +14,7 @@ struct ThroughputOptions {
   int32_t prompt_tokens = 128;  // per sequence, prefilled in one batched step
   int32_t decode_tokens = 32;   // decode steps after the prefill
   int32_t block_size = 16;
+  kernels::DType kv_cache_dtype = kernels::DType::kF32;
   uint64_t seed = 1;
 };
 

@@ -6,12 +6,14 @@
 
 namespace kvd::engine {
 
-size_t KvBlockPool::BlockBytes(int32_t block_size, int32_t head_dim) {
-  return static_cast<size_t>(block_size) * (2 * static_cast<size_t>(head_dim) + 1) * sizeof(float);
+size_t KvBlockPool::BlockBytes(int32_t block_size, int32_t head_dim, kernels::DType dtype) {
+  return static_cast<size_t>(block_size) *
+         (2 * static_cast<size_t>(head_dim) * kernels::DTypeSize(dtype) + sizeof(float));
 }
 
-int64_t KvBlockPool::BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim) {
-  return static_cast<int64_t>(bytes / BlockBytes(block_size, head_dim));
+int64_t KvBlockPool::BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim,
+                                   kernels::DType dtype) {
+  return static_cast<int64_t>(bytes / BlockBytes(block_size, head_dim, dtype));
 }
 
 absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backend& backend,
@@ -21,9 +23,10 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
         "kv pool: num_blocks (", options.num_blocks, "), block_size (", options.block_size,
         ") and head_dim (", options.head_dim, ") must be positive"));
   }
+  if (auto status = backend.CheckKvCacheType(options.dtype); !status.ok()) return status;
   std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend));
   const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
-  const size_t vector_bytes = entries * options.head_dim * sizeof(float);
+  const size_t vector_bytes = entries * options.head_dim * kernels::DTypeSize(options.dtype);
   auto keys = backend.Allocate(vector_bytes);
   if (!keys.ok()) return keys.status();
   auto values = backend.Allocate(vector_bytes);
@@ -33,12 +36,10 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
   pool->keys_ = *std::move(keys);
   pool->values_ = *std::move(values);
   pool->log_votes_ = *std::move(log_votes);
-  pool->storage_ = kernels::KvPool{static_cast<float*>(pool->keys_->data()),
-                                   static_cast<float*>(pool->values_->data()),
-                                   static_cast<float*>(pool->log_votes_->data()),
-                                   options.num_blocks,
-                                   options.block_size,
-                                   options.head_dim};
+  pool->storage_ = kernels::KvPool{
+      pool->keys_->data(), pool->values_->data(), static_cast<float*>(pool->log_votes_->data()),
+      options.num_blocks,  options.block_size,    options.head_dim,
+      options.dtype};
   pool->ref_counts_.assign(options.num_blocks, 0);
   pool->free_blocks_.reserve(options.num_blocks);
   for (int32_t block = options.num_blocks - 1; block >= 0; --block) {

@@ -20,6 +20,7 @@ struct KvPoolOptions {
   int32_t num_blocks = 0;
   int32_t block_size = 16;  // entries per block
   int32_t head_dim = 0;
+  kernels::DType dtype = kernels::DType::kF32;  // of keys and values: f32 or bf16
 };
 
 class KvBlockPool {
@@ -27,10 +28,11 @@ class KvBlockPool {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KvBlockPool>> Create(
       kernels::Backend& backend, const KvPoolOptions& options);
 
-  // Bytes one block takes (keys, values and log-votes).
-  static size_t BlockBytes(int32_t block_size, int32_t head_dim);
+  // Bytes one block takes (keys and values of `dtype`, and f32 log-votes).
+  static size_t BlockBytes(int32_t block_size, int32_t head_dim, kernels::DType dtype);
   // How many blocks fit in `bytes`.
-  static int64_t BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim);
+  static int64_t BlocksInBytes(size_t bytes, int32_t block_size, int32_t head_dim,
+                               kernels::DType dtype);
 
   const kernels::KvPool& storage() const { return storage_; }
   int32_t block_size() const { return storage_.block_size; }

@@ -42,6 +42,10 @@ class Backend {
   // Memory the backend can use, in bytes: physical RAM for the CPU, device memory for a GPU.
   virtual size_t MemoryBytes() const = 0;
 
+  // Whether the ops below read and write a KvPool whose keys and values are of `dtype`:
+  // InvalidArgument naming the backend otherwise. Every backend keeps f32.
+  [[nodiscard]] virtual absl::Status CheckKvCacheType(DType dtype) const;
+
   // Memory. Allocations are uninitialised.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
   // Makes a host weight usable by the ops below, in the dtype this backend computes with.

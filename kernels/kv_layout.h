@@ -4,21 +4,34 @@
 // different numbers of entries (pruned or merged caches) and a length may be zero.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
+
+#include "kernels/dtype.h"
 
 namespace kvd::kernels {
 
-// Block storage for every layer and head. Entry e of block b is at
-// keys[(b * block_size + e) * head_dim], likewise values, and log_votes[b * block_size + e].
+// Block storage for every layer and head. Entry e of block b is at element
+// (b * block_size + e) * head_dim of keys, likewise of values, and at log_votes[b * block_size +
+// e]. Keys and values are of `dtype`, f32 or bf16 (half the bytes to stream; every computation on
+// them is in f32); log-votes are always f32.
 struct KvPool {
-  float* keys = nullptr;
-  float* values = nullptr;
+  void* keys = nullptr;
+  void* values = nullptr;
   float* log_votes = nullptr;
   int32_t num_blocks = 0;
   int32_t block_size = 0;
   int32_t head_dim = 0;
+  DType dtype = DType::kF32;
+
+  // Bytes of one entry's key (or value).
+  size_t vector_bytes() const { return static_cast<size_t>(head_dim) * DTypeSize(dtype); }
 };
+
+// What a configuration or a flag may name as the type of the cache's keys and values.
+inline constexpr std::array<std::string_view, 2> kKvCacheTypeChoices = {"f32", "bf16"};
 
 // How attention probabilities fold into per-entry scores.
 enum class ScoreReduce {

@@ -20,6 +20,10 @@ absl::Status SchedulerConfig::Validate() const {
   if (!(kv_cache_memory_fraction >= 0.0 && kv_cache_memory_fraction <= 1.0)) {
     return invalid("kv_cache_memory_fraction must be in [0, 1], got ", kv_cache_memory_fraction);
   }
+  if (kv_cache_dtype != kernels::DType::kF32 && kv_cache_dtype != kernels::DType::kBF16) {
+    return invalid("kv_cache_dtype must be f32 or bf16, got ",
+                   std::string(kernels::DTypeName(kv_cache_dtype)));
+  }
   if (kv_cache_memory_fraction == 0.0 && kv_cache_bytes == 0) {
     return invalid("set kv_cache_bytes or kv_cache_memory_fraction");
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "kernels/dtype.h"
 
 namespace kvd::scheduler {
 
@@ -21,6 +22,9 @@ struct SchedulerConfig {
   // KV cache size as a fraction of the backend's memory (CPU: physical RAM), in (0, 1];
   // 0 uses kv_cache_bytes. Default 0.
   double kv_cache_memory_fraction = 0.0;
+  // Type of the cached keys and values: f32, or bf16 (twice the entries in the same bytes,
+  // half the bytes attention streams; the CPU backend only). Not reloadable. Default f32.
+  kernels::DType kv_cache_dtype = kernels::DType::kF32;
   // Fraction of KV blocks kept free when admitting new requests, so that running sequences can
   // grow without being preempted at once, in [0, 0.5]. Default 0.01.
   double admission_watermark = 0.01;

@@ -25,9 +25,10 @@ absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& m
                            ? static_cast<size_t>(config.kv_cache_memory_fraction *
                                                  static_cast<double>(model.backend().MemoryBytes()))
                            : config.kv_cache_bytes;
-  const int64_t blocks = std::min<int64_t>(
-      engine::KvBlockPool::BlocksInBytes(bytes, config.block_size, model_config.head_dim),
-      std::numeric_limits<int32_t>::max());
+  const int64_t blocks =
+      std::min<int64_t>(engine::KvBlockPool::BlocksInBytes(
+                            bytes, config.block_size, model_config.head_dim, config.kv_cache_dtype),
+                        std::numeric_limits<int32_t>::max());
   const int64_t per_token = int64_t{model_config.num_layers} * model_config.num_kv_heads;
   if (blocks < per_token) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -36,7 +37,8 @@ absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& m
   }
   return engine::KvBlockPool::Create(model.backend(), {.num_blocks = static_cast<int32_t>(blocks),
                                                        .block_size = config.block_size,
-                                                       .head_dim = model_config.head_dim});
+                                                       .head_dim = model_config.head_dim,
+                                                       .dtype = config.kv_cache_dtype});
 }
 
 }  // namespace
@@ -58,8 +60,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
   scheduler->engine_ = std::make_unique<internal::BatchEngine>(
       model, *std::move(pool), tokenizer, config, clock, scheduler->metrics_,
       [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
-  spdlog::info("kv cache: {} blocks of {} entries, {} tokens per sequence at most",
-               scheduler->engine_->pool().num_blocks(), config.block_size, max_sequence_tokens);
+  spdlog::info("kv cache: {} blocks of {} {} entries, {} tokens per sequence at most",
+               scheduler->engine_->pool().num_blocks(), config.block_size,
+               kernels::DTypeName(config.kv_cache_dtype), max_sequence_tokens);
   return scheduler;
 }
 

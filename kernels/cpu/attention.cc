@@ -1,7 +1,6 @@
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include "kernels/cpu/attention_row.h"
@@ -34,24 +33,6 @@ void FoldScore(const AttentionScoresRef& scores, int32_t kv_head, int32_t entry,
 }
 
 }  // namespace
-
-void AppendKvEntries(const Tensor& k, const Tensor& v, const KvPool& pool,
-                     std::span<const SequenceKvRef> sequences) {
-  const int32_t head_dim = pool.head_dim;
-  const size_t head_bytes = static_cast<size_t>(head_dim) * sizeof(float);
-  for (const SequenceKvRef& seq : sequences) {
-    const int32_t num_kv_heads = static_cast<int32_t>(seq.block_tables.size());
-    for (int32_t h = 0; h < num_kv_heads; ++h) {
-      for (int32_t i = 0; i < seq.num_rows; ++i) {
-        const int64_t entry = EntryOffset(pool, seq.block_tables[h], seq.cached_lengths[h] + i);
-        const int64_t src = (static_cast<int64_t>(seq.first_row) + i) * k.cols + h * head_dim;
-        std::memcpy(pool.keys + entry * head_dim, k.f32() + src, head_bytes);
-        std::memcpy(pool.values + entry * head_dim, v.f32() + src, head_bytes);
-        pool.log_votes[entry] = 0.0f;
-      }
-    }
-  }
-}
 
 void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                     const AttentionShape& shape, Tensor out, ThreadPool& threads) {

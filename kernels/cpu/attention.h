@@ -1,5 +1,5 @@
-// Paged GQA attention with per-entry log-votes, and the KV append it reads from (the CPU
-// backend's). Each query row runs on the fastest attention row kernel (attention_row.h).
+// Paged GQA attention with per-entry log-votes (the CPU backend's), over f32 or bf16 keys and
+// values. Each query row runs on the fastest attention row kernel (attention_row.h).
 #pragma once
 
 #include <span>
@@ -9,9 +9,6 @@
 #include "kernels/tensor.h"
 
 namespace kvd::kernels::cpu {
-
-void AppendKvEntries(const Tensor& k, const Tensor& v, const KvPool& pool,
-                     std::span<const SequenceKvRef> sequences);
 
 void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                     const AttentionShape& shape, Tensor out, ThreadPool& threads);

@@ -1,7 +1,8 @@
 // The inner step of CPU attention, one query row at one kv head: the logits of the group's
 // query heads over the head's entries (with their log-votes), their softmax weights and the
-// weighted sum of values. One kernel per instruction set, as for matmuls; the scalar one, which
-// accumulates values in double, is the reference (tests/unit/kernels/attention_row_test.cc).
+// weighted sum of values, over a pool of f32 or bf16 keys and values (computed in f32). One kernel
+// per instruction set, as for matmuls; the scalar one, which accumulates values in double, is the
+// reference (tests/unit/kernels/attention_row_test.cc).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// The AVX2 attention row (attention_row.h), in f32:
+// The AVX2 attention row (attention_row.h), in f32 over f32 or bf16 keys and values (a bf16
+// element widens to f32 by a shift):
 // - logits eight entries at a time: eight dot products accumulate side by side and one
 //   transpose-add sums them, instead of a horizontal sum per entry and head;
 // - softmax weights by a vector exp (range reduction to [-ln2/2, ln2/2] and a degree-6
@@ -54,8 +55,8 @@ KVD_AVX2 __m256 Exp(__m256 x) {
   const __m256 underflow = _mm256_set1_ps(-87.3f);
   const __m256 too_small = _mm256_cmp_ps(x, underflow, _CMP_LT_OQ);
   x = _mm256_max_ps(x, underflow);
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, log2e),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, ln2_high, x);
   r = _mm256_fnmadd_ps(n, ln2_low, r);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
@@ -70,21 +71,35 @@ KVD_AVX2 __m256 Exp(__m256 x) {
   return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
 }
 
+KVD_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+KVD_AVX2 __m256 Load8(const uint16_t* p) {
+  const __m256i widened =
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
+}
+float ToFloat(float x) { return x; }
+float ToFloat(uint16_t bf16) { return BF16ToFloat(bf16); }
+
+// One row's view of the pool, whose keys and values are of type T (float, or uint16_t for bf16).
+template <class T>
 struct Row {
   const AttentionRow& a;
-  const float* Key(int32_t j) const { return a.pool->keys + a.slots[j] * a.head_dim; }
-  const float* Value(int32_t j) const { return a.pool->values + a.slots[j] * a.head_dim; }
+  const T* keys = static_cast<const T*>(a.pool->keys);
+  const T* values = static_cast<const T*>(a.pool->values);
+  const T* Key(int32_t j) const { return keys + a.slots[j] * a.head_dim; }
+  const T* Value(int32_t j) const { return values + a.slots[j] * a.head_dim; }
   float* Weights(int32_t g) const { return a.weights + static_cast<int64_t>(g) * a.entries; }
 };
 
 // weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
-KVD_AVX2 void Logits(const Row& row) {
+template <class T>
+KVD_AVX2 void Logits(const Row<T>& row) {
   const AttentionRow& a = row.a;
   const int32_t vector_dims = a.head_dim / 8 * 8;
   const __m256 scale = _mm256_set1_ps(a.scale);
   int32_t j = 0;
   for (; j + 8 <= a.entries; j += 8) {
-    const float* keys[8];
+    const T* keys[8];
     alignas(32) float log_votes[8];
     for (int32_t e = 0; e < 8; ++e) {
       keys[e] = row.Key(j + e);
@@ -99,7 +114,7 @@ KVD_AVX2 void Logits(const Row& row) {
         const __m256 q = _mm256_loadu_ps(query + d);
 #pragma GCC unroll 8
         for (int32_t e = 0; e < 8; ++e) {
-          sums[e] = _mm256_fmadd_ps(q, _mm256_loadu_ps(keys[e] + d), sums[e]);
+          sums[e] = _mm256_fmadd_ps(q, Load8(keys[e] + d), sums[e]);
         }
       }
       __m256 dots = TransposeSum(sums);
@@ -107,7 +122,9 @@ KVD_AVX2 void Logits(const Row& row) {
         alignas(32) float tails[8];
         for (int32_t e = 0; e < 8; ++e) {
           float tail = 0.0f;
-          for (int32_t d = vector_dims; d < a.head_dim; ++d) tail += query[d] * keys[e][d];
+          for (int32_t d = vector_dims; d < a.head_dim; ++d) {
+            tail += query[d] * ToFloat(keys[e][d]);
+          }
           tails[e] = tail;
         }
         dots = _mm256_add_ps(dots, _mm256_load_ps(tails));
@@ -116,16 +133,16 @@ KVD_AVX2 void Logits(const Row& row) {
     }
   }
   for (; j < a.entries; ++j) {
-    const float* key = row.Key(j);
+    const T* key = row.Key(j);
     const float log_vote = a.pool->log_votes[a.slots[j]];
     for (int32_t g = 0; g < a.group; ++g) {
       const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
       __m256 sum = _mm256_setzero_ps();
       for (int32_t d = 0; d < vector_dims; d += 8) {
-        sum = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), _mm256_loadu_ps(key + d), sum);
+        sum = _mm256_fmadd_ps(_mm256_loadu_ps(query + d), Load8(key + d), sum);
       }
       float dot = HorizontalSum(sum);
-      for (int32_t d = vector_dims; d < a.head_dim; ++d) dot += query[d] * key[d];
+      for (int32_t d = vector_dims; d < a.head_dim; ++d) dot += query[d] * ToFloat(key[d]);
       row.Weights(g)[j] = dot * a.scale + log_vote;
     }
   }
@@ -156,11 +173,11 @@ KVD_AVX2 double Softmax(float* weights, int32_t entries) {
 
 // out[g][d] += Σ_j weights[g][j] · value_j[d] over entries [begin, end), for kHeads heads from
 // `first_head` and kVectors × 8 dimensions from `dim`.
-template <int kHeads, int kVectors>
-KVD_AVX2 void AccumulateValues(const Row& row, int32_t first_head, int32_t dim, int32_t begin,
+template <class T, int kHeads, int kVectors>
+KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t dim, int32_t begin,
                                int32_t end) {
   const AttentionRow& a = row.a;
-  const float* const values = a.pool->values + dim;
+  const T* const values = row.values + dim;
   const int64_t* const slots = a.slots;
   const int64_t head_dim = a.head_dim;
   const float* weights[kHeads];
@@ -174,10 +191,10 @@ KVD_AVX2 void AccumulateValues(const Row& row, int32_t first_head, int32_t dim, 
     for (int v = 0; v < kVectors; ++v) sums[h][v] = _mm256_loadu_ps(out[h] + 8 * v);
   }
   for (int32_t j = begin; j < end; ++j) {
-    const float* value = values + slots[j] * head_dim;
+    const T* value = values + slots[j] * head_dim;
     __m256 value_vectors[kVectors];
 #pragma GCC unroll 8
-    for (int v = 0; v < kVectors; ++v) value_vectors[v] = _mm256_loadu_ps(value + 8 * v);
+    for (int v = 0; v < kVectors; ++v) value_vectors[v] = Load8(value + 8 * v);
 #pragma GCC unroll 8
     for (int h = 0; h < kHeads; ++h) {
       const __m256 w = _mm256_broadcast_ss(weights[h] + j);
@@ -196,36 +213,37 @@ KVD_AVX2 void AccumulateValues(const Row& row, int32_t first_head, int32_t dim, 
 
 // Every dimension of kHeads heads from `first_head` over entries [begin, end): eight
 // accumulators at a time, then the dimensions past the last multiple of 8 one by one.
-template <int kHeads>
-KVD_AVX2 void AccumulateHeads(const Row& row, int32_t first_head, int32_t begin, int32_t end) {
+template <class T, int kHeads>
+KVD_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin, int32_t end) {
   constexpr int kVectors = 8 / kHeads;
   const int32_t head_dim = row.a.head_dim;
   int32_t d = 0;
   for (; d + 8 * kVectors <= head_dim; d += 8 * kVectors) {
-    AccumulateValues<kHeads, kVectors>(row, first_head, d, begin, end);
+    AccumulateValues<T, kHeads, kVectors>(row, first_head, d, begin, end);
   }
-  for (; d + 8 <= head_dim; d += 8) AccumulateValues<kHeads, 1>(row, first_head, d, begin, end);
+  for (; d + 8 <= head_dim; d += 8) AccumulateValues<T, kHeads, 1>(row, first_head, d, begin, end);
   for (; d < head_dim; ++d) {
     for (int h = 0; h < kHeads; ++h) {
       const float* weights = row.Weights(first_head + h);
       float sum = 0.0f;
-      for (int32_t j = begin; j < end; ++j) sum += weights[j] * row.Value(j)[d];
+      for (int32_t j = begin; j < end; ++j) sum += weights[j] * ToFloat(row.Value(j)[d]);
       row.a.out[int64_t{first_head + h} * head_dim + d] += sum;
     }
   }
 }
 
-KVD_AVX2 void Run(const AttentionRow& a) {
-  const Row row{a};
+template <class T>
+KVD_AVX2 void RunOn(const AttentionRow& a) {
+  const Row<T> row{a};
   Logits(row);
   for (int32_t g = 0; g < a.group; ++g) a.totals[g] = Softmax(row.Weights(g), a.entries);
   std::fill(a.out, a.out + static_cast<int64_t>(a.group) * a.head_dim, 0.0f);
   for (int32_t begin = 0; begin < a.entries; begin += kValueBlock) {
     const int32_t end = std::min(a.entries, begin + kValueBlock);
     int32_t g = 0;
-    for (; g + 4 <= a.group; g += 4) AccumulateHeads<4>(row, g, begin, end);
-    for (; g + 2 <= a.group; g += 2) AccumulateHeads<2>(row, g, begin, end);
-    for (; g < a.group; ++g) AccumulateHeads<1>(row, g, begin, end);
+    for (; g + 4 <= a.group; g += 4) AccumulateHeads<T, 4>(row, g, begin, end);
+    for (; g + 2 <= a.group; g += 2) AccumulateHeads<T, 2>(row, g, begin, end);
+    for (; g < a.group; ++g) AccumulateHeads<T, 1>(row, g, begin, end);
   }
   for (int32_t g = 0; g < a.group; ++g) {
     const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / a.totals[g]));
@@ -235,6 +253,14 @@ KVD_AVX2 void Run(const AttentionRow& a) {
       _mm256_storeu_ps(out + d, _mm256_mul_ps(inverse, _mm256_loadu_ps(out + d)));
     }
     for (; d < a.head_dim; ++d) out[d] *= static_cast<float>(1.0 / a.totals[g]);
+  }
+}
+
+void Run(const AttentionRow& a) {
+  if (a.pool->dtype == DType::kBF16) {
+    RunOn<uint16_t>(a);
+  } else {
+    RunOn<float>(a);
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/top_logits.h"
 
@@ -250,6 +251,11 @@ void CpuBackend::Add(Tensor x, const Tensor& y) {
   for (int64_t i = 0; i < count; ++i) x.f32()[i] += y.f32()[i];
 }
 
+absl::Status CpuBackend::CheckKvCacheType(DType dtype) const {
+  if (dtype == DType::kF32 || dtype == DType::kBF16) return absl::OkStatus();
+  return Backend::CheckKvCacheType(dtype);
+}
+
 void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                           std::span<const SequenceKvRef> sequences) {
   AppendKvEntries(k, v, pool, sequences);
@@ -257,33 +263,17 @@ void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
 
 void CpuBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
                              std::span<const KvSlot> dst) {
-  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
-  for (size_t i = 0; i < src.size(); ++i) {
-    std::memcpy(pool.keys + dst[i] * pool.head_dim, pool.keys + src[i] * pool.head_dim, head_bytes);
-    std::memcpy(pool.values + dst[i] * pool.head_dim, pool.values + src[i] * pool.head_dim,
-                head_bytes);
-    pool.log_votes[dst[i]] = pool.log_votes[src[i]];
-  }
+  CopyKvEntries(pool, src, dst);
 }
 
 void CpuBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
                              float* values, float* log_votes) {
-  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
-  for (size_t i = 0; i < slots.size(); ++i) {
-    std::memcpy(keys + i * pool.head_dim, pool.keys + slots[i] * pool.head_dim, head_bytes);
-    std::memcpy(values + i * pool.head_dim, pool.values + slots[i] * pool.head_dim, head_bytes);
-    log_votes[i] = pool.log_votes[slots[i]];
-  }
+  ReadKvEntries(pool, slots, keys, values, log_votes);
 }
 
 void CpuBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
                               const float* values, const float* log_votes) {
-  const size_t head_bytes = static_cast<size_t>(pool.head_dim) * sizeof(float);
-  for (size_t i = 0; i < slots.size(); ++i) {
-    std::memcpy(pool.keys + slots[i] * pool.head_dim, keys + i * pool.head_dim, head_bytes);
-    std::memcpy(pool.values + slots[i] * pool.head_dim, values + i * pool.head_dim, head_bytes);
-    pool.log_votes[slots[i]] = log_votes[i];
-  }
+  WriteKvEntries(pool, slots, keys, values, log_votes);
 }
 
 void CpuBackend::Attention(const Tensor& q, const KvPool& pool,

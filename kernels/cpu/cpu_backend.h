@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   std::string KernelSummary() const override;
   size_t MemoryBytes() const override;
+  absl::Status CheckKvCacheType(DType dtype) const override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
   void CopyToHost(const Tensor& src, float* dst) override;

@@ -61,12 +61,12 @@ __global__ void __launch_bounds__(kTileThreads)
   const int warp = tid / kWarpSize;
   const bool reduce_max = score_task.reduce_max != 0;
 
+  const float* const keys = static_cast<const float*>(pool.keys);
   for (int i = tid; i < kEntryTile * head_dim; i += kTileThreads) {
     const int e = i / head_dim;
     const int32_t j = tile_begin + e;
     k_tile[e * (head_dim + 1) + i % head_dim] =
-        j < entries ? pool.keys[EntryOffset(table, pool.block_size, j) * head_dim + i % head_dim]
-                    : 0.0f;
+        j < entries ? keys[EntryOffset(table, pool.block_size, j) * head_dim + i % head_dim] : 0.0f;
   }
   if (tid < kEntryTile) {
     const int32_t j = tile_begin + tid;

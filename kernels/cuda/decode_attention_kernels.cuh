@@ -99,8 +99,8 @@ __global__ void __launch_bounds__((kLanes * 4 * kVecs <= 128 ? 8 : 4) * kWarpSiz
     float log_vote = 0.0f;
     if (valid) {
       const int64_t entry = EntryOffset(table, pool.block_size, j);
-      const float* key = pool.keys + entry * head_dim;
-      const float* value = pool.values + entry * head_dim;
+      const float* key = static_cast<const float*>(pool.keys) + entry * head_dim;
+      const float* value = static_cast<const float*>(pool.values) + entry * head_dim;
 #pragma unroll
       for (int v = 0; v < kVecs; ++v) {
         const int d = 4 * (walker_lane + v * kLanes);

@@ -40,13 +40,15 @@ __global__ void AppendKvKernel(const float* __restrict__ k, const float* __restr
                                const int32_t* __restrict__ heads, const int64_t* __restrict__ slots,
                                int64_t count, KvPool pool) {
   const int32_t head_dim = pool.head_dim;
+  float* const pool_keys = static_cast<float*>(pool.keys);
+  float* const pool_values = static_cast<float*>(pool.values);
   for (int64_t i = FirstEntry(); i < count; i += EntryStride()) {
     const int64_t src =
         static_cast<int64_t>(rows[i]) * cols + static_cast<int64_t>(heads[i]) * head_dim;
     const int64_t slot = slots[i];
     const int64_t dst = slot * head_dim;
-    CopyHead(k + src, pool.keys + dst, head_dim);
-    CopyHead(v + src, pool.values + dst, head_dim);
+    CopyHead(k + src, pool_keys + dst, head_dim);
+    CopyHead(v + src, pool_values + dst, head_dim);
     if (threadIdx.x % kWarpSize == 0) pool.log_votes[slot] = 0.0f;
   }
 }
@@ -56,11 +58,13 @@ __global__ void AppendKvKernel(const float* __restrict__ k, const float* __restr
 __global__ void CopyKvSlotsKernel(const int64_t* __restrict__ src, const int64_t* __restrict__ dst,
                                   int64_t count, KvPool pool) {
   const int32_t head_dim = pool.head_dim;
+  float* const pool_keys = static_cast<float*>(pool.keys);
+  float* const pool_values = static_cast<float*>(pool.values);
   for (int64_t i = FirstEntry(); i < count; i += EntryStride()) {
     const int64_t from = src[i];
     const int64_t to = dst[i];
-    CopyHead(pool.keys + from * head_dim, pool.keys + to * head_dim, head_dim);
-    CopyHead(pool.values + from * head_dim, pool.values + to * head_dim, head_dim);
+    CopyHead(pool_keys + from * head_dim, pool_keys + to * head_dim, head_dim);
+    CopyHead(pool_values + from * head_dim, pool_values + to * head_dim, head_dim);
     if (threadIdx.x % kWarpSize == 0) pool.log_votes[to] = pool.log_votes[from];
   }
 }
@@ -69,10 +73,12 @@ __global__ void GatherKvSlotsKernel(const int64_t* __restrict__ slots, int64_t c
                                     float* __restrict__ keys, float* __restrict__ values,
                                     float* __restrict__ log_votes) {
   const int32_t head_dim = pool.head_dim;
+  float* const pool_keys = static_cast<float*>(pool.keys);
+  float* const pool_values = static_cast<float*>(pool.values);
   for (int64_t i = FirstEntry(); i < count; i += EntryStride()) {
     const int64_t slot = slots[i];
-    CopyHead(pool.keys + slot * head_dim, keys + i * head_dim, head_dim);
-    CopyHead(pool.values + slot * head_dim, values + i * head_dim, head_dim);
+    CopyHead(pool_keys + slot * head_dim, keys + i * head_dim, head_dim);
+    CopyHead(pool_values + slot * head_dim, values + i * head_dim, head_dim);
     if (threadIdx.x % kWarpSize == 0) log_votes[i] = pool.log_votes[slot];
   }
 }
@@ -82,10 +88,12 @@ __global__ void ScatterKvSlotsKernel(const int64_t* __restrict__ slots, int64_t 
                                      const float* __restrict__ values,
                                      const float* __restrict__ log_votes, KvPool pool) {
   const int32_t head_dim = pool.head_dim;
+  float* const pool_keys = static_cast<float*>(pool.keys);
+  float* const pool_values = static_cast<float*>(pool.values);
   for (int64_t i = FirstEntry(); i < count; i += EntryStride()) {
     const int64_t slot = slots[i];
-    CopyHead(keys + i * head_dim, pool.keys + slot * head_dim, head_dim);
-    CopyHead(values + i * head_dim, pool.values + slot * head_dim, head_dim);
+    CopyHead(keys + i * head_dim, pool_keys + slot * head_dim, head_dim);
+    CopyHead(values + i * head_dim, pool_values + slot * head_dim, head_dim);
     if (threadIdx.x % kWarpSize == 0) pool.log_votes[slot] = log_votes[i];
   }
 }

@@ -97,12 +97,14 @@ __global__ void __launch_bounds__(kTileThreads)
       vote_tile[tid] = offset >= 0 ? pool.log_votes[offset] : neg_inf;
     }
     __syncthreads();
+    const float* const keys = static_cast<const float*>(pool.keys);
+    const float* const values = static_cast<const float*>(pool.values);
     for (int i = tid; i < kEntryTile * head_dim; i += kTileThreads) {
       const int e = i / head_dim;
       const int d = i % head_dim;
       const int64_t offset = entry_offsets[e];
-      k_tile[e * (head_dim + 1) + d] = offset >= 0 ? pool.keys[offset * head_dim + d] : 0.0f;
-      v_tile[i] = offset >= 0 ? pool.values[offset * head_dim + d] : 0.0f;
+      k_tile[e * (head_dim + 1) + d] = offset >= 0 ? keys[offset * head_dim + d] : 0.0f;
+      v_tile[i] = offset >= 0 ? values[offset * head_dim + d] : 0.0f;
     }
     __syncthreads();
 

@@ -21,7 +21,7 @@
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
-#include "server/cli/weight_type_choices.h"
+#include "server/cli/type_choices.h"
 
 namespace kvd::server {
 namespace {
@@ -31,6 +31,7 @@ struct BenchOptions {
   std::string backend = "cpu";
   int32_t threads = 0;
   std::string dtype = "auto";
+  std::string kv_cache_dtype = "f32";
   bench::ThroughputOptions throughput;
   bool scheduler = false;
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
@@ -139,12 +140,15 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
       .concurrency = options.concurrency,
       .prompt_tokens = options.throughput.prompt_tokens,
       .decode_tokens = options.throughput.decode_tokens,
+      .kv_cache_dtype = options.throughput.kv_cache_dtype,
       .seed = options.throughput.seed};
   auto results = bench::MeasureSchedulerThroughput(model, tokenizer.get(), bench_options);
   if (!results.ok()) return results.status();
-  std::printf("model %s, backend %s, scheduler, prompt %d tokens, %d generated per request\n",
-              options.model_dir.c_str(), options.backend.c_str(), bench_options.prompt_tokens,
-              bench_options.decode_tokens);
+  std::printf(
+      "model %s, backend %s, scheduler, kv cache %s, prompt %d tokens, %d generated per "
+      "request\n",
+      options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
+      bench_options.prompt_tokens, bench_options.decode_tokens);
   std::printf("| concurrent | decode tok/s | decode ms/step | outside forward | total s |\n");
   std::printf("|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
@@ -221,13 +225,15 @@ absl::Status RunBench(const BenchOptions& options) {
   // machine's measured bandwidth is the share of the memory roofline it reaches.
   const double step_bytes = static_cast<double>((*model)->weights().StepBytes());
   const double bandwidth = bench::MeasureReadBandwidth(int64_t{1} << 30, options.threads);
-  std::printf("model %s, backend %s, prompt %d tokens, %d decode steps\n",
-              options.model_dir.c_str(), options.backend.c_str(), options.throughput.prompt_tokens,
-              options.throughput.decode_tokens);
-  std::printf("weights read per step %.1f MB; measured read bandwidth %.1f GB/s (roofline %.1f "
-              "steps/s)\n",
-              step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes);
-  std::printf("| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline |\n");
+  std::printf("model %s, backend %s, kv cache %s, prompt %d tokens, %d decode steps\n",
+              options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
+              options.throughput.prompt_tokens, options.throughput.decode_tokens);
+  std::printf(
+      "weights read per step %.1f MB; measured read bandwidth %.1f GB/s (roofline %.1f "
+      "steps/s)\n",
+      step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes);
+  std::printf(
+      "| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
     const double roofline_ms = step_bytes / (bandwidth * 1e9) * 1e3;
@@ -254,6 +260,11 @@ void AddBenchCommand(CLI::App& app) {
                    "Weight matrices in memory: auto (the checkpoint's), f32, bf16, f16, int8 or "
                    "int4")
       ->check(CLI::IsMember(WeightTypeChoices()))
+      ->capture_default_str();
+  command
+      ->add_option("--kv-cache-dtype", options->kv_cache_dtype,
+                   "Cached keys and values: f32 or bf16 (the raw steps and --scheduler)")
+      ->check(CLI::IsMember(KvCacheTypeChoices()))
       ->capture_default_str();
   command->add_option("--batch", options->throughput.batch_sizes, "Batch sizes to measure")
       ->delimiter(',')
@@ -371,7 +382,11 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--matmul-mib", options->matmul_options.weight_mib,
                    "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
-  command->callback([options] { ExitWith(RunBench(*options)); });
+  command->callback([options] {
+    // The flag's check admits only names of cache types.
+    options->throughput.kv_cache_dtype = *kernels::DTypeFromName(options->kv_cache_dtype);
+    ExitWith(RunBench(*options));
+  });
 }
 
 }  // namespace kvd::server

@@ -15,7 +15,7 @@
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/cli/exit_status.h"
-#include "server/cli/weight_type_choices.h"
+#include "server/cli/type_choices.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::server {
@@ -106,7 +106,8 @@ absl::Status RunGenerate(GenerateOptions options) {
                          config.num_layers * config.num_kv_heads;
   scheduler_config.kv_cache_bytes =
       static_cast<size_t>(blocks) *
-      engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim);
+      engine::KvBlockPool::BlockBytes(scheduler_config.block_size, config.head_dim,
+                                      scheduler_config.kv_cache_dtype);
   auto scheduler = scheduler::Scheduler::Create(**model, tokenizer->get(), scheduler_config);
   if (!scheduler.ok()) return scheduler.status();
   auto handle = (*scheduler)->Submit(std::move(request));

@@ -20,9 +20,9 @@
 #include "server/api/serving_context.h"
 #include "server/auth/tenants.h"
 #include "server/cli/exit_status.h"
-#include "server/cli/weight_type_choices.h"
 #include "server/cli/logging_setup.h"
 #include "server/cli/signal_watch.h"
+#include "server/cli/type_choices.h"
 #include "server/config/config_loader.h"
 #include "server/documents/document_service.h"
 #include "server/grpc/grpc_server.h"
@@ -96,9 +96,10 @@ void RaiseFileLimit(const ListenConfig& listen) {
   constexpr rlim_t kReserved = 256;  // RocksDB's files, the checkpoint, gRPC, logs
   if (listen.max_connections > 0 &&
       limit.rlim_cur < static_cast<rlim_t>(listen.max_connections) + kReserved) {
-    spdlog::warn("open-file limit {} may not hold server.max_connections {} plus {} in reserve; "
-                 "past it new connections wait",
-                 static_cast<uint64_t>(limit.rlim_cur), listen.max_connections, kReserved);
+    spdlog::warn(
+        "open-file limit {} may not hold server.max_connections {} plus {} in reserve; "
+        "past it new connections wait",
+        static_cast<uint64_t>(limit.rlim_cur), listen.max_connections, kReserved);
   }
 }
 
@@ -266,8 +267,9 @@ void AddServeCommand(CLI::App& app) {
                       "This replica's name, carried in its document ids (store.replica)");
   command->add_option("--backend", flags->backend, "cpu or cuda (model.backend)");
   command->add_option("--threads", flags->threads, "CPU threads, 0 for all (model.threads)");
-  command->add_option("--dtype", flags->dtype,
-                      "Weight matrices in memory: auto, f32, bf16, f16, int8 or int4 (model.dtype)")
+  command
+      ->add_option("--dtype", flags->dtype,
+                   "Weight matrices in memory: auto, f32, bf16, f16, int8 or int4 (model.dtype)")
       ->check(CLI::IsMember(WeightTypeChoices()));
   command->callback([flags] { ExitWith(RunServe(*flags)); });
 }

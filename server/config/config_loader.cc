@@ -1,5 +1,6 @@
 #include "server/config/config_loader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/kv_layout.h"
 #include "server/config/api_key.h"
 #include "server/config/yaml_reader.h"
 #include "yaml-cpp/eventhandler.h"
@@ -57,6 +59,21 @@ void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::Sc
   r.Read("block_size", &c.block_size);
   r.ReadByteSize("kv_cache_bytes", &c.kv_cache_bytes);
   r.Read("kv_cache_memory_fraction", &c.kv_cache_memory_fraction);
+  if (std::string name; r.Read("kv_cache_dtype", &name)) {
+    const std::optional<kernels::DType> dtype = kernels::DTypeFromName(name);
+    if (dtype && std::ranges::find(kernels::kKvCacheTypeChoices, name) !=
+                     kernels::kKvCacheTypeChoices.end()) {
+      c.kv_cache_dtype = *dtype;
+    } else {
+      std::string message = "must be one of ";
+      for (std::string_view choice : kernels::kKvCacheTypeChoices) {
+        if (message.back() != ' ') message += ", ";
+        message += choice;
+      }
+      document.FailAtPath(r.PathOf("kv_cache_dtype"),
+                          absl::StrCat(message, ", got \"", name, "\""));
+    }
+  }
   r.Read("admission_watermark", &c.admission_watermark);
   r.Read("max_queued_requests", &c.max_queued_requests);
   r.Read("max_n", &c.max_n);

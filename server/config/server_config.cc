@@ -34,6 +34,7 @@ absl::Status SchedulerKeyError(const absl::Status& status) {
                                                  "block_size",
                                                  "kv_cache_bytes",
                                                  "kv_cache_memory_fraction",
+                                                 "kv_cache_dtype",
                                                  "admission_watermark",
                                                  "max_queued_requests",
                                                  "max_n",

@@ -153,6 +153,19 @@ struct Pools {
   std::unique_ptr<engine::KvBlockPool> cpu, cuda;
 };
 
+// The CUDA kernels read f32 keys and values only: a bf16 pool is refused when it is created,
+// before any kernel could read it as f32.
+TEST_F(CudaBackendTest, RefusesABf16KvCache) {
+  const absl::Status status = cuda_->CheckKvCacheType(DType::kBF16);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("f32 only"), std::string::npos) << status;
+  EXPECT_EQ(engine::KvBlockPool::Create(
+                *cuda_, {.num_blocks = 4, .block_size = 16, .head_dim = 64, .dtype = DType::kBF16})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(CudaBackendTest, KvEntriesAndPagedAttentionMatchTheCpu) {
   constexpr int32_t kHeads = 8, kKvHeads = 2, kHeadDim = 64, kBlock = 16, kBlocks = 64;
   const engine::KvPoolOptions options{

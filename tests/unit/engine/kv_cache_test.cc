@@ -69,8 +69,10 @@ void WriteEntries(const KvBlockPool& pool, const SequenceKv& sequence, int32_t f
     const size_t slot =
         static_cast<size_t>(block) * storage.block_size + entry % storage.block_size;
     for (int32_t d = 0; d < storage.head_dim; ++d) {
-      storage.keys[slot * storage.head_dim + d] = static_cast<float>(entry * 100 + d);
-      storage.values[slot * storage.head_dim + d] = static_cast<float>(-entry * 100 - d);
+      static_cast<float*>(storage.keys)[slot * storage.head_dim + d] =
+          static_cast<float>(entry * 100 + d);
+      static_cast<float*>(storage.values)[slot * storage.head_dim + d] =
+          static_cast<float>(-entry * 100 - d);
     }
     storage.log_votes[slot] = 0.5f * static_cast<float>(entry);
   }
@@ -80,7 +82,7 @@ float KeyAt(const KvBlockPool& pool, const SequenceKv& sequence, int32_t entry, 
   const kernels::KvPool& storage = pool.storage();
   const int32_t block = sequence.blocks(0, 0)[entry / storage.block_size];
   const size_t slot = static_cast<size_t>(block) * storage.block_size + entry % storage.block_size;
-  return storage.keys[slot * storage.head_dim + d];
+  return static_cast<const float*>(storage.keys)[slot * storage.head_dim + d];
 }
 
 TEST_F(KvCacheTest, SharedPrefixCopiesOnlyThePartialLastBlockOnWrite) {
@@ -219,7 +221,18 @@ TEST_F(KvCacheTest, SharedEntriesAreNeverEditedInPlace) {
 }
 
 TEST_F(KvCacheTest, BlocksInBytesAndUsage) {
-  EXPECT_EQ(KvBlockPool::BlocksInBytes(10 * KvBlockPool::BlockBytes(16, 64) + 5, 16, 64), 10);
+  EXPECT_EQ(
+      KvBlockPool::BlocksInBytes(10 * KvBlockPool::BlockBytes(16, 64, kernels::DType::kF32) + 5, 16,
+                                 64, kernels::DType::kF32),
+      10);
+  // A bf16 block holds its keys and values in half the bytes; log-votes stay f32.
+  EXPECT_EQ(KvBlockPool::BlockBytes(16, 64, kernels::DType::kBF16), 16u * (2 * 64 * 2 + 4));
+  EXPECT_EQ(KvBlockPool::BlocksInBytes(KvBlockPool::BlockBytes(16, 64, kernels::DType::kF32), 16,
+                                       64, kernels::DType::kBF16),
+            1);
+  EXPECT_EQ(KvBlockPool::BlocksInBytes(2 * KvBlockPool::BlockBytes(16, 64, kernels::DType::kBF16),
+                                       16, 64, kernels::DType::kBF16),
+            2);
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 4, .block_size = 4, .head_dim = 2});
   ASSERT_TRUE(pool.ok());
   EXPECT_EQ((*pool)->usage(), 0.0);

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::kernels::cpu {

@@ -1,13 +1,13 @@
 // Each CPU backend op against a direct formula on random inputs.
 #include "kernels/cpu/cpu_backend.h"
 
-#include "kernels/cpu/quantize.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
+
+#include "kernels/cpu/quantize.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -169,8 +169,8 @@ TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {
     std::vector<float> exact(table.size());
     const auto* bits = static_cast<const uint16_t*>(prepared->tensor.data);
     for (size_t i = 0; i < exact.size(); ++i) {
-      exact[i] = prepared->tensor.dtype == DType::kBF16 ? BF16ToFloat(bits[i])
-                                                        : F16ToFloat(bits[i]);
+      exact[i] =
+          prepared->tensor.dtype == DType::kBF16 ? BF16ToFloat(bits[i]) : F16ToFloat(bits[i]);
     }
     const std::vector<int32_t> tokens = {3, 0, 39, 3};
     std::vector<float> gathered(tokens.size() * width);
@@ -282,6 +282,61 @@ TEST_F(CpuBackendTest, KvSlotsWriteReadAndCopyWholeEntries) {
   for (KvSlot untouched : {1, 3, 14}) {
     for (int32_t d = 0; d < kHeadDim; ++d) {
       EXPECT_EQ(keys[untouched * kHeadDim + d], original_keys[untouched * kHeadDim + d]);
+    }
+  }
+}
+
+// A bf16 pool: every way in rounds each key and value to the nearest bf16 (ties to even), every
+// way out returns those numbers as f32, and copies move the bits; log-votes stay f32.
+TEST_F(CpuBackendTest, Bf16KvPoolRoundsOnTheWayInAndCopiesExactly) {
+  constexpr int32_t kBlocks = 4, kBlockSize = 4, kHeadDim = 8, kKvHeads = 2;
+  EXPECT_TRUE(backend_.CheckKvCacheType(DType::kBF16).ok());
+  EXPECT_EQ(backend_.CheckKvCacheType(DType::kF16).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<uint16_t> keys(kBlocks * kBlockSize * kHeadDim), values(keys.size());
+  std::vector<float> votes(kBlocks * kBlockSize, -7.0f);
+  const KvPool pool{keys.data(), values.data(), votes.data(), kBlocks,
+                    kBlockSize,  kHeadDim,      DType::kBF16};
+  const auto rounded = [](std::vector<float> x) {
+    for (float& v : x) v = BF16ToFloat(FloatToBF16(v));
+    return x;
+  };
+
+  const std::vector<KvSlot> written = {13, 2, 7};
+  const auto new_keys = RandomVector(written.size() * kHeadDim, 13);
+  const auto new_values = RandomVector(written.size() * kHeadDim, 14);
+  const std::vector<float> new_votes = {0.5f, -1.0f, 2.0f};
+  backend_.WriteKvSlots(pool, written, new_keys.data(), new_values.data(), new_votes.data());
+  const std::vector<KvSlot> copies = {0, 15, 9};
+  backend_.CopyKvSlots(pool, written, copies);
+  std::vector<float> read_keys(new_keys.size()), read_values(new_values.size()), read_votes(3);
+  backend_.ReadKvSlots(pool, copies, read_keys.data(), read_values.data(), read_votes.data());
+  EXPECT_EQ(read_keys, rounded(new_keys));
+  EXPECT_EQ(read_values, rounded(new_values));
+  EXPECT_EQ(read_votes, new_votes);
+  EXPECT_NE(read_keys, new_keys);  // random normals are not all bf16 numbers
+
+  // AppendKv: one sequence, two rows after one cached entry, each kv head in its own block.
+  auto k = RandomVector(2 * kKvHeads * kHeadDim, 15);
+  auto v = RandomVector(k.size(), 16);
+  const int32_t block_of_head[kKvHeads] = {1, 3};
+  const int32_t* tables[kKvHeads] = {&block_of_head[0], &block_of_head[1]};
+  const int32_t cached[kKvHeads] = {1, 1};
+  const SequenceKvRef sequence{0, 2, tables, cached};
+  backend_.AppendKv(View(k, 2, kKvHeads * kHeadDim), View(v, 2, kKvHeads * kHeadDim), pool,
+                    {&sequence, 1});
+  const auto rounded_k = rounded(k), rounded_v = rounded(v);
+  for (int32_t h = 0; h < kKvHeads; ++h) {
+    for (int32_t row = 0; row < 2; ++row) {
+      const KvSlot slot = KvSlot{block_of_head[h]} * kBlockSize + 1 + row;
+      std::vector<float> key(kHeadDim), value(kHeadDim);
+      float vote = -1.0f;
+      backend_.ReadKvSlots(pool, {&slot, 1}, key.data(), value.data(), &vote);
+      const int64_t first = (int64_t{row} * kKvHeads + h) * kHeadDim;
+      EXPECT_EQ(
+          key, std::vector<float>(rounded_k.begin() + first, rounded_k.begin() + first + kHeadDim));
+      EXPECT_EQ(value, std::vector<float>(rounded_v.begin() + first,
+                                          rounded_v.begin() + first + kHeadDim));
+      EXPECT_EQ(vote, 0.0f);
     }
   }
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/decode_attention.cuh"

@@ -81,8 +81,48 @@ TEST_F(SchedulerMetricsTest, KvCacheSizedByFractionOfMemory) {
   ASSERT_TRUE(scheduler.ok()) << scheduler.status();
   const auto expected = engine::KvBlockPool::BlocksInBytes(
       static_cast<size_t>(0.0005 * static_cast<double>(backend_->MemoryBytes())), 16,
-      model_->config().head_dim);
+      model_->config().head_dim, kernels::DType::kF32);
   EXPECT_EQ((*scheduler)->Metrics().kv_blocks_total, expected);
+}
+
+TEST_F(SchedulerMetricsTest, Bf16KvCacheHoldsTwiceTheBlocksAndServes) {
+  SchedulerConfig config = SmallConfig();
+  config.kv_cache_bytes = KvBytesForTokens(256);
+  auto f32 = Scheduler::Create(*model_, tokenizer_, config);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  config.kv_cache_bytes = KvBytesForTokens(256, kernels::DType::kBF16);
+  config.kv_cache_dtype = kernels::DType::kBF16;
+  auto bf16 = Scheduler::Create(*model_, tokenizer_, config);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_EQ((*bf16)->Metrics().kv_blocks_total, (*f32)->Metrics().kv_blocks_total);
+  config.kv_cache_bytes = KvBytesForTokens(256);
+  auto bf16_in_f32_bytes = Scheduler::Create(*model_, tokenizer_, config);
+  ASSERT_TRUE(bf16_in_f32_bytes.ok());
+  EXPECT_GE((*bf16_in_f32_bytes)->Metrics().kv_blocks_total,
+            2 * (*f32)->Metrics().kv_blocks_total * 9 / 10);  // log-votes stay f32
+
+  // A request runs to its end on the bf16 cache and gives its blocks back.
+  Request request;
+  request.prompt = {5, 6, 7, 8};
+  request.max_tokens = 6;
+  request.ignore_eos = true;
+  auto handle = (*bf16)->Submit(std::move(request));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  int tokens = 0;
+  bool final = false;
+  while ((*bf16)->HasWork()) {
+    ASSERT_TRUE((*bf16)->Step().ok());
+    while (auto event = handle->Next(absl::ZeroDuration())) {
+      tokens += static_cast<int>(event->token_ids.size());
+      if (event->final) {
+        final = true;
+        EXPECT_TRUE(event->status.ok()) << event->status;
+      }
+    }
+  }
+  EXPECT_TRUE(final);
+  EXPECT_EQ(tokens, 6);
+  EXPECT_EQ((*bf16)->Metrics().kv_usage, 0.0);
 }
 
 TEST_F(SchedulerMetricsTest, ConfigIsValidated) {
@@ -107,6 +147,9 @@ TEST_F(SchedulerMetricsTest, ConfigIsValidated) {
   EXPECT_EQ(code(config), kInvalid);
   config = SmallConfig();
   config.max_queued_requests = 0;
+  EXPECT_EQ(code(config), kInvalid);
+  config = SmallConfig();
+  config.kv_cache_dtype = kernels::DType::kF16;
   EXPECT_EQ(code(config), kInvalid);
 }
 

@@ -78,10 +78,11 @@ class SchedulerTest : public ::testing::Test {
     return config;
   }
   // Bytes of KV cache for `tokens` tokens per (layer, kv head), in blocks of 16.
-  static size_t KvBytesForTokens(int64_t tokens) {
+  static size_t KvBytesForTokens(int64_t tokens, kernels::DType dtype = kernels::DType::kF32) {
     const auto& config = model_->config();
     const int64_t blocks = (tokens + 15) / 16 * config.num_layers * config.num_kv_heads;
-    return static_cast<size_t>(blocks) * engine::KvBlockPool::BlockBytes(16, config.head_dim);
+    return static_cast<size_t>(blocks) *
+           engine::KvBlockPool::BlockBytes(16, config.head_dim, dtype);
   }
 
   std::unique_ptr<Scheduler> NewScheduler(const SchedulerConfig& config) {

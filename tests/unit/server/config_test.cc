@@ -248,6 +248,7 @@ scheduler:
   block_size: 32
   kv_cache_bytes: 512MiB
   kv_cache_memory_fraction: 0.9
+  kv_cache_dtype: bf16
   admission_watermark: 0.05
   max_queued_requests: 100
   max_n: 4
@@ -281,6 +282,7 @@ logging:
   EXPECT_EQ(config.scheduler.block_size, 32);
   EXPECT_EQ(config.scheduler.kv_cache_bytes, size_t{512} << 20);
   EXPECT_DOUBLE_EQ(config.scheduler.kv_cache_memory_fraction, 0.9);
+  EXPECT_EQ(config.scheduler.kv_cache_dtype, kernels::DType::kBF16);
   EXPECT_DOUBLE_EQ(config.scheduler.admission_watermark, 0.05);
   EXPECT_EQ(config.scheduler.max_queued_requests, 100);
   EXPECT_EQ(config.scheduler.max_n, 4);
@@ -433,6 +435,8 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: model.name: must not contain whitespace or control characters"},
       {"model:\n  backend: tpu\n",
        "config.yaml:2: model.backend: must be one of cpu, cuda, got \"tpu\""},
+      {"scheduler:\n  block_size: 8\n  kv_cache_dtype: f16\n",
+       "config.yaml:3: scheduler.kv_cache_dtype: must be one of f32, bf16, got \"f16\""},
       {"model:\n  dtype: int3\n",
        "config.yaml:2: model.dtype: must be one of auto, f32, bf16, f16, int8, int4, got \"int3\""},
       {"model:\n  threads: -1\n", "config.yaml:2: model.threads: must be in [0, 1024], got -1"},
@@ -464,6 +468,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
   EXPECT_EQ(ParseError("scheduler:\n  max_seqs: 2\n"),
             "config.yaml:2: scheduler.max_seqs: unknown key (expected one of max_num_seqs, "
             "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
+            "kv_cache_dtype, "
             "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
             "config.yaml:2: store.dir: unknown key (expected one of data_dir, replica, "
