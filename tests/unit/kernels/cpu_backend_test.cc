@@ -257,26 +257,37 @@ TEST(BackendFactoryTest, OnlyTheCpuTakesQuantizedWeights) {
   }
 }
 
+// Writes random entries to three slots of a pool of head size 8, copies them to three others
+// and reads the copies back: what was written, and what came back.
+struct KvRoundTrip {
+  std::vector<float> keys, values, votes;
+  std::vector<float> read_keys, read_values, read_votes;
+};
+KvRoundTrip WriteCopyAndRead(Backend& backend, const KvPool& pool) {
+  const std::vector<KvSlot> written = {13, 2, 7};
+  const std::vector<KvSlot> copies = {0, 15, 9};
+  KvRoundTrip r{RandomVector(written.size() * pool.head_dim, 13),
+                RandomVector(written.size() * pool.head_dim, 14),
+                {0.5f, -1.0f, 2.0f}};
+  backend.WriteKvSlots(pool, written, r.keys.data(), r.values.data(), r.votes.data());
+  backend.CopyKvSlots(pool, written, copies);
+  r.read_keys.resize(r.keys.size());
+  r.read_values.resize(r.values.size());
+  r.read_votes.resize(r.votes.size());
+  backend.ReadKvSlots(pool, copies, r.read_keys.data(), r.read_values.data(), r.read_votes.data());
+  return r;
+}
+
 TEST_F(CpuBackendTest, KvSlotsWriteReadAndCopyWholeEntries) {
   constexpr int32_t kBlocks = 4, kBlockSize = 4, kHeadDim = 8;
   auto keys = RandomVector(kBlocks * kBlockSize * kHeadDim, 10);
   auto values = RandomVector(keys.size(), 11);
   auto votes = RandomVector(kBlocks * kBlockSize, 12);
   const KvPool pool{keys.data(), values.data(), votes.data(), kBlocks, kBlockSize, kHeadDim};
-  const std::vector<KvSlot> written = {13, 2, 7};
-  const auto new_keys = RandomVector(written.size() * kHeadDim, 13);
-  const auto new_values = RandomVector(written.size() * kHeadDim, 14);
-  const std::vector<float> new_votes = {0.5f, -1.0f, 2.0f};
-  backend_.WriteKvSlots(pool, written, new_keys.data(), new_values.data(), new_votes.data());
-
-  // Copy the written entries elsewhere, then read the copies back.
-  const std::vector<KvSlot> copies = {0, 15, 9};
-  backend_.CopyKvSlots(pool, written, copies);
-  std::vector<float> read_keys(new_keys.size()), read_values(new_values.size()), read_votes(3);
-  backend_.ReadKvSlots(pool, copies, read_keys.data(), read_values.data(), read_votes.data());
-  EXPECT_EQ(read_keys, new_keys);
-  EXPECT_EQ(read_values, new_values);
-  EXPECT_EQ(read_votes, new_votes);
+  const KvRoundTrip r = WriteCopyAndRead(backend_, pool);
+  EXPECT_EQ(r.read_keys, r.keys);
+  EXPECT_EQ(r.read_values, r.values);
+  EXPECT_EQ(r.read_votes, r.votes);
   // Slots neither written nor copied to keep their contents.
   const auto original_keys = RandomVector(keys.size(), 10);
   for (KvSlot untouched : {1, 3, 14}) {
@@ -301,19 +312,11 @@ TEST_F(CpuBackendTest, Bf16KvPoolRoundsOnTheWayInAndCopiesExactly) {
     return x;
   };
 
-  const std::vector<KvSlot> written = {13, 2, 7};
-  const auto new_keys = RandomVector(written.size() * kHeadDim, 13);
-  const auto new_values = RandomVector(written.size() * kHeadDim, 14);
-  const std::vector<float> new_votes = {0.5f, -1.0f, 2.0f};
-  backend_.WriteKvSlots(pool, written, new_keys.data(), new_values.data(), new_votes.data());
-  const std::vector<KvSlot> copies = {0, 15, 9};
-  backend_.CopyKvSlots(pool, written, copies);
-  std::vector<float> read_keys(new_keys.size()), read_values(new_values.size()), read_votes(3);
-  backend_.ReadKvSlots(pool, copies, read_keys.data(), read_values.data(), read_votes.data());
-  EXPECT_EQ(read_keys, rounded(new_keys));
-  EXPECT_EQ(read_values, rounded(new_values));
-  EXPECT_EQ(read_votes, new_votes);
-  EXPECT_NE(read_keys, new_keys);  // random normals are not all bf16 numbers
+  const KvRoundTrip r = WriteCopyAndRead(backend_, pool);
+  EXPECT_EQ(r.read_keys, rounded(r.keys));
+  EXPECT_EQ(r.read_values, rounded(r.values));
+  EXPECT_EQ(r.read_votes, r.votes);
+  EXPECT_NE(r.read_keys, r.keys);  // random normals are not all bf16 numbers
 
   // AppendKv: one sequence, two rows after one cached entry, each kv head in its own block.
   auto k = RandomVector(2 * kKvHeads * kHeadDim, 15);
