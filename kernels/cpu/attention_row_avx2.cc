@@ -2,8 +2,7 @@
 // element widens to f32 by a shift):
 // - logits eight entries at a time: eight dot products accumulate side by side and one
 //   transpose-add sums them, instead of a horizontal sum per entry and head;
-// - softmax weights by a vector exp (range reduction to [-ln2/2, ln2/2] and a degree-6
-//   polynomial, within 2 ulp of std::exp; exp(0) is exactly 1);
+// - softmax weights by a vector exp (vector_exp_avx2.h);
 // - the weighted value sum over blocks of entries that stay in L1, with up to four heads'
 //   accumulators in registers, so each value is loaded once per block for the whole group.
 // Compiled for AVX2 function by function.
@@ -13,6 +12,7 @@
 #include <cmath>
 
 #include "kernels/cpu/attention_row.h"
+#include "kernels/cpu/vector_exp_avx2.h"
 
 #define KVD_AVX2 __attribute__((target("avx2,fma")))
 
@@ -45,30 +45,6 @@ KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
   const __m256 high_entries = _mm256_hadd_ps(t2, t3);  // entries 4-7
   return _mm256_add_ps(_mm256_permute2f128_ps(low_entries, high_entries, 0x20),
                        _mm256_permute2f128_ps(low_entries, high_entries, 0x31));
-}
-
-// e^x for x <= 0 (softmax arguments); below -87.3 the result is 0.
-KVD_AVX2 __m256 Exp(__m256 x) {
-  const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
-  const __m256 ln2_high = _mm256_set1_ps(0.693359375f);
-  const __m256 ln2_low = _mm256_set1_ps(-2.12194440e-4f);
-  const __m256 underflow = _mm256_set1_ps(-87.3f);
-  const __m256 too_small = _mm256_cmp_ps(x, underflow, _CMP_LT_OQ);
-  x = _mm256_max_ps(x, underflow);
-  const __m256 n =
-      _mm256_round_ps(_mm256_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, ln2_high, x);
-  r = _mm256_fnmadd_ps(n, ln2_low, r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i exponent =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
 }
 
 KVD_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
@@ -159,7 +135,7 @@ KVD_AVX2 double Softmax(float* weights, int32_t entries) {
   __m256 sum8 = _mm256_setzero_ps();
   j = 0;
   for (; j + 8 <= entries; j += 8) {
-    const __m256 w = Exp(_mm256_sub_ps(_mm256_loadu_ps(weights + j), max_vector));
+    const __m256 w = ExpOfNonPositive(_mm256_sub_ps(_mm256_loadu_ps(weights + j), max_vector));
     _mm256_storeu_ps(weights + j, w);
     sum8 = _mm256_add_ps(sum8, w);
   }

@@ -6,17 +6,16 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/cpu/exp_sum.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
-// log Σ_j exp((row[j] − max) * scale), in double.
+// log Σ_j exp((row[j] − max) * scale).
 float LogNormalizer(const float* row, int64_t vocab, float max, float scale) {
   if (max == -std::numeric_limits<float>::infinity()) return max;
-  double sum = 0.0;
-  for (int64_t j = 0; j < vocab; ++j) {
-    sum += std::exp((double{row[j]} - max) * scale);
-  }
-  return static_cast<float>(std::log(sum));
+  static const ExpSumKernel exp_sum = FastestExpSum(HostCpuFeatures());
+  return static_cast<float>(std::log(exp_sum(row, vocab, max, scale)));
 }
 
 }  // namespace
