@@ -65,6 +65,12 @@ struct SequenceKvRef {
 // An entry's place in the pool: block * block_size + index within the block.
 using KvSlot = int64_t;
 
+// The slot of entry `index` of one (layer, kv head) whose blocks are listed in `block_table`.
+inline KvSlot EntrySlot(const KvPool& pool, const int32_t* block_table, int32_t index) {
+  return static_cast<KvSlot>(block_table[index / pool.block_size]) * pool.block_size +
+         index % pool.block_size;
+}
+
 // The attention geometry of a model.
 struct AttentionShape {
   int32_t num_heads = 0;     // query heads

@@ -8,12 +8,6 @@
 namespace kvd::kernels::cpu {
 namespace {
 
-// Address of entry `index` of one (layer, kv head) whose blocks are listed in `block_table`.
-inline int64_t EntryOffset(const KvPool& pool, const int32_t* block_table, int32_t index) {
-  return static_cast<int64_t>(block_table[index / pool.block_size]) * pool.block_size +
-         index % pool.block_size;
-}
-
 // Below this many multiply-adds a step's attention runs on the calling thread alone: waking
 // workers costs more than it saves.
 constexpr int64_t kMinParallelWork = 1 << 16;
@@ -66,7 +60,7 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
       // The task's last row sees every entry the others see, and more.
       slots.resize(static_cast<size_t>(cached + task.row_end));
       for (int32_t j = 0; j < cached + task.row_end; ++j) {
-        slots[j] = EntryOffset(pool, block_table, j);
+        slots[j] = EntrySlot(pool, block_table, j);
       }
       for (int32_t row = task.row_begin; row < task.row_end; ++row) {
         const int32_t entries = cached + row + 1;

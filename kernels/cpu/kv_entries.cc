@@ -24,12 +24,6 @@ void LoadVector(const KvPool& pool, void* base, KvSlot slot, float* to) {
   for (int32_t d = 0; d < pool.head_dim; ++d) to[d] = ElementAsFloat(from, pool.dtype, d);
 }
 
-// Address of entry `index` of one (layer, kv head) whose blocks are listed in `block_table`.
-KvSlot EntrySlot(const KvPool& pool, const int32_t* block_table, int32_t index) {
-  return static_cast<KvSlot>(block_table[index / pool.block_size]) * pool.block_size +
-         index % pool.block_size;
-}
-
 }  // namespace
 
 void AppendKvEntries(const Tensor& k, const Tensor& v, const KvPool& pool,
