@@ -7,9 +7,9 @@
 #include <random>
 #include <thread>
 
+#include "base/check.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
-#include "kernels/check.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
@@ -75,12 +75,13 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : x) v = normal(random);
   std::vector<float> out(static_cast<size_t>(max_rows * options.out_features));
-  std::vector<MatmulVariant> variants = kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
+  std::vector<MatmulVariant> variants =
+      kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
   variants.insert(variants.begin(), kernels::cpu::OpenBlasMatmul());
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
     if (kernels::IsQuantized(dtype) && options.in_features % kernels::kQuantBlock != 0) continue;
-    const int64_t matrix_bytes = options.out_features *
-                                 static_cast<int64_t>(kernels::RowBytes(dtype, options.in_features));
+    const int64_t matrix_bytes =
+        options.out_features * static_cast<int64_t>(kernels::RowBytes(dtype, options.in_features));
     const int64_t copies = std::max<int64_t>(1, (options.weight_mib << 20) / matrix_bytes);
     const std::vector<uint8_t> weights =
         RandomWeights(dtype, copies, options.out_features, options.in_features, random);
@@ -95,18 +96,17 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
           const Clock::time_point start = Clock::now();
           const int64_t passes = slow ? 1 : copies;
           for (int64_t copy = 0; copy < passes; ++copy) {
-            kernels::cpu::ParallelMatmul(
-                variant,
-                MatmulArgs{.x = x.data(),
-                           .rows = rows,
-                           .in = options.in_features,
-                           .weight = weights.data() + copy * matrix_bytes,
-                           .dtype = dtype,
-                           .first = 0,
-                           .count = options.out_features,
-                           .out = out.data(),
-                           .out_stride = options.out_features},
-                pool);
+            kernels::cpu::ParallelMatmul(variant,
+                                         MatmulArgs{.x = x.data(),
+                                                    .rows = rows,
+                                                    .in = options.in_features,
+                                                    .weight = weights.data() + copy * matrix_bytes,
+                                                    .dtype = dtype,
+                                                    .first = 0,
+                                                    .count = options.out_features,
+                                                    .out = out.data(),
+                                                    .out_stride = options.out_features},
+                                         pool);
           }
           seconds.push_back(SecondsSince(start) / static_cast<double>(passes));
         }
@@ -126,12 +126,12 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
 }
 
 void PrintMatmulTable(const MatmulBenchOptions& options, const MatmulBenchResult& result) {
-  std::printf("matmul [%lld x %lld] weights, %lld MiB per type; CPU features %s; read bandwidth "
-              "%.1f GB/s\n",
-              static_cast<long long>(options.out_features),
-              static_cast<long long>(options.in_features),
-              static_cast<long long>(options.weight_mib), result.features.c_str(),
-              result.read_gb_per_second);
+  std::printf(
+      "matmul [%lld x %lld] weights, %lld MiB per type; CPU features %s; read bandwidth "
+      "%.1f GB/s\n",
+      static_cast<long long>(options.out_features), static_cast<long long>(options.in_features),
+      static_cast<long long>(options.weight_mib), result.features.c_str(),
+      result.read_gb_per_second);
   std::printf("| variant | weights | rows | ms | GFLOP/s | weight GB/s | of bandwidth |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|\n");
   for (const MatmulBenchRow& row : result.rows) {

@@ -6,10 +6,16 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/internal/jinja/status_macros.h"
+#include "base/enum_names.h"
+#include "base/status_macros.h"
 
 namespace kvd::engine {
 namespace {
+
+constexpr auto kDocumentRoleNames = base::MakeEnumNames<DocumentRole>({
+    {DocumentRole::kSystem, "system"},
+    {DocumentRole::kUser, "user"},
+});
 
 using Json = nlohmann::ordered_json;
 
@@ -80,9 +86,9 @@ absl::StatusOr<DocumentChat> RenderSplit(const ChatTemplate& chat_template,
                                          const std::string& document, const std::string& marker,
                                          const Json& messages, bool add_generation_prompt,
                                          const Json& extra, DocumentRole role) {
-  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(document + marker, messages, role));
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string rendered,
-                             chat_template.Render(placed, add_generation_prompt, extra));
+  KVD_ASSIGN_OR_RETURN(Json placed, PlaceDocument(document + marker, messages, role));
+  KVD_ASSIGN_OR_RETURN(std::string rendered,
+                       chat_template.Render(placed, add_generation_prompt, extra));
   const size_t at = rendered.find(marker);
   if (at == std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("the chat template does not put the ",
@@ -103,15 +109,10 @@ Json Message(const char* role, const char* content) {
 
 }  // namespace
 
-const char* DocumentRoleName(DocumentRole role) {
-  return role == DocumentRole::kUser ? "user" : "system";
-}
+const char* DocumentRoleName(DocumentRole role) { return kDocumentRoleNames.Name(role).data(); }
 
 absl::StatusOr<DocumentRole> ParseDocumentRole(std::string_view name) {
-  if (name == "system") return DocumentRole::kSystem;
-  if (name == "user") return DocumentRole::kUser;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "document role must be \"system\" or \"user\", not \"", std::string(name), "\""));
+  return kDocumentRoleNames.Parse(name, "document role");
 }
 
 absl::StatusOr<Json> MessagesWithDocument(std::string_view document, const Json& messages,
@@ -126,11 +127,11 @@ absl::StatusOr<DocumentChat> SplitDocumentChat(const ChatTemplate& chat_template
   if (document.empty()) return absl::InvalidArgumentError("the document is empty");
   const std::string text(document);
   const std::string marker = UniqueMarker(document, messages, extra);
-  KVD_JINJA_ASSIGN_OR_RETURN(DocumentChat split, RenderSplit(chat_template, text, marker, messages,
-                                                             add_generation_prompt, extra, role));
-  KVD_JINJA_ASSIGN_OR_RETURN(Json placed, PlaceDocument(text, messages, role));
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string plain,
-                             chat_template.Render(placed, add_generation_prompt, extra));
+  KVD_ASSIGN_OR_RETURN(DocumentChat split, RenderSplit(chat_template, text, marker, messages,
+                                                       add_generation_prompt, extra, role));
+  KVD_ASSIGN_OR_RETURN(Json placed, PlaceDocument(text, messages, role));
+  KVD_ASSIGN_OR_RETURN(std::string plain,
+                       chat_template.Render(placed, add_generation_prompt, extra));
   // A template that trims, escapes or inspects the content renders it differently once the
   // marker is inside, or not verbatim.
   if (split.prefix + split.suffix != plain || !split.prefix.ends_with(text)) {

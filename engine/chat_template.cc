@@ -6,9 +6,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/bounded_json.h"
 #include "engine/internal/jinja/json_convert.h"
-#include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/template.h"
 
 namespace kvd::engine {
@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::FromTokenizerConfig(
     return absl::InvalidArgumentError(path.string() + " is not a JSON object");
   }
   const nlohmann::json& config = *json;
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string source, TemplateSource(config, path.string()));
+  KVD_ASSIGN_OR_RETURN(std::string source, TemplateSource(config, path.string()));
   absl::StatusOr<std::unique_ptr<ChatTemplate>> parsed =
       Parse(source, TokenText(config, "bos_token"), TokenText(config, "eos_token"));
   if (!parsed.ok()) {
@@ -111,10 +111,10 @@ absl::StatusOr<std::string> ChatTemplate::RenderJson(const Json& messages,
   variables.Set(Value::String("tools"), Value::None());
   variables.Set(Value::String("documents"), Value::None());
   for (auto it = extra.begin(); it != extra.end(); ++it) {
-    KVD_JINJA_ASSIGN_OR_RETURN(Value value, internal::jinja::FromJson(it.value()));
+    KVD_ASSIGN_OR_RETURN(Value value, internal::jinja::FromJson(it.value()));
     variables.Set(Value::String(it.key()), std::move(value));
   }
-  KVD_JINJA_ASSIGN_OR_RETURN(Value message_list, internal::jinja::FromJson(messages));
+  KVD_ASSIGN_OR_RETURN(Value message_list, internal::jinja::FromJson(messages));
   variables.Set(Value::String("messages"), std::move(message_list));
   variables.Set(Value::String("add_generation_prompt"), Value::Bool(add_generation_prompt));
   absl::StatusOr<std::string> rendered = template_->Render(variables);

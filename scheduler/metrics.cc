@@ -27,18 +27,6 @@ std::vector<double> StepBuckets() {
 
 }  // namespace
 
-Histogram::Histogram(std::vector<double> bounds) {
-  data_.counts.assign(bounds.size() + 1, 0);
-  data_.bounds = std::move(bounds);
-}
-
-void Histogram::Observe(double value) {
-  const auto bucket = std::lower_bound(data_.bounds.begin(), data_.bounds.end(), value);
-  ++data_.counts[static_cast<size_t>(bucket - data_.bounds.begin())];
-  data_.sum += value;
-  ++data_.count;
-}
-
 SchedulerMetrics::SchedulerMetrics()
     : tokens_per_step_(TokensPerStepBuckets()),
       step_seconds_(StepBuckets()),

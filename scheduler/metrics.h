@@ -10,26 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "base/histogram.h"
 #include "scheduler/request.h"
 
 namespace kvd::scheduler {
-
-struct HistogramSnapshot {
-  std::vector<double> bounds;    // upper bounds of the finite buckets, increasing
-  std::vector<uint64_t> counts;  // per bucket, not cumulative; one more than bounds (+Inf)
-  double sum = 0.0;
-  uint64_t count = 0;
-};
-
-class Histogram {
- public:
-  explicit Histogram(std::vector<double> bounds);
-  void Observe(double value);
-  const HistogramSnapshot& snapshot() const { return data_; }
-
- private:
-  HistogramSnapshot data_;
-};
 
 struct TenantStats {
   int32_t running = 0;             // sequences in the batch
@@ -63,12 +47,12 @@ struct MetricsSnapshot {
   uint64_t keepkv_evictions = 0;       // KV entries KeepKV dropped (no similar partner)
   uint64_t keepkv_refreshes = 0;       // rebuilds of a sequence from its full KV
   // Histograms.
-  HistogramSnapshot tokens_per_step;
-  HistogramSnapshot step_seconds;
-  HistogramSnapshot queue_seconds;                // submit to first admission
-  HistogramSnapshot time_to_first_token_seconds;  // submit to first token
-  HistogramSnapshot inter_token_seconds;          // between tokens of a sequence
-  HistogramSnapshot e2e_request_seconds;          // submit to final event
+  base::HistogramSnapshot tokens_per_step;
+  base::HistogramSnapshot step_seconds;
+  base::HistogramSnapshot queue_seconds;                // submit to first admission
+  base::HistogramSnapshot time_to_first_token_seconds;  // submit to first token
+  base::HistogramSnapshot inter_token_seconds;          // between tokens of a sequence
+  base::HistogramSnapshot e2e_request_seconds;          // submit to final event
 };
 
 // Thread-safe accumulator behind MetricsSnapshot.
@@ -102,7 +86,7 @@ class SchedulerMetrics {
  private:
   mutable std::mutex mu_;
   MetricsSnapshot totals_;  // guarded by mu_; histograms kept below
-  Histogram tokens_per_step_, step_seconds_, queue_seconds_, ttft_seconds_, itl_seconds_,
+  base::Histogram tokens_per_step_, step_seconds_, queue_seconds_, ttft_seconds_, itl_seconds_,
       e2e_seconds_;  // guarded by mu_
 };
 

@@ -1,17 +1,19 @@
 #include "scheduler/request.h"
 
+#include "base/enum_names.h"
+
 namespace kvd::scheduler {
 
-std::string_view FinishReasonName(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-  }
-  return "unknown";
-}
+namespace {
+
+constexpr auto kFinishReasonNames = base::MakeEnumNames<FinishReason>({
+    {FinishReason::kStop, "stop"},
+    {FinishReason::kLength, "length"},
+    {FinishReason::kAbort, "abort"},
+});
+
+}  // namespace
+
+std::string_view FinishReasonName(FinishReason reason) { return kFinishReasonNames.Name(reason); }
 
 }  // namespace kvd::scheduler

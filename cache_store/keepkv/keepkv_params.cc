@@ -4,46 +4,39 @@
 #include <cmath>
 #include <string>
 
+#include "base/enum_names.h"
+
 namespace kvd::cache_store {
 
-std::string_view MergeMethodName(MergeMethod method) {
-  switch (method) {
-    case MergeMethod::kGqaFit:
-      return "gqa_fit";
-    case MergeMethod::kGroupMean:
-      return "group_mean";
-    case MergeMethod::kWeightedMean:
-      return "weighted_mean";
-    case MergeMethod::kConvex:
-      return "convex";
-    case MergeMethod::kEvict:
-      return "evict";
-  }
-  return "unknown";
-}
+namespace {
+
+constexpr auto kMergeMethodNames = base::MakeEnumNames<MergeMethod>({
+    {MergeMethod::kGqaFit, "gqa_fit"},
+    {MergeMethod::kGroupMean, "group_mean"},
+    {MergeMethod::kWeightedMean, "weighted_mean"},
+    {MergeMethod::kConvex, "convex"},
+    {MergeMethod::kEvict, "evict"},
+});
+
+constexpr auto kMergeSelectionNames = base::MakeEnumNames<MergeSelection>({
+    {MergeSelection::kLowestScores, "lowest_scores"},
+    {MergeSelection::kSimilarPairs, "similar_pairs"},
+});
+
+}  // namespace
+
+std::string_view MergeMethodName(MergeMethod method) { return kMergeMethodNames.Name(method); }
 
 absl::StatusOr<MergeMethod> ParseMergeMethod(std::string_view name) {
-  for (MergeMethod method :
-       {MergeMethod::kGqaFit, MergeMethod::kGroupMean, MergeMethod::kWeightedMean,
-        MergeMethod::kConvex, MergeMethod::kEvict}) {
-    if (MergeMethodName(method) == name) return method;
-  }
-  return absl::InvalidArgumentError(
-      "keepkv.method must be one of gqa_fit, group_mean, weighted_mean, convex, evict; got \"" +
-      std::string(name) + "\"");
+  return kMergeMethodNames.Parse(name, "keepkv.method");
 }
 
 std::string_view MergeSelectionName(MergeSelection selection) {
-  return selection == MergeSelection::kLowestScores ? "lowest_scores" : "similar_pairs";
+  return kMergeSelectionNames.Name(selection);
 }
 
 absl::StatusOr<MergeSelection> ParseMergeSelection(std::string_view name) {
-  for (MergeSelection selection : {MergeSelection::kLowestScores, MergeSelection::kSimilarPairs}) {
-    if (MergeSelectionName(selection) == name) return selection;
-  }
-  return absl::InvalidArgumentError(
-      "keepkv.selection must be one of lowest_scores, similar_pairs; got \"" + std::string(name) +
-      "\"");
+  return kMergeSelectionNames.Parse(name, "keepkv.selection");
 }
 
 absl::Status KeepKvParams::Validate() const {

@@ -5,33 +5,28 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/enum_names.h"
 
 namespace kvd::cache_store {
 
+namespace {
+
+constexpr auto kCompressionMethodNames = base::MakeEnumNames<CompressionMethod>({
+    {CompressionMethod::kNone, "none"},
+    {CompressionMethod::kKvzip, "kvzip"},
+    {CompressionMethod::kSnapKv, "snapkv"},
+    {CompressionMethod::kH2O, "h2o"},
+    {CompressionMethod::kStreaming, "streaming"},
+});
+
+}  // namespace
+
 const char* CompressionMethodName(CompressionMethod method) {
-  switch (method) {
-    case CompressionMethod::kNone:
-      return "none";
-    case CompressionMethod::kKvzip:
-      return "kvzip";
-    case CompressionMethod::kSnapKv:
-      return "snapkv";
-    case CompressionMethod::kH2O:
-      return "h2o";
-    case CompressionMethod::kStreaming:
-      return "streaming";
-  }
-  return "unknown";
+  return kCompressionMethodNames.Name(method).data();
 }
 
 absl::StatusOr<CompressionMethod> ParseCompressionMethod(std::string_view name) {
-  for (CompressionMethod method :
-       {CompressionMethod::kNone, CompressionMethod::kKvzip, CompressionMethod::kSnapKv,
-        CompressionMethod::kH2O, CompressionMethod::kStreaming}) {
-    if (name == CompressionMethodName(method)) return method;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("unknown compression method \"", std::string(name),
-                                                 "\"; use none, kvzip, snapkv, h2o or streaming"));
+  return kCompressionMethodNames.Parse(name, "compression method");
 }
 
 const char* CompressionMethodVersion(CompressionMethod method) {

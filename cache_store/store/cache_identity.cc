@@ -3,8 +3,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "base/sha256.h"
 #include "cache_store/store/internal/byte_io.h"
-#include "cache_store/store/internal/sha256.h"
 
 namespace kvd::cache_store {
 
@@ -17,7 +17,7 @@ std::string CacheIdentity::Fingerprint() const {
   writer.PutString(method);
   writer.PutString(method_version);
   writer.PutU64(std::bit_cast<uint64_t>(ratio));
-  return internal::HexSha256(writer.bytes());
+  return base::Sha256Hex(writer.bytes());
 }
 
 std::string CacheIdentity::FirstDifference(const CacheIdentity& other) const {

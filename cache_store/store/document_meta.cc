@@ -2,8 +2,11 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/enum_names.h"
 #include "engine/bounded_json.h"
 
 namespace kvd::cache_store {
@@ -36,25 +39,21 @@ absl::StatusOr<absl::Time> TimeAt(const nlohmann::json& json, const char* key) {
   return absl::FromUnixMicros(*micros);
 }
 
+constexpr auto kDocumentStatusNames = base::MakeEnumNames<DocumentStatus>({
+    {DocumentStatus::kProcessing, "processing"},
+    {DocumentStatus::kReady, "ready"},
+    {DocumentStatus::kFailed, "failed"},
+});
+
 absl::StatusOr<DocumentStatus> StatusFromName(const std::string& name) {
-  if (name == "processing") return DocumentStatus::kProcessing;
-  if (name == "ready") return DocumentStatus::kReady;
-  if (name == "failed") return DocumentStatus::kFailed;
+  if (std::optional<DocumentStatus> status = kDocumentStatusNames.Find(name)) return *status;
   return absl::DataLossError(absl::StrCat("stored document meta has unknown status ", name));
 }
 
 }  // namespace
 
 std::string DocumentStatusName(DocumentStatus status) {
-  switch (status) {
-    case DocumentStatus::kProcessing:
-      return "processing";
-    case DocumentStatus::kReady:
-      return "ready";
-    case DocumentStatus::kFailed:
-      return "failed";
-  }
-  return "unknown";
+  return std::string(kDocumentStatusNames.Name(status));
 }
 
 absl::Status DocumentMeta::Validate() const {

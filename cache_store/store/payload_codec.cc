@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
 #include "cache_store/store/internal/byte_io.h"
-#include "cache_store/store/internal/sha256.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -45,7 +45,7 @@ absl::StatusOr<std::string> EncodePayload(const DocumentPayload& payload) {
   out.PutU32(kPayloadFormatVersion);
   out.PutU64(body.bytes().size());
   out.PutBytes(body.bytes());
-  internal::Sha256Digest digest = internal::Sha256(out.bytes());
+  base::Sha256Digest digest = base::Sha256(out.bytes());
   out.PutBytes(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return out.Release();
 }
@@ -68,7 +68,7 @@ absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes) {
                                 " bytes (truncated or extended)"));
   }
   const std::string_view checked = bytes.substr(0, bytes.size() - kChecksumSize);
-  internal::Sha256Digest digest = internal::Sha256(checked);
+  base::Sha256Digest digest = base::Sha256(checked);
   if (std::memcmp(digest.data(), bytes.data() + checked.size(), kChecksumSize) != 0) {
     return Corrupt("SHA-256 checksum mismatch");
   }

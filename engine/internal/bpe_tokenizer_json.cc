@@ -8,9 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "engine/bounded_json.h"
 #include "engine/internal/pipeline_json.h"
 #include "engine/internal/tokenizer_json_reader.h"
-#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine::internal {
@@ -26,16 +27,16 @@ absl::Status ParseModel(const JsonReader& r, const Json& root, TokenizerSpec& sp
   }
   // Old files leave out the type of a BPE model.
   if (JsonReader::Find(*model, "type") != nullptr) {
-    KVD_ASSIGN_OR_RETURN_(const std::string type, r.Type(*model, "model"));
+    KVD_ASSIGN_OR_RETURN(const std::string type, r.Type(*model, "model"));
     if (type != "BPE") {
       return r.Unsupported("model.type",
                            absl::StrCat("model type \"", type, "\" is not supported (only BPE)"));
     }
   }
-  KVD_ASSIGN_OR_RETURN_(const Json* vocab,
-                        r.Required(*model, "vocab", Json::value_t::object, "model.vocab"));
-  KVD_ASSIGN_OR_RETURN_(const Json* merges,
-                        r.Required(*model, "merges", Json::value_t::array, "model.merges"));
+  KVD_ASSIGN_OR_RETURN(const Json* vocab,
+                       r.Required(*model, "vocab", Json::value_t::object, "model.vocab"));
+  KVD_ASSIGN_OR_RETURN(const Json* merges,
+                       r.Required(*model, "merges", Json::value_t::array, "model.merges"));
 
   if (const Json* dropout = JsonReader::Find(*model, "dropout");
       dropout != nullptr && !(dropout->is_number() && dropout->get<double>() == 0.0)) {
@@ -47,19 +48,19 @@ absl::Status ParseModel(const JsonReader& r, const Json& root, TokenizerSpec& sp
       return r.Unsupported(absl::StrCat("model.", affix), "a non-empty affix is not supported");
     }
   }
-  KVD_ASSIGN_OR_RETURN_(spec.model.ignore_merges,
-                        r.Bool(*model, "ignore_merges", false, "model.ignore_merges"));
-  KVD_ASSIGN_OR_RETURN_(spec.model.byte_fallback,
-                        r.Bool(*model, "byte_fallback", false, "model.byte_fallback"));
-  KVD_ASSIGN_OR_RETURN_(spec.model.fuse_unk, r.Bool(*model, "fuse_unk", false, "model.fuse_unk"));
+  KVD_ASSIGN_OR_RETURN(spec.model.ignore_merges,
+                       r.Bool(*model, "ignore_merges", false, "model.ignore_merges"));
+  KVD_ASSIGN_OR_RETURN(spec.model.byte_fallback,
+                       r.Bool(*model, "byte_fallback", false, "model.byte_fallback"));
+  KVD_ASSIGN_OR_RETURN(spec.model.fuse_unk, r.Bool(*model, "fuse_unk", false, "model.fuse_unk"));
   if (JsonReader::Find(*model, "unk_token") != nullptr) {
-    KVD_ASSIGN_OR_RETURN_(spec.model.unk_token, r.String(*model, "unk_token", "model.unk_token"));
+    KVD_ASSIGN_OR_RETURN(spec.model.unk_token, r.String(*model, "unk_token", "model.unk_token"));
   }
 
   spec.model.vocab.reserve(vocab->size());
   for (const auto& [token, id_json] : vocab->items()) {
-    KVD_ASSIGN_OR_RETURN_(const int32_t id,
-                          r.Id(id_json, absl::StrCat("model.vocab[\"", token, "\"]")));
+    KVD_ASSIGN_OR_RETURN(const int32_t id,
+                         r.Id(id_json, absl::StrCat("model.vocab[\"", token, "\"]")));
     spec.model.vocab.emplace_back(token, id);
   }
 
@@ -101,16 +102,16 @@ absl::Status ParseAddedTokens(const JsonReader& r, const Json& root, TokenizerSp
     AddedToken token;
     const Json* id = JsonReader::Find(entry, "id");
     if (id == nullptr) return r.Invalid(path + ".id", "missing");
-    KVD_ASSIGN_OR_RETURN_(token.id, r.Id(*id, path + ".id"));
-    KVD_ASSIGN_OR_RETURN_(token.content, r.String(entry, "content", path + ".content"));
+    KVD_ASSIGN_OR_RETURN(token.id, r.Id(*id, path + ".id"));
+    KVD_ASSIGN_OR_RETURN(token.content, r.String(entry, "content", path + ".content"));
     if (token.content.empty()) return r.Invalid(path + ".content", "empty");
-    KVD_ASSIGN_OR_RETURN_(token.single_word,
-                          r.Bool(entry, "single_word", false, path + ".single_word"));
-    KVD_ASSIGN_OR_RETURN_(token.lstrip, r.Bool(entry, "lstrip", false, path + ".lstrip"));
-    KVD_ASSIGN_OR_RETURN_(token.rstrip, r.Bool(entry, "rstrip", false, path + ".rstrip"));
-    KVD_ASSIGN_OR_RETURN_(token.special, r.Bool(entry, "special", false, path + ".special"));
-    KVD_ASSIGN_OR_RETURN_(token.normalized,
-                          r.Bool(entry, "normalized", !token.special, path + ".normalized"));
+    KVD_ASSIGN_OR_RETURN(token.single_word,
+                         r.Bool(entry, "single_word", false, path + ".single_word"));
+    KVD_ASSIGN_OR_RETURN(token.lstrip, r.Bool(entry, "lstrip", false, path + ".lstrip"));
+    KVD_ASSIGN_OR_RETURN(token.rstrip, r.Bool(entry, "rstrip", false, path + ".rstrip"));
+    KVD_ASSIGN_OR_RETURN(token.special, r.Bool(entry, "special", false, path + ".special"));
+    KVD_ASSIGN_OR_RETURN(token.normalized,
+                         r.Bool(entry, "normalized", !token.special, path + ".normalized"));
     spec.added_tokens.push_back(std::move(token));
   }
   return absl::OkStatus();
@@ -119,8 +120,8 @@ absl::Status ParseAddedTokens(const JsonReader& r, const Json& root, TokenizerSp
 // TemplateProcessing's "single" template: special tokens around one Sequence "A".
 absl::Status ParseTemplate(const JsonReader& r, const Json& processor, const std::string& path,
                            TokenizerSpec& spec) {
-  KVD_ASSIGN_OR_RETURN_(const Json* single,
-                        r.Required(processor, "single", Json::value_t::array, path + ".single"));
+  KVD_ASSIGN_OR_RETURN(const Json* single,
+                       r.Required(processor, "single", Json::value_t::array, path + ".single"));
   const Json* special_tokens = JsonReader::Find(processor, "special_tokens");
   std::vector<int32_t> prefix;
   std::vector<int32_t> suffix;
@@ -140,8 +141,8 @@ absl::Status ParseTemplate(const JsonReader& r, const Json& processor, const std
     if (special == nullptr || !special->is_object()) {
       return r.Invalid(piece_path, "expected {\"SpecialToken\": ...} or {\"Sequence\": ...}");
     }
-    KVD_ASSIGN_OR_RETURN_(const std::string name,
-                          r.String(*special, "id", piece_path + ".SpecialToken.id"));
+    KVD_ASSIGN_OR_RETURN(const std::string name,
+                         r.String(*special, "id", piece_path + ".SpecialToken.id"));
     const Json* entry = special_tokens && special_tokens->is_object()
                             ? JsonReader::Find(*special_tokens, name)
                             : nullptr;
@@ -150,10 +151,10 @@ absl::Status ParseTemplate(const JsonReader& r, const Json& processor, const std
                                                 ".special_tokens"));
     }
     const std::string ids_path = absl::StrCat(path, ".special_tokens[\"", name, "\"].ids");
-    KVD_ASSIGN_OR_RETURN_(const Json* ids,
-                          r.Required(*entry, "ids", Json::value_t::array, ids_path));
+    KVD_ASSIGN_OR_RETURN(const Json* ids,
+                         r.Required(*entry, "ids", Json::value_t::array, ids_path));
     for (size_t k = 0; k < ids->size(); ++k) {
-      KVD_ASSIGN_OR_RETURN_(const int32_t id, r.Id((*ids)[k], absl::StrCat(ids_path, "[", k, "]")));
+      KVD_ASSIGN_OR_RETURN(const int32_t id, r.Id((*ids)[k], absl::StrCat(ids_path, "[", k, "]")));
       (seen_sequence ? suffix : prefix).push_back(id);
     }
   }
@@ -166,15 +167,14 @@ absl::Status ParseTemplate(const JsonReader& r, const Json& processor, const std
 
 absl::Status ParsePostProcessor(const JsonReader& r, const Json& processor, const std::string& path,
                                 TokenizerSpec& spec) {
-  KVD_ASSIGN_OR_RETURN_(const std::string type, r.Type(processor, path));
+  KVD_ASSIGN_OR_RETURN(const std::string type, r.Type(processor, path));
   if (type == "ByteLevel") return absl::OkStatus();  // Only adjusts offsets.
   if (type == "TemplateProcessing") return ParseTemplate(r, processor, path, spec);
   if (type == "Sequence") {
-    KVD_ASSIGN_OR_RETURN_(
-        const Json* parts,
-        r.Required(processor, "processors", Json::value_t::array, path + ".processors"));
+    KVD_ASSIGN_OR_RETURN(const Json* parts, r.Required(processor, "processors",
+                                                       Json::value_t::array, path + ".processors"));
     for (size_t i = 0; i < parts->size(); ++i) {
-      KVD_RETURN_IF_ERROR_(
+      KVD_RETURN_IF_ERROR(
           ParsePostProcessor(r, (*parts)[i], absl::StrCat(path, ".processors[", i, "]"), spec));
     }
     return absl::OkStatus();
@@ -190,13 +190,13 @@ absl::StatusOr<TokenizerSpec> Parse(const JsonReader& r, const Json& root) {
     return r.Invalid("(top level)", absl::StrCat("expected an object, found ", root.type_name()));
   }
   TokenizerSpec spec;
-  KVD_RETURN_IF_ERROR_(ParseModel(r, root, spec));
-  KVD_RETURN_IF_ERROR_(ParseAddedTokens(r, root, spec));
-  KVD_RETURN_IF_ERROR_(ParseNormalizer(r, root, &spec.normalizer));
-  KVD_RETURN_IF_ERROR_(ParsePreTokenizer(r, root, &spec.pre_tokenizer, &spec.model.byte_level));
-  KVD_RETURN_IF_ERROR_(ParseDecoder(r, root, &spec.decoder));
+  KVD_RETURN_IF_ERROR(ParseModel(r, root, spec));
+  KVD_RETURN_IF_ERROR(ParseAddedTokens(r, root, spec));
+  KVD_RETURN_IF_ERROR(ParseNormalizer(r, root, &spec.normalizer));
+  KVD_RETURN_IF_ERROR(ParsePreTokenizer(r, root, &spec.pre_tokenizer, &spec.model.byte_level));
+  KVD_RETURN_IF_ERROR(ParseDecoder(r, root, &spec.decoder));
   if (const Json* processor = JsonReader::Find(root, "post_processor"); processor != nullptr) {
-    KVD_RETURN_IF_ERROR_(ParsePostProcessor(r, *processor, "post_processor", spec));
+    KVD_RETURN_IF_ERROR(ParsePostProcessor(r, *processor, "post_processor", spec));
   }
   const size_t id_limit = spec.model.vocab.size() + spec.added_tokens.size();
   spec.model.id_limit =

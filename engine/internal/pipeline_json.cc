@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace kvd::engine::internal {
 namespace {
@@ -13,8 +14,8 @@ using Json = nlohmann::json;
 // Replace's {"String": ...} or {"Regex": ...} pattern.
 absl::Status ParsePattern(const JsonReader& r, const Json& component, const std::string& path,
                           std::string* pattern, bool* regex) {
-  KVD_ASSIGN_OR_RETURN_(const Json* value,
-                        r.Required(component, "pattern", Json::value_t::object, path));
+  KVD_ASSIGN_OR_RETURN(const Json* value,
+                       r.Required(component, "pattern", Json::value_t::object, path));
   if (const Json* text = JsonReader::Find(*value, "Regex"); text && text->is_string()) {
     *pattern = text->get<std::string>();
     *regex = true;
@@ -30,16 +31,16 @@ absl::Status ParsePattern(const JsonReader& r, const Json& component, const std:
 
 absl::Status ParseNormalizerStep(const JsonReader& r, const Json& component,
                                  const std::string& path, std::vector<NormalizerStep>* steps) {
-  KVD_ASSIGN_OR_RETURN_(const std::string type, r.Type(component, path));
+  KVD_ASSIGN_OR_RETURN(const std::string type, r.Type(component, path));
   using Kind = NormalizerStep::Kind;
   NormalizerStep step;
   step.json_path = path;
   if (type == "Sequence") {
-    KVD_ASSIGN_OR_RETURN_(
+    KVD_ASSIGN_OR_RETURN(
         const Json* parts,
         r.Required(component, "normalizers", Json::value_t::array, path + ".normalizers"));
     for (size_t i = 0; i < parts->size(); ++i) {
-      KVD_RETURN_IF_ERROR_(
+      KVD_RETURN_IF_ERROR(
           ParseNormalizerStep(r, (*parts)[i], absl::StrCat(path, ".normalizers[", i, "]"), steps));
     }
     return absl::OkStatus();
@@ -60,17 +61,17 @@ absl::Status ParseNormalizerStep(const JsonReader& r, const Json& component,
   }
   if (type == "Strip") {
     step.kind = Kind::kStrip;
-    KVD_ASSIGN_OR_RETURN_(step.strip_left,
-                          r.Bool(component, "strip_left", true, path + ".strip_left"));
-    KVD_ASSIGN_OR_RETURN_(step.strip_right,
-                          r.Bool(component, "strip_right", true, path + ".strip_right"));
+    KVD_ASSIGN_OR_RETURN(step.strip_left,
+                         r.Bool(component, "strip_left", true, path + ".strip_left"));
+    KVD_ASSIGN_OR_RETURN(step.strip_right,
+                         r.Bool(component, "strip_right", true, path + ".strip_right"));
   } else if (type == "Prepend") {
     step.kind = Kind::kPrepend;
-    KVD_ASSIGN_OR_RETURN_(step.content, r.String(component, "prepend", path + ".prepend"));
+    KVD_ASSIGN_OR_RETURN(step.content, r.String(component, "prepend", path + ".prepend"));
   } else if (type == "Replace") {
     step.kind = Kind::kReplace;
-    KVD_RETURN_IF_ERROR_(ParsePattern(r, component, path + ".pattern", &step.pattern, &step.regex));
-    KVD_ASSIGN_OR_RETURN_(step.content, r.String(component, "content", path + ".content"));
+    KVD_RETURN_IF_ERROR(ParsePattern(r, component, path + ".pattern", &step.pattern, &step.regex));
+    KVD_ASSIGN_OR_RETURN(step.content, r.String(component, "content", path + ".content"));
   } else {
     return r.Unsupported(path + ".type",
                          absl::StrCat("normalizer type \"", type,
@@ -83,8 +84,8 @@ absl::Status ParseNormalizerStep(const JsonReader& r, const Json& component,
 
 absl::StatusOr<SplitBehavior> ParseSplitBehavior(const JsonReader& r, const Json& split,
                                                  const std::string& path) {
-  KVD_ASSIGN_OR_RETURN_(const std::string behavior,
-                        r.String(split, "behavior", absl::StrCat(path, ".behavior")));
+  KVD_ASSIGN_OR_RETURN(const std::string behavior,
+                       r.String(split, "behavior", absl::StrCat(path, ".behavior")));
   static constexpr std::pair<std::string_view, SplitBehavior> kBehaviors[] = {
       {"Removed", SplitBehavior::kRemoved},
       {"Isolated", SplitBehavior::kIsolated},
@@ -105,29 +106,29 @@ absl::StatusOr<PreTokenizerStep::Prepend> ParsePrependScheme(const JsonReader& r
                                                              const std::string& path) {
   using Prepend = PreTokenizerStep::Prepend;
   if (const Json* scheme = JsonReader::Find(component, "prepend_scheme"); scheme != nullptr) {
-    KVD_ASSIGN_OR_RETURN_(const std::string name,
-                          r.String(component, "prepend_scheme", path + ".prepend_scheme"));
+    KVD_ASSIGN_OR_RETURN(const std::string name,
+                         r.String(component, "prepend_scheme", path + ".prepend_scheme"));
     if (name == "always") return Prepend::kAlways;
     if (name == "first") return Prepend::kFirst;
     if (name == "never") return Prepend::kNever;
     return r.Invalid(path + ".prepend_scheme",
                      absl::StrCat("unknown prepend scheme \"", name, "\""));
   }
-  KVD_ASSIGN_OR_RETURN_(const bool add_prefix_space,
-                        r.Bool(component, "add_prefix_space", true, path + ".add_prefix_space"));
+  KVD_ASSIGN_OR_RETURN(const bool add_prefix_space,
+                       r.Bool(component, "add_prefix_space", true, path + ".add_prefix_space"));
   return add_prefix_space ? Prepend::kAlways : Prepend::kNever;
 }
 
 absl::Status ParsePreTokenizerStep(const JsonReader& r, const Json& component,
                                    const std::string& path, std::vector<PreTokenizerStep>* steps,
                                    bool* byte_level) {
-  KVD_ASSIGN_OR_RETURN_(const std::string type, r.Type(component, path));
+  KVD_ASSIGN_OR_RETURN(const std::string type, r.Type(component, path));
   if (type == "Sequence") {
-    KVD_ASSIGN_OR_RETURN_(
+    KVD_ASSIGN_OR_RETURN(
         const Json* parts,
         r.Required(component, "pretokenizers", Json::value_t::array, path + ".pretokenizers"));
     for (size_t i = 0; i < parts->size(); ++i) {
-      KVD_RETURN_IF_ERROR_(ParsePreTokenizerStep(
+      KVD_RETURN_IF_ERROR(ParsePreTokenizerStep(
           r, (*parts)[i], absl::StrCat(path, ".pretokenizers[", i, "]"), steps, byte_level));
     }
     return absl::OkStatus();
@@ -142,10 +143,10 @@ absl::Status ParsePreTokenizerStep(const JsonReader& r, const Json& component,
   step.json_path = path;
   if (type == "ByteLevel") {
     *byte_level = true;
-    KVD_ASSIGN_OR_RETURN_(const bool add_prefix_space,
-                          r.Bool(component, "add_prefix_space", true, path + ".add_prefix_space"));
-    KVD_ASSIGN_OR_RETURN_(const bool use_regex,
-                          r.Bool(component, "use_regex", true, path + ".use_regex"));
+    KVD_ASSIGN_OR_RETURN(const bool add_prefix_space,
+                         r.Bool(component, "add_prefix_space", true, path + ".add_prefix_space"));
+    KVD_ASSIGN_OR_RETURN(const bool use_regex,
+                         r.Bool(component, "use_regex", true, path + ".use_regex"));
     if (add_prefix_space) {
       PreTokenizerStep prefix = step;
       prefix.kind = PreTokenizerStep::Kind::kPrefixSpace;
@@ -160,20 +161,20 @@ absl::Status ParsePreTokenizerStep(const JsonReader& r, const Json& component,
   if (type == "Split") {
     step.json_path = path + ".pattern";
     bool regex = false;
-    KVD_RETURN_IF_ERROR_(ParsePattern(r, component, step.json_path, &step.pattern, &regex));
+    KVD_RETURN_IF_ERROR(ParsePattern(r, component, step.json_path, &step.pattern, &regex));
     step.literal = !regex;
-    KVD_ASSIGN_OR_RETURN_(step.behavior, ParseSplitBehavior(r, component, path));
-    KVD_ASSIGN_OR_RETURN_(step.invert, r.Bool(component, "invert", false, path + ".invert"));
+    KVD_ASSIGN_OR_RETURN(step.behavior, ParseSplitBehavior(r, component, path));
+    KVD_ASSIGN_OR_RETURN(step.invert, r.Bool(component, "invert", false, path + ".invert"));
   } else if (type == "Digits") {
-    KVD_ASSIGN_OR_RETURN_(const bool individual, r.Bool(component, "individual_digits", false,
-                                                        path + ".individual_digits"));
+    KVD_ASSIGN_OR_RETURN(const bool individual, r.Bool(component, "individual_digits", false,
+                                                       path + ".individual_digits"));
     step.pattern = R"(\p{N})";  // Rust's char::is_numeric
     step.behavior = individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
   } else if (type == "Metaspace") {
     step.kind = PreTokenizerStep::Kind::kMetaspace;
-    KVD_ASSIGN_OR_RETURN_(step.pattern, r.String(component, "replacement", path + ".replacement"));
-    KVD_ASSIGN_OR_RETURN_(step.prepend, ParsePrependScheme(r, component, path));
-    KVD_ASSIGN_OR_RETURN_(step.metaspace_split, r.Bool(component, "split", true, path + ".split"));
+    KVD_ASSIGN_OR_RETURN(step.pattern, r.String(component, "replacement", path + ".replacement"));
+    KVD_ASSIGN_OR_RETURN(step.prepend, ParsePrependScheme(r, component, path));
+    KVD_ASSIGN_OR_RETURN(step.metaspace_split, r.Bool(component, "split", true, path + ".split"));
   } else {
     return r.Unsupported(path + ".type",
                          absl::StrCat("pre_tokenizer type \"", type,
@@ -186,13 +187,13 @@ absl::Status ParsePreTokenizerStep(const JsonReader& r, const Json& component,
 
 absl::Status ParseDecoderStep(const JsonReader& r, const Json& component, const std::string& path,
                               std::vector<DecoderStep>* steps) {
-  KVD_ASSIGN_OR_RETURN_(const std::string type, r.Type(component, path));
+  KVD_ASSIGN_OR_RETURN(const std::string type, r.Type(component, path));
   using Kind = DecoderStep::Kind;
   if (type == "Sequence") {
-    KVD_ASSIGN_OR_RETURN_(const Json* parts, r.Required(component, "decoders", Json::value_t::array,
-                                                        path + ".decoders"));
+    KVD_ASSIGN_OR_RETURN(const Json* parts, r.Required(component, "decoders", Json::value_t::array,
+                                                       path + ".decoders"));
     for (size_t i = 0; i < parts->size(); ++i) {
-      KVD_RETURN_IF_ERROR_(
+      KVD_RETURN_IF_ERROR(
           ParseDecoderStep(r, (*parts)[i], absl::StrCat(path, ".decoders[", i, "]"), steps));
     }
     return absl::OkStatus();
@@ -208,20 +209,20 @@ absl::Status ParseDecoderStep(const JsonReader& r, const Json& component, const 
   } else if (type == "Replace") {
     step.kind = Kind::kReplace;
     bool regex = false;
-    KVD_RETURN_IF_ERROR_(ParsePattern(r, component, path + ".pattern", &step.pattern, &regex));
+    KVD_RETURN_IF_ERROR(ParsePattern(r, component, path + ".pattern", &step.pattern, &regex));
     if (regex) return r.Unsupported(path + ".pattern", "a Replace decoder with a Regex pattern");
     if (step.pattern.empty()) return r.Invalid(path + ".pattern", "empty");
-    KVD_ASSIGN_OR_RETURN_(step.content, r.String(component, "content", path + ".content"));
+    KVD_ASSIGN_OR_RETURN(step.content, r.String(component, "content", path + ".content"));
   } else if (type == "Metaspace") {
     step.kind = Kind::kMetaspace;
-    KVD_ASSIGN_OR_RETURN_(step.pattern, r.String(component, "replacement", path + ".replacement"));
+    KVD_ASSIGN_OR_RETURN(step.pattern, r.String(component, "replacement", path + ".replacement"));
     if (step.pattern.empty()) return r.Invalid(path + ".replacement", "empty");
-    KVD_ASSIGN_OR_RETURN_(const PreTokenizerStep::Prepend prepend,
-                          ParsePrependScheme(r, component, path));
+    KVD_ASSIGN_OR_RETURN(const PreTokenizerStep::Prepend prepend,
+                         ParsePrependScheme(r, component, path));
     step.metaspace_strips_first = prepend != PreTokenizerStep::Prepend::kNever;
   } else if (type == "Strip") {
     step.kind = Kind::kStrip;
-    KVD_ASSIGN_OR_RETURN_(step.content, r.String(component, "content", path + ".content"));
+    KVD_ASSIGN_OR_RETURN(step.content, r.String(component, "content", path + ".content"));
     for (auto [key, field] : {std::pair{"start", &step.strip_start}, {"stop", &step.strip_stop}}) {
       const Json* value = JsonReader::Find(component, key);
       if (value == nullptr) continue;

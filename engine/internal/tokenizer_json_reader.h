@@ -109,20 +109,4 @@ class JsonReader {
   std::string source_name_;  // std::string: Debian's Abseil StrCat takes no std::string_view
 };
 
-#define KVD_RETURN_IF_ERROR_(expr)            \
-  do {                                        \
-    if (absl::Status s_ = (expr); !s_.ok()) { \
-      return s_;                              \
-    }                                         \
-  } while (0)
-
-#define KVD_ASSIGN_OR_RETURN_(lhs, expr)               \
-  auto KVD_CONCAT_(status_or_, __LINE__) = (expr);     \
-  if (!KVD_CONCAT_(status_or_, __LINE__).ok()) {       \
-    return KVD_CONCAT_(status_or_, __LINE__).status(); \
-  }                                                    \
-  lhs = *std::move(KVD_CONCAT_(status_or_, __LINE__))
-#define KVD_CONCAT_INNER_(a, b) a##b
-#define KVD_CONCAT_(a, b) KVD_CONCAT_INNER_(a, b)
-
 }  // namespace kvd::engine::internal

@@ -1,10 +1,10 @@
 #include "kernels/cpu/matmul.h"
 
-#include "kernels/check.h"
-
 #include <cblas.h>
 
 #include <algorithm>
+
+#include "base/check.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -40,7 +40,8 @@ void RunScalar(const MatmulArgs& a) {
       if (IsQuantized(a.dtype)) {
         for (int64_t b = 0; b < a.in / kQuantBlock; ++b) sum += QuantizedBlockProduct(a, r, o, b);
       } else {
-        for (int64_t i = 0; i < a.in; ++i) sum += x[i] * ElementAsFloat(a.weight, a.dtype, o * a.in + i);
+        for (int64_t i = 0; i < a.in; ++i)
+          sum += x[i] * ElementAsFloat(a.weight, a.dtype, o * a.in + i);
       }
       a.out[r * a.out_stride + o] = sum;
     }
@@ -100,11 +101,10 @@ void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& given, Threa
   // Slices rather than one BLAS call on many threads: OpenBLAS's threads spin-wait for each
   // other and stall for seconds when the cores are shared, where a slice nobody has claimed yet
   // is simply taken by a running thread.
-  const int64_t slices =
-      whole.rows * whole.in * out_features < kMinParallelWork
-          ? 1
-          : std::clamp<int64_t>(out_features / kMinSliceFeatures, 1,
-                                int64_t{pool.num_threads()} * 4);
+  const int64_t slices = whole.rows * whole.in * out_features < kMinParallelWork
+                             ? 1
+                             : std::clamp<int64_t>(out_features / kMinSliceFeatures, 1,
+                                                   int64_t{pool.num_threads()} * 4);
   const auto slice_start = [&](int64_t slice) {
     return slice == slices ? out_features : out_features / 4 * slice / slices * 4;
   };

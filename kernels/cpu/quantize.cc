@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels/check.h"
+#include "base/check.h"
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "kernels/check.h"
+#include "base/check.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/attention_scores.cuh"
 #include "kernels/cuda/decode_attention.cuh"

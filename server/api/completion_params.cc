@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "server/api/chat_system_prefix.h"
 #include "server/api/keepkv_request.h"
 #include "server/api/openai_json.h"
@@ -142,11 +143,6 @@ class Fields {
  private:
   const json& body_;
 };
-
-#define KVD_RETURN_IF_ERROR(expr)                                     \
-  do {                                                                \
-    if (absl::Status _status = (expr); !_status.ok()) return _status; \
-  } while (false)
 
 absl::Status CheckKeys(const json& body, ApiKind kind) {
   const auto& own = kind == ApiKind::kChat ? ChatKeys() : CompletionKeys();

@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/sha256.h"
 #include "server/config/api_key.h"
 #include "server/http/error_response.h"
 
@@ -181,7 +182,7 @@ absl::StatusOr<std::shared_ptr<Tenant>> TenantRegistry::Authenticate(
             "missing API key: send it as the header 'Authorization: Bearer <key>'"),
         "invalid_api_key");
   }
-  const std::string digest = Sha256Hex(std::string_view(value.data(), value.size()));
+  const std::string digest = base::Sha256Hex(std::string_view(value.data(), value.size()));
   // Compare with every key, so the time taken does not tell which (if any) matched.
   std::shared_ptr<Tenant> found;
   for (const Key& key : keys_) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "base/sha256.h"
 #include "server/cli/exit_status.h"
 #include "server/config/api_key.h"
 
@@ -26,7 +27,7 @@ void AddHashKeyCommand(CLI::App& app) {
     if (value.empty()) {
       ExitWith(absl::InvalidArgumentError("no key given: pipe it to stdin or pass --key"));
     }
-    std::cout << Sha256Hex(value) << "\n";
+    std::cout << base::Sha256Hex(value) << "\n";
     ExitWith(absl::OkStatus());
   });
 }

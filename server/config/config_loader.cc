@@ -16,6 +16,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
 #include "kernels/kv_layout.h"
 #include "server/config/api_key.h"
 #include "server/config/yaml_reader.h"
@@ -143,7 +144,7 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
                           absl::StrCat("environment variable ", t.key_env,
                                        value == nullptr ? " is not set" : " is empty"));
     } else {
-      t.key_env_sha256 = Sha256Hex(value);
+      t.key_env_sha256 = base::Sha256Hex(value);
     }
   }
   r.Read("weight", &t.weight);

@@ -78,9 +78,9 @@ struct DocumentStats {
   int64_t compressions_running = 0;
   int64_t compressions_failed = 0;
   TierStats tier;
-  scheduler::HistogramSnapshot compression_seconds;  // upload to stored, per document
-  scheduler::HistogramSnapshot load_seconds;         // store read on a tier miss
-  scheduler::HistogramSnapshot kept_ratio;           // ratio of each stored document
+  base::HistogramSnapshot compression_seconds;  // upload to stored, per document
+  base::HistogramSnapshot load_seconds;         // store read on a tier miss
+  base::HistogramSnapshot kept_ratio;           // ratio of each stored document
 };
 
 class DocumentService {
@@ -208,9 +208,9 @@ class DocumentService {
   std::map<std::string, Usage> usage_;                // guarded by mu_; by tenant
   bool stopping_ = false;                             // guarded by mu_
   int64_t compressions_failed_ = 0;                   // guarded by mu_
-  scheduler::Histogram compression_seconds_;          // guarded by mu_
-  scheduler::Histogram load_seconds_;                 // guarded by mu_
-  scheduler::Histogram kept_ratio_;                   // guarded by mu_
+  base::Histogram compression_seconds_;               // guarded by mu_
+  base::Histogram load_seconds_;                      // guarded by mu_
+  base::Histogram kept_ratio_;                        // guarded by mu_
   std::thread worker_;
 };
 

@@ -41,7 +41,7 @@ MetricFamily Single(std::string name, std::string help, MetricType type, const L
 }
 
 MetricFamily Histogram(std::string name, std::string help, const Labels& labels,
-                       const scheduler::HistogramSnapshot& data) {
+                       const base::HistogramSnapshot& data) {
   MetricFamily family = Family(std::move(name), std::move(help), MetricType::Histogram);
   ClientMetric metric;
   metric.label = labels;

@@ -24,6 +24,6 @@ prometheus::MetricFamily Single(std::string name, std::string help, prometheus::
                                 const Labels& labels, double value);
 // A histogram family of one series; Prometheus buckets are cumulative, the snapshot's are not.
 prometheus::MetricFamily Histogram(std::string name, std::string help, const Labels& labels,
-                                   const scheduler::HistogramSnapshot& data);
+                                   const base::HistogramSnapshot& data);
 
 }  // namespace kvd::server::metric_families

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/enum_names.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/registry.h"
@@ -25,22 +26,21 @@ std::string StatusClass(int http_status) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kRejectionReasonNames = base::MakeEnumNames<RejectionReason>({
+    {RejectionReason::kRateLimit, "rate_limit"},
+    {RejectionReason::kTokenLimit, "token_limit"},
+    {RejectionReason::kConcurrency, "concurrency"},
+    {RejectionReason::kQueueFull, "queue_full"},
+    {RejectionReason::kOverloaded, "overloaded"},
+    {RejectionReason::kUnauthenticated, "unauthenticated"},
+});
+
+}  // namespace
+
 std::string_view RejectionReasonName(RejectionReason reason) {
-  switch (reason) {
-    case RejectionReason::kRateLimit:
-      return "rate_limit";
-    case RejectionReason::kTokenLimit:
-      return "token_limit";
-    case RejectionReason::kConcurrency:
-      return "concurrency";
-    case RejectionReason::kQueueFull:
-      return "queue_full";
-    case RejectionReason::kOverloaded:
-      return "overloaded";
-    case RejectionReason::kUnauthenticated:
-      return "unauthenticated";
-  }
-  return "unknown";
+  return kRejectionReasonNames.Name(reason);
 }
 
 MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string> tenants,

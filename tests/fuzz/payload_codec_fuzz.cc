@@ -3,8 +3,8 @@
 // reached). Whatever decodes must encode back to the same bytes.
 #include <string>
 
+#include "base/sha256.h"
 #include "cache_store/store/internal/byte_io.h"
-#include "cache_store/store/internal/sha256.h"
 #include "cache_store/store/payload_codec.h"
 #include "fuzz_support.h"
 
@@ -17,7 +17,7 @@ std::string Framed(std::string_view body) {
   out.PutU32(kvd::cache_store::kPayloadFormatVersion);
   out.PutU64(body.size());
   out.PutBytes(body);
-  const auto digest = kvd::cache_store::internal::Sha256(out.bytes());
+  const auto digest = kvd::base::Sha256(out.bytes());
   out.PutBytes(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
   return out.Release();
 }

@@ -5,9 +5,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
 #include "engine/internal/jinja/errors.h"
-#include "engine/internal/jinja/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
@@ -42,7 +42,7 @@ absl::StatusOr<Value> Range(Renderer& renderer, CallArgs& args) {
   if (count > static_cast<uint64_t>(INT64_MAX)) {
     return absl::InvalidArgumentError("range() too long");
   }
-  KVD_JINJA_RETURN_IF_ERROR(renderer.CountIterations(static_cast<int64_t>(count)));
+  KVD_RETURN_IF_ERROR(renderer.CountIterations(static_cast<int64_t>(count)));
   ValueList items;
   items.reserve(static_cast<size_t>(count));
   for (int64_t i = 0; i < static_cast<int64_t>(count); ++i) {
@@ -80,7 +80,7 @@ absl::StatusOr<Value> RaiseException(CallArgs& args) {
 // HF's strftime_now: datetime.now().strftime(format), in local time.
 absl::StatusOr<Value> StrftimeNow(CallArgs& args) {
   KVD_JINJA_BIND_ARGS("strftime_now", "format");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string format, StringArg(bound[0], "strftime format", ""));
+  KVD_ASSIGN_OR_RETURN(std::string format, StringArg(bound[0], "strftime format", ""));
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
@@ -98,11 +98,11 @@ void AddBuiltins(Renderer& renderer, Scope& scope) {
   Renderer* r = &renderer;
   scope.Set("range", Value::Function("range", [r](CallArgs& args) { return Range(*r, args); }));
   scope.Set("namespace", Value::Function("namespace", [r](CallArgs& args) -> absl::StatusOr<Value> {
-              KVD_JINJA_ASSIGN_OR_RETURN(ValueDict attributes, MappingArgs("namespace", args));
+              KVD_ASSIGN_OR_RETURN(ValueDict attributes, MappingArgs("namespace", args));
               return r->NewNamespace(std::move(attributes));
             }));
   scope.Set("dict", Value::Function("dict", [](CallArgs& args) -> absl::StatusOr<Value> {
-              KVD_JINJA_ASSIGN_OR_RETURN(ValueDict dict, MappingArgs("dict", args));
+              KVD_ASSIGN_OR_RETURN(ValueDict dict, MappingArgs("dict", args));
               return Value::Dict(std::move(dict));
             }));
   scope.Set("raise_exception", Value::Function("raise_exception", RaiseException));

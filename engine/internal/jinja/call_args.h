@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/internal/jinja/status_macros.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/value.h"
 
 // In a function with a `CallArgs& args` parameter, declares `bound`: the arguments bound to
 // the parameter names that follow `function`, or returns the binding error.
-#define KVD_JINJA_BIND_ARGS(function, ...)                            \
-  KVD_JINJA_ASSIGN_OR_RETURN(std::vector<std::optional<Value>> bound, \
-                             BindArgs(function, {__VA_ARGS__}, args))
+#define KVD_JINJA_BIND_ARGS(function, ...)                      \
+  KVD_ASSIGN_OR_RETURN(std::vector<std::optional<Value>> bound, \
+                       BindArgs(function, {__VA_ARGS__}, args))
 
 namespace kvd::engine::internal::jinja {
 

@@ -1,11 +1,11 @@
 // Expression evaluation. Errors take the position of the innermost expression that failed.
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/errors.h"
 #include "engine/internal/jinja/json_convert.h"
 #include "engine/internal/jinja/operators.h"
 #include "engine/internal/jinja/renderer.h"
-#include "engine/internal/jinja/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
@@ -18,26 +18,26 @@ absl::StatusOr<Value> Renderer::Eval(const Expr& expr, const Scope& scope) {
 absl::StatusOr<CallArgs> Renderer::EvalArgs(const Expr& expr, size_t first, const Scope& scope) {
   CallArgs args;
   for (size_t i = first; i < expr.operands.size(); ++i) {
-    KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*expr.operands[i], scope));
+    KVD_ASSIGN_OR_RETURN(Value value, Eval(*expr.operands[i], scope));
     args.positional.push_back(std::move(value));
   }
   for (const auto& [name, argument] : expr.keyword_args) {
-    KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*argument, scope));
+    KVD_ASSIGN_OR_RETURN(Value value, Eval(*argument, scope));
     args.keyword.emplace_back(name, std::move(value));
   }
   return args;
 }
 
 absl::StatusOr<Value> Renderer::EvalCompare(const Expr& expr, const Scope& scope) {
-  KVD_JINJA_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
+  KVD_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
   for (size_t i = 0; i < expr.compare_ops.size(); ++i) {
-    KVD_JINJA_ASSIGN_OR_RETURN(Value right, Eval(*expr.operands[i + 1], scope));
+    KVD_ASSIGN_OR_RETURN(Value right, Eval(*expr.operands[i + 1], scope));
     const std::string& op = expr.compare_ops[i];
     bool result = false;
     if (op == "==" || op == "!=") {
       result = Equals(left, right) == (op == "==");
     } else if (op == "in" || op == "not in") {
-      KVD_JINJA_ASSIGN_OR_RETURN(bool found, Contains(right, left));
+      KVD_ASSIGN_OR_RETURN(bool found, Contains(right, left));
       result = found == (op == "in");
     } else {
       for (const Value* side : {&left, &right}) {
@@ -66,15 +66,15 @@ absl::StatusOr<Value> Renderer::EvalCollection(const Expr& expr, const Scope& sc
   if (expr.kind == Expr::Kind::kDict) {
     ValueDict dict;
     for (size_t i = 0; i + 1 < expr.operands.size(); i += 2) {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value key, Eval(*expr.operands[i], scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*expr.operands[i + 1], scope));
+      KVD_ASSIGN_OR_RETURN(Value key, Eval(*expr.operands[i], scope));
+      KVD_ASSIGN_OR_RETURN(Value value, Eval(*expr.operands[i + 1], scope));
       dict.Set(std::move(key), std::move(value));
     }
     result = Value::Dict(std::move(dict));
   } else {
     ValueList items;
     for (const ExprPtr& operand : expr.operands) {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value item, Eval(*operand, scope));
+      KVD_ASSIGN_OR_RETURN(Value item, Eval(*operand, scope));
       items.push_back(std::move(item));
     }
     result = expr.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items))
@@ -101,25 +101,25 @@ absl::StatusOr<Value> Renderer::EvalUnpositioned(const Expr& expr, const Scope& 
     case Expr::Kind::kDict:
       return EvalCollection(expr, scope);
     case Expr::Kind::kAttribute: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
       return GetAttribute(object, expr.name);
     }
     case Expr::Kind::kSubscript: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(Value key, Eval(*expr.operands[1], scope));
+      KVD_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value key, Eval(*expr.operands[1], scope));
       return GetItem(object, key);
     }
     case Expr::Kind::kSlice: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value object, Eval(*expr.operands[0], scope));
       std::optional<Value> bounds[3];
       for (int i = 0; i < 3; ++i) {
         if (expr.operands[i + 1] == nullptr) continue;
-        KVD_JINJA_ASSIGN_OR_RETURN(bounds[i], Eval(*expr.operands[i + 1], scope));
+        KVD_ASSIGN_OR_RETURN(bounds[i], Eval(*expr.operands[i + 1], scope));
       }
       return Slice(object, bounds[0], bounds[1], bounds[2]);
     }
     case Expr::Kind::kCall: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value callee, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value callee, Eval(*expr.operands[0], scope));
       if (callee.is_undefined()) {
         const std::string& description = callee.undefined_description();
         return absl::InvalidArgumentError(description.empty() ? "value is undefined" : description);
@@ -128,45 +128,45 @@ absl::StatusOr<Value> Renderer::EvalUnpositioned(const Expr& expr, const Scope& 
         return absl::InvalidArgumentError(
             absl::StrCat("'", callee.TypeName(), "' object is not callable"));
       }
-      KVD_JINJA_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
+      KVD_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
       return callee.callable_value().function(args);
     }
     case Expr::Kind::kFilter: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value input, Eval(*expr.operands[0], scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
+      KVD_ASSIGN_OR_RETURN(Value input, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
       return expr.filter(input, args);
     }
     case Expr::Kind::kTest: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value input, Eval(*expr.operands[0], scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(bool passed, expr.test(input, args));
+      KVD_ASSIGN_OR_RETURN(Value input, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(CallArgs args, EvalArgs(expr, 1, scope));
+      KVD_ASSIGN_OR_RETURN(bool passed, expr.test(input, args));
       return Value::Bool(passed != expr.negated);
     }
     case Expr::Kind::kNegate:
     case Expr::Kind::kPlus: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value operand, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value operand, Eval(*expr.operands[0], scope));
       return UnaryOp(expr.kind == Expr::Kind::kNegate ? "-" : "+", operand);
     }
     case Expr::Kind::kNot: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value operand, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value operand, Eval(*expr.operands[0], scope));
       return Value::Bool(!operand.Truthy());
     }
     case Expr::Kind::kBinary: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
-      KVD_JINJA_ASSIGN_OR_RETURN(Value right, Eval(*expr.operands[1], scope));
+      KVD_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value right, Eval(*expr.operands[1], scope));
       return BinaryOp(expr.name, left, right);
     }
     case Expr::Kind::kAnd:
     case Expr::Kind::kOr: {
       // Python returns the deciding operand itself, not a bool.
-      KVD_JINJA_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
+      KVD_ASSIGN_OR_RETURN(Value left, Eval(*expr.operands[0], scope));
       if (left.Truthy() == (expr.kind == Expr::Kind::kOr)) return left;
       return Eval(*expr.operands[1], scope);
     }
     case Expr::Kind::kCompare:
       return EvalCompare(expr, scope);
     case Expr::Kind::kConditional: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value condition, Eval(*expr.operands[1], scope));
+      KVD_ASSIGN_OR_RETURN(Value condition, Eval(*expr.operands[1], scope));
       if (condition.Truthy()) return Eval(*expr.operands[0], scope);
       if (expr.operands[2] == nullptr) return Value::Undefined("conditional without else");
       return Eval(*expr.operands[2], scope);
@@ -174,7 +174,7 @@ absl::StatusOr<Value> Renderer::EvalUnpositioned(const Expr& expr, const Scope& 
     case Expr::Kind::kConcat: {
       std::string text;
       for (const ExprPtr& operand : expr.operands) {
-        KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*operand, scope));
+        KVD_ASSIGN_OR_RETURN(Value value, Eval(*operand, scope));
         text += value.Str();
         if (text.size() > kMaxStringBytes) {
           return absl::InvalidArgumentError("concatenated string too long");

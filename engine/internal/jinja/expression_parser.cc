@@ -34,13 +34,13 @@ absl::StatusOr<ExprPtr> Parser::MakeBinary(Expr::Kind kind, const Token& at, std
 
 absl::StatusOr<ExprPtr> Parser::ParseTuple(bool with_condexpr) {
   const Token& start = Peek();
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr first, ParseExpression(with_condexpr));
+  KVD_ASSIGN_OR_RETURN(ExprPtr first, ParseExpression(with_condexpr));
   if (!IsOp(",")) return first;
   ExprPtr tuple = NewExpr(Expr::Kind::kTuple, start);
   tuple->operands.push_back(std::move(first));
   while (SkipOp(",")) {
     if (AtExpressionEnd()) break;
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(with_condexpr));
+    KVD_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(with_condexpr));
     tuple->operands.push_back(std::move(item));
   }
   return Seal(std::move(tuple));
@@ -54,42 +54,42 @@ bool Parser::AtExpressionEnd() const {
 
 absl::StatusOr<ExprPtr> Parser::ParseExpression(bool with_condexpr) {
   NestingGuard guard(this);
-  KVD_JINJA_RETURN_IF_ERROR(guard.Check());
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr expr, ParseOr());
+  KVD_RETURN_IF_ERROR(guard.Check());
+  KVD_ASSIGN_OR_RETURN(ExprPtr expr, ParseOr());
   if (!with_condexpr) return expr;
   while (IsName("if")) {
     const Token& at = Next();
     ExprPtr conditional = NewExpr(Expr::Kind::kConditional, at);
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr condition, ParseOr());
+    KVD_ASSIGN_OR_RETURN(ExprPtr condition, ParseOr());
     ExprPtr otherwise;
     if (SkipName("else")) {
-      KVD_JINJA_ASSIGN_OR_RETURN(otherwise, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(otherwise, ParseExpression(/*with_condexpr=*/true));
     }
     conditional->operands.push_back(std::move(expr));
     conditional->operands.push_back(std::move(condition));
     conditional->operands.push_back(std::move(otherwise));
-    KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(conditional)));
+    KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(conditional)));
   }
   return expr;
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseOr() {
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseAnd());
+  KVD_ASSIGN_OR_RETURN(ExprPtr left, ParseAnd());
   while (IsName("or")) {
     const Token& at = Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseAnd());
-    KVD_JINJA_ASSIGN_OR_RETURN(
-        left, MakeBinary(Expr::Kind::kOr, at, "or", std::move(left), std::move(right)));
+    KVD_ASSIGN_OR_RETURN(ExprPtr right, ParseAnd());
+    KVD_ASSIGN_OR_RETURN(left,
+                         MakeBinary(Expr::Kind::kOr, at, "or", std::move(left), std::move(right)));
   }
   return left;
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseAnd() {
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseNot());
+  KVD_ASSIGN_OR_RETURN(ExprPtr left, ParseNot());
   while (IsName("and")) {
     const Token& at = Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseNot());
-    KVD_JINJA_ASSIGN_OR_RETURN(
+    KVD_ASSIGN_OR_RETURN(ExprPtr right, ParseNot());
+    KVD_ASSIGN_OR_RETURN(
         left, MakeBinary(Expr::Kind::kAnd, at, "and", std::move(left), std::move(right)));
   }
   return left;
@@ -98,16 +98,16 @@ absl::StatusOr<ExprPtr> Parser::ParseAnd() {
 absl::StatusOr<ExprPtr> Parser::ParseNot() {
   if (!IsName("not")) return ParseCompare();
   NestingGuard guard(this);
-  KVD_JINJA_RETURN_IF_ERROR(guard.Check());
+  KVD_RETURN_IF_ERROR(guard.Check());
   ExprPtr expr = NewExpr(Expr::Kind::kNot, Next());
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr operand, ParseNot());
+  KVD_ASSIGN_OR_RETURN(ExprPtr operand, ParseNot());
   expr->operands.push_back(std::move(operand));
   return Seal(std::move(expr));
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseCompare() {
   const Token& start = Peek();
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr first, ParseMath1());
+  KVD_ASSIGN_OR_RETURN(ExprPtr first, ParseMath1());
   ExprPtr compare;
   while (true) {
     std::string op;
@@ -128,7 +128,7 @@ absl::StatusOr<ExprPtr> Parser::ParseCompare() {
       compare = NewExpr(Expr::Kind::kCompare, start);
       compare->operands.push_back(std::move(first));
     }
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr operand, ParseMath1());
+    KVD_ASSIGN_OR_RETURN(ExprPtr operand, ParseMath1());
     compare->operands.push_back(std::move(operand));
     compare->compare_ops.push_back(std::move(op));
   }
@@ -137,11 +137,11 @@ absl::StatusOr<ExprPtr> Parser::ParseCompare() {
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseMath1() {
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseConcat());
+  KVD_ASSIGN_OR_RETURN(ExprPtr left, ParseConcat());
   while (IsOp("+") || IsOp("-")) {
     const Token& at = Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseConcat());
-    KVD_JINJA_ASSIGN_OR_RETURN(
+    KVD_ASSIGN_OR_RETURN(ExprPtr right, ParseConcat());
+    KVD_ASSIGN_OR_RETURN(
         left, MakeBinary(Expr::Kind::kBinary, at, at.text, std::move(left), std::move(right)));
   }
   return left;
@@ -149,34 +149,34 @@ absl::StatusOr<ExprPtr> Parser::ParseMath1() {
 
 absl::StatusOr<ExprPtr> Parser::ParseConcat() {
   const Token& start = Peek();
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr first, ParseMath2());
+  KVD_ASSIGN_OR_RETURN(ExprPtr first, ParseMath2());
   if (!IsOp("~")) return first;
   ExprPtr concat = NewExpr(Expr::Kind::kConcat, start);
   concat->operands.push_back(std::move(first));
   while (SkipOp("~")) {
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr operand, ParseMath2());
+    KVD_ASSIGN_OR_RETURN(ExprPtr operand, ParseMath2());
     concat->operands.push_back(std::move(operand));
   }
   return Seal(std::move(concat));
 }
 
 absl::StatusOr<ExprPtr> Parser::ParseMath2() {
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParsePow());
+  KVD_ASSIGN_OR_RETURN(ExprPtr left, ParsePow());
   while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
     const Token& at = Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParsePow());
-    KVD_JINJA_ASSIGN_OR_RETURN(
+    KVD_ASSIGN_OR_RETURN(ExprPtr right, ParsePow());
+    KVD_ASSIGN_OR_RETURN(
         left, MakeBinary(Expr::Kind::kBinary, at, at.text, std::move(left), std::move(right)));
   }
   return left;
 }
 
 absl::StatusOr<ExprPtr> Parser::ParsePow() {
-  KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr left, ParseUnary(/*with_filter=*/true));
+  KVD_ASSIGN_OR_RETURN(ExprPtr left, ParseUnary(/*with_filter=*/true));
   while (IsOp("**")) {
     const Token& at = Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr right, ParseUnary(/*with_filter=*/true));
-    KVD_JINJA_ASSIGN_OR_RETURN(
+    KVD_ASSIGN_OR_RETURN(ExprPtr right, ParseUnary(/*with_filter=*/true));
+    KVD_ASSIGN_OR_RETURN(
         left, MakeBinary(Expr::Kind::kBinary, at, "**", std::move(left), std::move(right)));
   }
   return left;
@@ -186,15 +186,15 @@ absl::StatusOr<ExprPtr> Parser::ParseUnary(bool with_filter) {
   ExprPtr expr;
   if (IsOp("-") || IsOp("+")) {
     NestingGuard guard(this);
-    KVD_JINJA_RETURN_IF_ERROR(guard.Check());
+    KVD_RETURN_IF_ERROR(guard.Check());
     const Token& at = Next();
     expr = NewExpr(at.text == "-" ? Expr::Kind::kNegate : Expr::Kind::kPlus, at);
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary(/*with_filter=*/false));
+    KVD_ASSIGN_OR_RETURN(ExprPtr operand, ParseUnary(/*with_filter=*/false));
     expr->operands.push_back(std::move(operand));
-    KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(expr)));
+    KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(expr)));
   } else {
-    KVD_JINJA_ASSIGN_OR_RETURN(expr, ParsePrimary());
-    KVD_JINJA_ASSIGN_OR_RETURN(expr, ParsePostfix(std::move(expr)));
+    KVD_ASSIGN_OR_RETURN(expr, ParsePrimary());
+    KVD_ASSIGN_OR_RETURN(expr, ParsePostfix(std::move(expr)));
   }
   if (!with_filter) return expr;
   return ParseFilterExpr(std::move(expr));
@@ -242,12 +242,12 @@ absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
     ExprPtr tuple = NewExpr(Expr::Kind::kTuple, token);
     bool trailing_comma = false;
     while (!IsOp(")")) {
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(/*with_condexpr=*/true));
       tuple->operands.push_back(std::move(item));
       trailing_comma = SkipOp(",");
       if (!trailing_comma) break;
     }
-    KVD_JINJA_RETURN_IF_ERROR(ExpectOp(")"));
+    KVD_RETURN_IF_ERROR(ExpectOp(")"));
     // `(x)` is just x; `()` and `(x,)` are tuples.
     if (tuple->operands.size() == 1 && !trailing_comma) return std::move(tuple->operands[0]);
     return Seal(std::move(tuple));
@@ -255,24 +255,24 @@ absl::StatusOr<ExprPtr> Parser::ParsePrimary() {
   if (SkipOp("[")) {
     ExprPtr list = NewExpr(Expr::Kind::kList, token);
     while (!IsOp("]")) {
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(ExprPtr item, ParseExpression(/*with_condexpr=*/true));
       list->operands.push_back(std::move(item));
       if (!SkipOp(",")) break;
     }
-    KVD_JINJA_RETURN_IF_ERROR(ExpectOp("]"));
+    KVD_RETURN_IF_ERROR(ExpectOp("]"));
     return Seal(std::move(list));
   }
   if (SkipOp("{")) {
     ExprPtr dict = NewExpr(Expr::Kind::kDict, token);
     while (!IsOp("}")) {
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr key, ParseExpression(/*with_condexpr=*/true));
-      KVD_JINJA_RETURN_IF_ERROR(ExpectOp(":"));
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(ExprPtr key, ParseExpression(/*with_condexpr=*/true));
+      KVD_RETURN_IF_ERROR(ExpectOp(":"));
+      KVD_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
       dict->operands.push_back(std::move(key));
       dict->operands.push_back(std::move(value));
       if (!SkipOp(",")) break;
     }
-    KVD_JINJA_RETURN_IF_ERROR(ExpectOp("}"));
+    KVD_RETURN_IF_ERROR(ExpectOp("}"));
     return Seal(std::move(dict));
   }
   return Unexpected("an expression");
@@ -291,37 +291,37 @@ absl::StatusOr<ExprPtr> Parser::ParsePostfix(ExprPtr expr) {
         index->literal = Value::Int(Next().int_value);
         subscript->operands.push_back(std::move(expr));
         subscript->operands.push_back(std::move(index));
-        KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(subscript)));
+        KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(subscript)));
         continue;
       }
       ExprPtr attribute = NewExpr(Expr::Kind::kAttribute, at);
-      KVD_JINJA_ASSIGN_OR_RETURN(attribute->name, ExpectName());
+      KVD_ASSIGN_OR_RETURN(attribute->name, ExpectName());
       attribute->operands.push_back(std::move(expr));
-      KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(attribute)));
+      KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(attribute)));
     } else if (SkipOp("[")) {
       std::vector<ExprPtr> parts;  // start, stop, step
       bool is_slice = false;
       for (int i = 0; i < 3; ++i) {
         ExprPtr part;
         if (!IsOp(":") && !IsOp("]")) {
-          KVD_JINJA_ASSIGN_OR_RETURN(part, ParseExpression(/*with_condexpr=*/true));
+          KVD_ASSIGN_OR_RETURN(part, ParseExpression(/*with_condexpr=*/true));
         }
         parts.push_back(std::move(part));
         if (!SkipOp(":")) break;
         is_slice = true;
       }
-      KVD_JINJA_RETURN_IF_ERROR(ExpectOp("]"));
+      KVD_RETURN_IF_ERROR(ExpectOp("]"));
       ExprPtr subscript = NewExpr(is_slice ? Expr::Kind::kSlice : Expr::Kind::kSubscript, at);
       subscript->operands.push_back(std::move(expr));
       if (!is_slice && parts[0] == nullptr) return ErrorAt(at, "empty subscript");
       for (ExprPtr& part : parts) subscript->operands.push_back(std::move(part));
       while (is_slice && subscript->operands.size() < 4) subscript->operands.push_back(nullptr);
-      KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(subscript)));
+      KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(subscript)));
     } else if (IsOp("(")) {
       ExprPtr call = NewExpr(Expr::Kind::kCall, at);
       call->operands.push_back(std::move(expr));
-      KVD_JINJA_RETURN_IF_ERROR(ParseCallArgs(call.get()));
-      KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(call)));
+      KVD_RETURN_IF_ERROR(ParseCallArgs(call.get()));
+      KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(call)));
     } else {
       return expr;
     }
@@ -333,18 +333,18 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr expr) {
     if (SkipOp("|")) {
       const Token& name = Peek();
       ExprPtr filter = NewExpr(Expr::Kind::kFilter, name);
-      KVD_JINJA_ASSIGN_OR_RETURN(filter->name, ExpectName());
+      KVD_ASSIGN_OR_RETURN(filter->name, ExpectName());
       filter->filter = FindFilter(filter->name);
       if (filter->filter == nullptr) return ErrorAt(name, "no filter named '" + name.text + "'");
       filter->operands.push_back(std::move(expr));
-      if (IsOp("(")) KVD_JINJA_RETURN_IF_ERROR(ParseCallArgs(filter.get()));
-      KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(filter)));
+      if (IsOp("(")) KVD_RETURN_IF_ERROR(ParseCallArgs(filter.get()));
+      KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(filter)));
     } else if (IsName("is")) {
       Next();
       const bool negated = SkipName("not");
       const Token& name = Peek();
       ExprPtr test = NewExpr(Expr::Kind::kTest, name);
-      KVD_JINJA_ASSIGN_OR_RETURN(test->name, ExpectName());
+      KVD_ASSIGN_OR_RETURN(test->name, ExpectName());
       test->negated = negated;
       test->test = FindTest(test->name);
       if (test->test == nullptr) return ErrorAt(name, "no test named '" + name.text + "'");
@@ -357,14 +357,14 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr expr) {
               : (next.kind == Token::Kind::kString || next.kind == Token::Kind::kInt ||
                  next.kind == Token::Kind::kFloat || IsOp("[") || IsOp("{"));
       if (IsOp("(")) {
-        KVD_JINJA_RETURN_IF_ERROR(ParseCallArgs(test.get()));
+        KVD_RETURN_IF_ERROR(ParseCallArgs(test.get()));
       } else if (bare_argument) {
         // `x is divisibleby 3`, `x is sameas none`: one argument without parentheses.
-        KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr argument, ParsePrimary());
-        KVD_JINJA_ASSIGN_OR_RETURN(argument, ParsePostfix(std::move(argument)));
+        KVD_ASSIGN_OR_RETURN(ExprPtr argument, ParsePrimary());
+        KVD_ASSIGN_OR_RETURN(argument, ParsePostfix(std::move(argument)));
         test->operands.push_back(std::move(argument));
       }
-      KVD_JINJA_ASSIGN_OR_RETURN(expr, Seal(std::move(test)));
+      KVD_ASSIGN_OR_RETURN(expr, Seal(std::move(test)));
     } else {
       return expr;
     }
@@ -372,19 +372,19 @@ absl::StatusOr<ExprPtr> Parser::ParseFilterExpr(ExprPtr expr) {
 }
 
 absl::Status Parser::ParseCallArgs(Expr* call) {
-  KVD_JINJA_RETURN_IF_ERROR(ExpectOp("("));
+  KVD_RETURN_IF_ERROR(ExpectOp("("));
   while (!IsOp(")")) {
     if (IsOp("*") || IsOp("**")) return ErrorAt(Peek(), "*args and **kwargs are not supported");
     if (Peek().kind == Token::Kind::kName && IsOp("=", 1)) {
       std::string name = Next().text;
       Next();
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
       call->keyword_args.emplace_back(std::move(name), std::move(value));
     } else {
       if (!call->keyword_args.empty()) {
         return ErrorAt(Peek(), "positional argument follows keyword argument");
       }
-      KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(/*with_condexpr=*/true));
       call->operands.push_back(std::move(value));
     }
     if (!SkipOp(",")) break;

@@ -9,11 +9,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
 #include "engine/internal/jinja/json_convert.h"
 #include "engine/internal/jinja/operators.h"
 #include "engine/internal/jinja/sequence_filters.h"
-#include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/text.h"
 
 namespace kvd::engine::internal::jinja {
@@ -22,8 +22,7 @@ namespace {
 
 absl::StatusOr<Value> FilterTrim(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("trim", "chars");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::optional<std::string> chars,
-                             OptionalStringArg(bound[0], "trim chars"));
+  KVD_ASSIGN_OR_RETURN(std::optional<std::string> chars, OptionalStringArg(bound[0], "trim chars"));
   return Value::String(Strip(input.Str(), chars, true, true));
 }
 
@@ -37,7 +36,7 @@ absl::StatusOr<Value> FilterToJson(const Value& input, CallArgs& args) {
     if (bound[1]->is_string()) {
       options.indent = bound[1]->string_value();
     } else {
-      KVD_JINJA_ASSIGN_OR_RETURN(int64_t width, IntArg(bound[1], "tojson indent", 0));
+      KVD_ASSIGN_OR_RETURN(int64_t width, IntArg(bound[1], "tojson indent", 0));
       options.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(width, 0, 64)), ' ');
     }
   }
@@ -51,7 +50,7 @@ absl::StatusOr<Value> FilterToJson(const Value& input, CallArgs& args) {
     options.key_separator = separators.list_value()[1].string_value();
   }
   options.sort_keys = BoolArg(bound[3], false);
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string json, DumpJson(input, options));
+  KVD_ASSIGN_OR_RETURN(std::string json, DumpJson(input, options));
   return Value::String(std::move(json));
 }
 
@@ -119,7 +118,7 @@ std::optional<double> ParseFloat(const std::string& text) {
 absl::StatusOr<Value> FilterInt(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("int", "default", "base");
   const Value fallback = bound[0].has_value() ? *bound[0] : Value::Int(0);
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t base, IntArg(bound[1], "int base", 10));
+  KVD_ASSIGN_OR_RETURN(int64_t base, IntArg(bound[1], "int base", 10));
   if (base < 2 || base > 36) return absl::InvalidArgumentError("int() base must be >= 2 and <= 36");
   if (input.is_int()) return input;
   if (input.is_bool()) return Value::Int(input.bool_value() ? 1 : 0);
@@ -168,8 +167,8 @@ absl::StatusOr<Value> FilterAbs(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterRound(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("round", "precision", "method");
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t precision, IntArg(bound[0], "round precision", 0));
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string method, StringArg(bound[1], "round method", "common"));
+  KVD_ASSIGN_OR_RETURN(int64_t precision, IntArg(bound[0], "round precision", 0));
+  KVD_ASSIGN_OR_RETURN(std::string method, StringArg(bound[1], "round method", "common"));
   if (!input.is_number()) {
     return absl::InvalidArgumentError("round filter expects a number, not " + input.TypeName());
   }
@@ -201,11 +200,11 @@ absl::StatusOr<Value> FilterRound(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterReplace(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("replace", "old", "new", "count");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string old, StringArg(bound[0], "replace old", ""));
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string replacement, StringArg(bound[1], "replace new", ""));
+  KVD_ASSIGN_OR_RETURN(std::string old, StringArg(bound[0], "replace old", ""));
+  KVD_ASSIGN_OR_RETURN(std::string replacement, StringArg(bound[1], "replace new", ""));
   int64_t count = -1;
   if (bound[2].has_value() && !bound[2]->is_none()) {
-    KVD_JINJA_ASSIGN_OR_RETURN(count, IntArg(bound[2], "replace count", -1));
+    KVD_ASSIGN_OR_RETURN(count, IntArg(bound[2], "replace count", -1));
   }
   std::string out = Replace(input.Str(), old, replacement, count);
   if (out.size() > kMaxStringBytes) return absl::InvalidArgumentError("replace result too long");
@@ -218,7 +217,7 @@ absl::StatusOr<Value> FilterIndent(const Value& input, CallArgs& args) {
   if (bound[0].has_value() && bound[0]->is_string()) {
     indentation = bound[0]->string_value();
   } else {
-    KVD_JINJA_ASSIGN_OR_RETURN(int64_t width, IntArg(bound[0], "indent width", 4));
+    KVD_ASSIGN_OR_RETURN(int64_t width, IntArg(bound[0], "indent width", 4));
     indentation.assign(static_cast<size_t>(std::clamp<int64_t>(width, 0, 1024)), ' ');
   }
   // jinja2 appends a newline and splits into lines, so a trailing newline is dropped.
@@ -292,7 +291,7 @@ absl::StatusOr<Value> FilterWordCount(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterAttr(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("attr", "name");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string name, StringArg(bound[0], "attr name", ""));
+  KVD_ASSIGN_OR_RETURN(std::string name, StringArg(bound[0], "attr name", ""));
   return GetAttribute(input, name);
 }
 

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "engine/internal/jinja/status_macros.h"
+#include "base/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
@@ -40,7 +40,7 @@ absl::StatusOr<Value> Convert(const Json& json, int depth) {
       ValueList items;
       items.reserve(json.size());
       for (const auto& element : json) {
-        KVD_JINJA_ASSIGN_OR_RETURN(Value item, Convert(element, depth + 1));
+        KVD_ASSIGN_OR_RETURN(Value item, Convert(element, depth + 1));
         items.push_back(std::move(item));
       }
       return Value::List(std::move(items));
@@ -48,7 +48,7 @@ absl::StatusOr<Value> Convert(const Json& json, int depth) {
     case nlohmann::json::value_t::object: {
       ValueDict dict;
       for (auto it = json.begin(); it != json.end(); ++it) {
-        KVD_JINJA_ASSIGN_OR_RETURN(Value item, Convert(it.value(), depth + 1));
+        KVD_ASSIGN_OR_RETURN(Value item, Convert(it.value(), depth + 1));
         dict.Append(Value::String(it.key()), std::move(item));
       }
       return Value::Dict(std::move(dict));
@@ -175,7 +175,7 @@ class JsonWriter {
     out_ += '[';
     for (size_t i = 0; i < items.size(); ++i) {
       Separator(i == 0, level + 1);
-      KVD_JINJA_RETURN_IF_ERROR(Write(items[i], level + 1));
+      KVD_RETURN_IF_ERROR(Write(items[i], level + 1));
     }
     NewLine(level);
     out_ += ']';
@@ -189,7 +189,7 @@ class JsonWriter {
     }
     std::vector<std::pair<std::string, const Value*>> entries;
     for (const auto& [key, value] : dict.entries()) {
-      KVD_JINJA_ASSIGN_OR_RETURN(std::string text, JsonKey(key));
+      KVD_ASSIGN_OR_RETURN(std::string text, JsonKey(key));
       entries.emplace_back(std::move(text), &value);
     }
     if (options_.sort_keys) {
@@ -201,7 +201,7 @@ class JsonWriter {
       Separator(i == 0, level + 1);
       AppendJsonString(entries[i].first, &out_);
       out_ += options_.key_separator.value_or(": ");
-      KVD_JINJA_RETURN_IF_ERROR(Write(*entries[i].second, level + 1));
+      KVD_RETURN_IF_ERROR(Write(*entries[i].second, level + 1));
     }
     NewLine(level);
     out_ += '}';
@@ -219,7 +219,7 @@ absl::StatusOr<Value> FromJson(const nlohmann::json& json) { return Convert(json
 
 absl::StatusOr<std::string> DumpJson(const Value& value, const JsonDumpOptions& options) {
   JsonWriter writer(options);
-  KVD_JINJA_RETURN_IF_ERROR(writer.Write(value, 0));
+  KVD_RETURN_IF_ERROR(writer.Write(value, 0));
   return writer.Take();
 }
 

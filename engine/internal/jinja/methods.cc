@@ -6,8 +6,8 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
-#include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/text.h"
 
 namespace kvd::engine::internal::jinja {
@@ -16,8 +16,7 @@ namespace {
 
 absl::StatusOr<Value> StripMethod(const Value& self, CallArgs& args, bool left, bool right) {
   KVD_JINJA_BIND_ARGS("strip", "chars");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::optional<std::string> chars,
-                             OptionalStringArg(bound[0], "strip arg"));
+  KVD_ASSIGN_OR_RETURN(std::optional<std::string> chars, OptionalStringArg(bound[0], "strip arg"));
   return Value::String(Strip(self.string_value(), chars, left, right));
 }
 
@@ -55,9 +54,9 @@ Value StringList(std::vector<std::string> parts) {
 
 absl::StatusOr<Value> SplitMethod(const Value& self, CallArgs& args, bool from_right) {
   KVD_JINJA_BIND_ARGS("split", "sep", "maxsplit");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::optional<std::string> sep,
-                             OptionalStringArg(bound[0], "split separator"));
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t max_split, IntArg(bound[1], "maxsplit", -1));
+  KVD_ASSIGN_OR_RETURN(std::optional<std::string> sep,
+                       OptionalStringArg(bound[0], "split separator"));
+  KVD_ASSIGN_OR_RETURN(int64_t max_split, IntArg(bound[1], "maxsplit", -1));
   if (sep.has_value() && sep->empty()) return absl::InvalidArgumentError("empty separator");
   const std::string& text = self.string_value();
   if (!from_right || max_split < 0) return StringList(Split(text, sep, max_split));
@@ -94,10 +93,9 @@ absl::StatusOr<Value> CaseMethod(const Value& self, CallArgs& args,
 
 absl::StatusOr<Value> ReplaceMethod(const Value& self, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("replace", "old", "new", "count");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string old, StringArg(bound[0], "replace() argument 1", ""));
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string replacement,
-                             StringArg(bound[1], "replace() argument 2", ""));
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t count, IntArg(bound[2], "replace() count", -1));
+  KVD_ASSIGN_OR_RETURN(std::string old, StringArg(bound[0], "replace() argument 1", ""));
+  KVD_ASSIGN_OR_RETURN(std::string replacement, StringArg(bound[1], "replace() argument 2", ""));
+  KVD_ASSIGN_OR_RETURN(int64_t count, IntArg(bound[2], "replace() count", -1));
   return Value::String(Replace(self.string_value(), old, replacement, count));
 }
 
@@ -120,7 +118,7 @@ absl::StatusOr<Value> JoinMethod(const Value& self, CallArgs& args) {
 
 absl::StatusOr<Value> FindMethod(const Value& self, CallArgs& args, bool from_right) {
   KVD_JINJA_BIND_ARGS("find", "sub");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string sub, StringArg(bound[0], "find() argument", ""));
+  KVD_ASSIGN_OR_RETURN(std::string sub, StringArg(bound[0], "find() argument", ""));
   const std::string& text = self.string_value();
   const size_t at = from_right ? text.rfind(sub) : text.find(sub);
   if (at == std::string::npos) return Value::Int(-1);
@@ -135,13 +133,13 @@ absl::StatusOr<Value> CountMethod(const Value& self, CallArgs& args) {
     for (const Value& item : self.list_value()) n += Equals(item, *bound[0]) ? 1 : 0;
     return Value::Int(n);
   }
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string sub, StringArg(bound[0], "count() argument", ""));
+  KVD_ASSIGN_OR_RETURN(std::string sub, StringArg(bound[0], "count() argument", ""));
   return Value::Int(CountOccurrences(self.string_value(), sub));
 }
 
 absl::StatusOr<Value> AffixRemoval(const Value& self, CallArgs& args, bool prefix) {
   KVD_JINJA_BIND_ARGS("removeprefix", "affix");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string affix, StringArg(bound[0], "argument", ""));
+  KVD_ASSIGN_OR_RETURN(std::string affix, StringArg(bound[0], "argument", ""));
   std::string text = self.string_value();
   if (affix.size() <= text.size()) {
     if (prefix && text.compare(0, affix.size(), affix) == 0)

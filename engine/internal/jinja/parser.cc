@@ -56,7 +56,7 @@ absl::StatusOr<std::string> Parser::ExpectName() {
 absl::StatusOr<StmtList> Parser::ParseBody(std::initializer_list<std::string_view> ends,
                                            std::string* end) {
   NestingGuard guard(this);
-  KVD_JINJA_RETURN_IF_ERROR(guard.Check());
+  KVD_RETURN_IF_ERROR(guard.Check());
   StmtList body;
   while (true) {
     const Token& token = Peek();
@@ -70,7 +70,7 @@ absl::StatusOr<StmtList> Parser::ParseBody(std::initializer_list<std::string_vie
       case Token::Kind::kOutputBegin: {
         auto stmt = std::make_unique<Stmt>(Stmt::Kind::kOutput, token.line, token.column);
         Next();
-        KVD_JINJA_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/true));
+        KVD_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/true));
         if (Peek().kind != Token::Kind::kOutputEnd) return Unexpected("'}}'");
         Next();
         body.push_back(std::move(stmt));
@@ -85,7 +85,7 @@ absl::StatusOr<StmtList> Parser::ParseBody(std::initializer_list<std::string_vie
           return body;
         }
         Next();
-        KVD_JINJA_ASSIGN_OR_RETURN(std::unique_ptr<Stmt> stmt, ParseStatement());
+        KVD_ASSIGN_OR_RETURN(std::unique_ptr<Stmt> stmt, ParseStatement());
         body.push_back(std::move(stmt));
         break;
       }
@@ -110,10 +110,10 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseStatement() {
   if (name == "generation") {
     auto stmt = std::make_unique<Stmt>(Stmt::Kind::kBody, keyword.line, keyword.column);
     Next();
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
     std::string end;
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->body, ParseBody({"endgeneration"}, &end));
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_ASSIGN_OR_RETURN(stmt->body, ParseBody({"endgeneration"}, &end));
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
   if (name == "break" || name == "continue") {
@@ -121,7 +121,7 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseStatement() {
     auto stmt = std::make_unique<Stmt>(name == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue,
                                        keyword.line, keyword.column);
     Next();
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
   if (name.rfind("end", 0) == 0 || name == "elif" || name == "else") {
@@ -135,17 +135,17 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseIf() {
   auto stmt = std::make_unique<Stmt>(Stmt::Kind::kIf, keyword.line, keyword.column);
   std::string end = "if";
   while (end == "if" || end == "elif") {
-    KVD_JINJA_ASSIGN_OR_RETURN(ExprPtr condition, ParseTuple(/*with_condexpr=*/true));
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
-    KVD_JINJA_ASSIGN_OR_RETURN(StmtList body, ParseBody({"elif", "else", "endif"}, &end));
+    KVD_ASSIGN_OR_RETURN(ExprPtr condition, ParseTuple(/*with_condexpr=*/true));
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_ASSIGN_OR_RETURN(StmtList body, ParseBody({"elif", "else", "endif"}, &end));
     stmt->branches.emplace_back(std::move(condition), std::move(body));
   }
   if (end == "else") {
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
-    KVD_JINJA_ASSIGN_OR_RETURN(StmtList body, ParseBody({"endif"}, &end));
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_ASSIGN_OR_RETURN(StmtList body, ParseBody({"endif"}, &end));
     stmt->branches.emplace_back(nullptr, std::move(body));
   }
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
@@ -157,21 +157,21 @@ absl::StatusOr<std::vector<std::string>> Parser::ParseTargets() {
     targets.push_back(Next().text);
   } while (SkipOp(","));
   if (targets.empty()) return Unexpected("a variable name");
-  if (parenthesized) KVD_JINJA_RETURN_IF_ERROR(ExpectOp(")"));
+  if (parenthesized) KVD_RETURN_IF_ERROR(ExpectOp(")"));
   return targets;
 }
 
 absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseFor() {
   const Token& keyword = Next();
   auto stmt = std::make_unique<Stmt>(Stmt::Kind::kFor, keyword.line, keyword.column);
-  KVD_JINJA_ASSIGN_OR_RETURN(stmt->targets, ParseTargets());
+  KVD_ASSIGN_OR_RETURN(stmt->targets, ParseTargets());
   if (!SkipName("in")) return Unexpected("'in'");
-  KVD_JINJA_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/false));
+  KVD_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/false));
   if (SkipName("if")) {
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->condition, ParseExpression(/*with_condexpr=*/true));
+    KVD_ASSIGN_OR_RETURN(stmt->condition, ParseExpression(/*with_condexpr=*/true));
   }
   if (IsName("recursive")) return ErrorAt(Peek(), "recursive loops are not supported");
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   std::string end;
   ++loop_depth_;
   absl::StatusOr<StmtList> body = ParseBody({"else", "endfor"}, &end);
@@ -179,10 +179,10 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseFor() {
   if (!body.ok()) return body.status();
   stmt->body = *std::move(body);
   if (end == "else") {
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->else_body, ParseBody({"endfor"}, &end));
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_ASSIGN_OR_RETURN(stmt->else_body, ParseBody({"endfor"}, &end));
   }
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
@@ -192,43 +192,43 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseSet() {
   if (Peek().kind == Token::Kind::kName && IsOp(".", 1)) {
     stmt->targets.push_back(Next().text);
     Next();
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->attribute, ExpectName());
+    KVD_ASSIGN_OR_RETURN(stmt->attribute, ExpectName());
   } else {
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->targets, ParseTargets());
+    KVD_ASSIGN_OR_RETURN(stmt->targets, ParseTargets());
   }
   if (SkipOp("=")) {
-    KVD_JINJA_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/true));
-    KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+    KVD_ASSIGN_OR_RETURN(stmt->expr, ParseTuple(/*with_condexpr=*/true));
+    KVD_RETURN_IF_ERROR(ExpectBlockEnd());
     return stmt;
   }
   if (stmt->targets.size() != 1 || !stmt->attribute.empty()) return Unexpected("'='");
   if (IsOp("|")) return ErrorAt(Peek(), "filters on set blocks are not supported");
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   stmt->kind = Stmt::Kind::kSetBlock;
   std::string end;
-  KVD_JINJA_ASSIGN_OR_RETURN(stmt->body, ParseBody({"endset"}, &end));
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_ASSIGN_OR_RETURN(stmt->body, ParseBody({"endset"}, &end));
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
 absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseMacro() {
   const Token& keyword = Next();
   auto stmt = std::make_unique<Stmt>(Stmt::Kind::kMacro, keyword.line, keyword.column);
-  KVD_JINJA_ASSIGN_OR_RETURN(stmt->name, ExpectName());
-  KVD_JINJA_RETURN_IF_ERROR(ExpectOp("("));
+  KVD_ASSIGN_OR_RETURN(stmt->name, ExpectName());
+  KVD_RETURN_IF_ERROR(ExpectOp("("));
   while (!SkipOp(")")) {
-    if (!stmt->params.empty()) KVD_JINJA_RETURN_IF_ERROR(ExpectOp(","));
+    if (!stmt->params.empty()) KVD_RETURN_IF_ERROR(ExpectOp(","));
     if (SkipOp(")")) break;
-    KVD_JINJA_ASSIGN_OR_RETURN(std::string param, ExpectName());
+    KVD_ASSIGN_OR_RETURN(std::string param, ExpectName());
     ExprPtr fallback;
     if (SkipOp("=")) {
-      KVD_JINJA_ASSIGN_OR_RETURN(fallback, ParseExpression(/*with_condexpr=*/true));
+      KVD_ASSIGN_OR_RETURN(fallback, ParseExpression(/*with_condexpr=*/true));
     } else if (!stmt->params.empty() && stmt->params.back().second != nullptr) {
       return ErrorAt(Peek(), "non-default argument follows default argument");
     }
     stmt->params.emplace_back(std::move(param), std::move(fallback));
   }
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   // break and continue inside a macro do not reach a loop around its definition.
   const int saved_loop_depth = loop_depth_;
   loop_depth_ = 0;
@@ -238,12 +238,12 @@ absl::StatusOr<std::unique_ptr<Stmt>> Parser::ParseMacro() {
   if (!body.ok()) return body.status();
   stmt->body = *std::move(body);
   SkipName(stmt->name);  // `{% endmacro name %}` is allowed.
-  KVD_JINJA_RETURN_IF_ERROR(ExpectBlockEnd());
+  KVD_RETURN_IF_ERROR(ExpectBlockEnd());
   return stmt;
 }
 
 absl::StatusOr<StmtList> ParseTemplate(std::string_view source) {
-  KVD_JINJA_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source));
+  KVD_ASSIGN_OR_RETURN(std::vector<Token> tokens, Tokenize(source));
   return Parser(std::move(tokens)).ParseAll();
 }
 

@@ -13,9 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/ast.h"
 #include "engine/internal/jinja/lexer.h"
-#include "engine/internal/jinja/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
@@ -30,7 +30,7 @@ class Parser {
 
   absl::StatusOr<StmtList> ParseAll() {
     std::string end;
-    KVD_JINJA_ASSIGN_OR_RETURN(StmtList body, ParseBody({}, &end));
+    KVD_ASSIGN_OR_RETURN(StmtList body, ParseBody({}, &end));
     return body;
   }
 

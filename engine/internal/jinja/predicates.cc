@@ -4,9 +4,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
 #include "engine/internal/jinja/operators.h"
-#include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/text.h"
 
 namespace kvd::engine::internal::jinja {
@@ -55,15 +55,15 @@ absl::StatusOr<int64_t> IntegerOperand(const Value& v) {
 template <bool kEven>
 absl::StatusOr<bool> Parity(const Value& value, CallArgs& args) {
   KVD_JINJA_BIND_ARGS(kEven ? "even" : "odd");
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t i, IntegerOperand(value));
+  KVD_ASSIGN_OR_RETURN(int64_t i, IntegerOperand(value));
   return (i % 2 == 0) == kEven;
 }
 
 absl::StatusOr<bool> DivisibleBy(const Value& value, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("divisibleby", "num");
   if (!bound[0].has_value()) return absl::InvalidArgumentError("divisibleby needs a number");
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t n, IntegerOperand(*bound[0]));
-  KVD_JINJA_ASSIGN_OR_RETURN(int64_t i, IntegerOperand(value));
+  KVD_ASSIGN_OR_RETURN(int64_t n, IntegerOperand(*bound[0]));
+  KVD_ASSIGN_OR_RETURN(int64_t i, IntegerOperand(value));
   if (n == 0) return absl::InvalidArgumentError("integer division or modulo by zero");
   if (n == -1) return true;
   return i % n == 0;
@@ -76,7 +76,7 @@ absl::StatusOr<bool> Comparison(const Value& value, CallArgs& args) {
   if (!bound[0].has_value()) return absl::InvalidArgumentError("comparison test needs a value");
   if (kOp == 0) return Equals(value, *bound[0]);
   if (kOp == 1) return !Equals(value, *bound[0]);
-  KVD_JINJA_ASSIGN_OR_RETURN(int c, Compare(value, *bound[0]));
+  KVD_ASSIGN_OR_RETURN(int c, Compare(value, *bound[0]));
   switch (kOp) {
     case 2:
       return c < 0;

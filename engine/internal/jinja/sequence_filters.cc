@@ -7,11 +7,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
 #include "engine/internal/jinja/filters.h"
 #include "engine/internal/jinja/operators.h"
 #include "engine/internal/jinja/predicates.h"
-#include "engine/internal/jinja/status_macros.h"
 #include "engine/internal/jinja/text.h"
 
 namespace kvd::engine::internal::jinja {
@@ -28,13 +28,13 @@ Value FoldCase(const Value& v, bool case_sensitive) {
 absl::StatusOr<std::vector<std::pair<Value, Value>>> Keyed(const Value& input,
                                                            const std::optional<Value>& attribute,
                                                            bool case_sensitive) {
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   std::vector<std::pair<Value, Value>> keyed;
   keyed.reserve(items.size());
   for (Value& item : items) {
     Value key = item;
     if (attribute.has_value() && !attribute->is_none()) {
-      KVD_JINJA_ASSIGN_OR_RETURN(key, LookupAttributePath(item, *attribute));
+      KVD_ASSIGN_OR_RETURN(key, LookupAttributePath(item, *attribute));
     }
     keyed.emplace_back(FoldCase(key, case_sensitive), std::move(item));
   }
@@ -57,11 +57,11 @@ absl::Status SortKeyed(std::vector<std::pair<Value, Value>>& keyed, bool reverse
 
 absl::StatusOr<Value> MinMax(const Value& input, CallArgs& args, bool want_max) {
   KVD_JINJA_BIND_ARGS(want_max ? "max" : "min", "case_sensitive", "attribute");
-  KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], BoolArg(bound[0], false)));
+  KVD_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], BoolArg(bound[0], false)));
   if (keyed.empty()) return Value::Undefined("No aggregated item, sequence was empty.");
   size_t best = 0;
   for (size_t i = 1; i < keyed.size(); ++i) {
-    KVD_JINJA_ASSIGN_OR_RETURN(int c, Compare(keyed[i].first, keyed[best].first));
+    KVD_ASSIGN_OR_RETURN(int c, Compare(keyed[i].first, keyed[best].first));
     if (want_max ? c > 0 : c < 0) best = i;
   }
   return keyed[best].second;
@@ -70,7 +70,7 @@ absl::StatusOr<Value> MinMax(const Value& input, CallArgs& args, bool want_max) 
 // select/reject/selectattr/rejectattr: keeps items whose (attribute's) test result is `keep`.
 absl::StatusOr<Value> SelectOrReject(const Value& input, CallArgs& args, bool keep,
                                      bool by_attribute) {
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   size_t next = 0;
   std::optional<Value> attribute;
   if (by_attribute) {
@@ -95,12 +95,12 @@ absl::StatusOr<Value> SelectOrReject(const Value& input, CallArgs& args, bool ke
   for (Value& item : items) {
     Value subject = item;
     if (attribute.has_value()) {
-      KVD_JINJA_ASSIGN_OR_RETURN(subject, LookupAttributePath(item, *attribute));
+      KVD_ASSIGN_OR_RETURN(subject, LookupAttributePath(item, *attribute));
     }
     bool passed = subject.Truthy();
     if (test != nullptr) {
       CallArgs call{test_args, args.keyword};
-      KVD_JINJA_ASSIGN_OR_RETURN(passed, test(subject, call));
+      KVD_ASSIGN_OR_RETURN(passed, test(subject, call));
     }
     if (passed == keep) out.push_back(std::move(item));
   }
@@ -117,7 +117,7 @@ absl::StatusOr<Value> LookupAttributePath(const Value& value, const Value& path)
     if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
       key = Value::Int(std::stoll(std::string(part)));
     }
-    KVD_JINJA_ASSIGN_OR_RETURN(current, GetItem(current, key));
+    KVD_ASSIGN_OR_RETURN(current, GetItem(current, key));
     if (current.is_undefined()) break;
   }
   return current;
@@ -142,22 +142,22 @@ absl::StatusOr<Value> FilterLength(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterFirst(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("first");
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   if (items.empty()) return Value::Undefined("No first item, sequence was empty.");
   return items.front();
 }
 
 absl::StatusOr<Value> FilterLast(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("last");
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   if (items.empty()) return Value::Undefined("No last item, sequence was empty.");
   return items.back();
 }
 
 absl::StatusOr<Value> FilterJoin(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("join", "d", "attribute");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string separator, StringArg(bound[0], "join separator", ""));
-  KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], /*case_sensitive=*/true));
+  KVD_ASSIGN_OR_RETURN(std::string separator, StringArg(bound[0], "join separator", ""));
+  KVD_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], /*case_sensitive=*/true));
   std::string out;
   for (size_t i = 0; i < keyed.size(); ++i) {
     if (i > 0) out += separator;
@@ -169,7 +169,7 @@ absl::StatusOr<Value> FilterJoin(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterList(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("list");
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   return Value::List(std::move(items));
 }
 
@@ -190,7 +190,7 @@ absl::StatusOr<Value> FilterItems(const Value& input, CallArgs& args) {
 absl::StatusOr<Value> FilterDictSort(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("dictsort", "case_sensitive", "by", "reverse");
   if (!input.is_dict()) return absl::InvalidArgumentError("dictsort expects a mapping");
-  KVD_JINJA_ASSIGN_OR_RETURN(std::string by, StringArg(bound[1], "dictsort by", "key"));
+  KVD_ASSIGN_OR_RETURN(std::string by, StringArg(bound[1], "dictsort by", "key"));
   if (by != "key" && by != "value") {
     return absl::InvalidArgumentError("You can only sort by either 'key' or 'value'");
   }
@@ -200,7 +200,7 @@ absl::StatusOr<Value> FilterDictSort(const Value& input, CallArgs& args) {
     keyed.emplace_back(FoldCase(by == "key" ? key : value, case_sensitive),
                        Value::Tuple({key, value}));
   }
-  KVD_JINJA_RETURN_IF_ERROR(SortKeyed(keyed, BoolArg(bound[2], false)));
+  KVD_RETURN_IF_ERROR(SortKeyed(keyed, BoolArg(bound[2], false)));
   ValueList out;
   for (auto& [key, item] : keyed) out.push_back(std::move(item));
   return Value::List(std::move(out));
@@ -220,14 +220,14 @@ absl::StatusOr<Value> FilterReject(const Value& input, CallArgs& args) {
 }
 
 absl::StatusOr<Value> FilterMap(const Value& input, CallArgs& args) {
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   ValueList out;
   if (args.positional.empty()) {
     // map(attribute='x', default=d)
     KVD_JINJA_BIND_ARGS("map", "attribute", "default");
     if (!bound[0].has_value()) return absl::InvalidArgumentError("map needs a filter or attribute");
     for (const Value& item : items) {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value v, LookupAttributePath(item, *bound[0]));
+      KVD_ASSIGN_OR_RETURN(Value v, LookupAttributePath(item, *bound[0]));
       if (v.is_undefined() && bound[1].has_value()) v = *bound[1];
       out.push_back(std::move(v));
     }
@@ -239,7 +239,7 @@ absl::StatusOr<Value> FilterMap(const Value& input, CallArgs& args) {
   if (filter == nullptr) return absl::InvalidArgumentError("no filter named '" + name + "'");
   for (const Value& item : items) {
     CallArgs call{ValueList(args.positional.begin() + 1, args.positional.end()), args.keyword};
-    KVD_JINJA_ASSIGN_OR_RETURN(Value v, filter(item, call));
+    KVD_ASSIGN_OR_RETURN(Value v, filter(item, call));
     out.push_back(std::move(v));
   }
   return Value::List(std::move(out));
@@ -247,7 +247,7 @@ absl::StatusOr<Value> FilterMap(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterUnique(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("unique", "case_sensitive", "attribute");
-  KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], BoolArg(bound[0], false)));
+  KVD_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[1], BoolArg(bound[0], false)));
   ValueList seen;
   ValueList out;
   for (auto& keyed_item : keyed) {
@@ -264,7 +264,7 @@ absl::StatusOr<Value> FilterUnique(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterReverse(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("reverse");
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(input));
   std::reverse(items.begin(), items.end());
   if (!input.is_string()) return Value::List(std::move(items));
   std::string out;
@@ -274,8 +274,8 @@ absl::StatusOr<Value> FilterReverse(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterSort(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("sort", "reverse", "case_sensitive", "attribute");
-  KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[2], BoolArg(bound[1], false)));
-  KVD_JINJA_RETURN_IF_ERROR(SortKeyed(keyed, BoolArg(bound[0], false)));
+  KVD_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[2], BoolArg(bound[1], false)));
+  KVD_RETURN_IF_ERROR(SortKeyed(keyed, BoolArg(bound[0], false)));
   ValueList out;
   for (auto& [key, item] : keyed) out.push_back(std::move(item));
   return Value::List(std::move(out));
@@ -290,10 +290,10 @@ absl::StatusOr<Value> FilterMax(const Value& input, CallArgs& args) {
 
 absl::StatusOr<Value> FilterSum(const Value& input, CallArgs& args) {
   KVD_JINJA_BIND_ARGS("sum", "attribute", "start");
-  KVD_JINJA_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[0], /*case_sensitive=*/true));
+  KVD_ASSIGN_OR_RETURN(auto keyed, Keyed(input, bound[0], /*case_sensitive=*/true));
   Value total = bound[1].has_value() ? *bound[1] : Value::Int(0);
   for (const auto& [key, item] : keyed) {
-    KVD_JINJA_ASSIGN_OR_RETURN(total, BinaryOp("+", total, key));
+    KVD_ASSIGN_OR_RETURN(total, BinaryOp("+", total, key));
   }
   return total;
 }

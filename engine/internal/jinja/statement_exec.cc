@@ -2,11 +2,11 @@
 // continue.
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "engine/internal/jinja/call_args.h"
 #include "engine/internal/jinja/errors.h"
 #include "engine/internal/jinja/operators.h"
 #include "engine/internal/jinja/renderer.h"
-#include "engine/internal/jinja/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
@@ -44,7 +44,7 @@ absl::StatusOr<std::string> Renderer::Run(const StmtList& body,
   std::string out;
   out_ = &out;
   auto root = std::make_shared<Scope>(std::move(globals));
-  KVD_JINJA_RETURN_IF_ERROR(ExecBody(body, root).status());
+  KVD_RETURN_IF_ERROR(ExecBody(body, root).status());
   return out;
 }
 
@@ -84,7 +84,7 @@ absl::StatusOr<std::string> Renderer::Capture(const StmtList& body, const ScopeP
 
 absl::StatusOr<Renderer::Flow> Renderer::ExecBody(const StmtList& body, const ScopePtr& scope) {
   for (const std::unique_ptr<Stmt>& stmt : body) {
-    KVD_JINJA_ASSIGN_OR_RETURN(Flow flow, ExecStmt(*stmt, scope));
+    KVD_ASSIGN_OR_RETURN(Flow flow, ExecStmt(*stmt, scope));
     if (flow != Flow::kNormal) return flow;
   }
   return Flow::kNormal;
@@ -93,18 +93,18 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecBody(const StmtList& body, const Sc
 absl::StatusOr<Renderer::Flow> Renderer::ExecStmt(const Stmt& stmt, const ScopePtr& scope) {
   switch (stmt.kind) {
     case Stmt::Kind::kText:
-      KVD_JINJA_RETURN_IF_ERROR(Write(stmt.text));
+      KVD_RETURN_IF_ERROR(Write(stmt.text));
       return Flow::kNormal;
     case Stmt::Kind::kOutput: {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*stmt.expr, *scope));
-      KVD_JINJA_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, Write(value.Str())));
+      KVD_ASSIGN_OR_RETURN(Value value, Eval(*stmt.expr, *scope));
+      KVD_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, Write(value.Str())));
       return Flow::kNormal;
     }
     case Stmt::Kind::kIf:
       for (const auto& [condition, body] : stmt.branches) {
         bool taken = condition == nullptr;
         if (!taken) {
-          KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*condition, *scope));
+          KVD_ASSIGN_OR_RETURN(Value value, Eval(*condition, *scope));
           taken = value.Truthy();
         }
         if (taken) return ExecBody(body, scope);
@@ -113,10 +113,10 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecStmt(const Stmt& stmt, const ScopeP
     case Stmt::Kind::kFor:
       return ExecFor(stmt, scope);
     case Stmt::Kind::kSet:
-      KVD_JINJA_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, ExecSet(stmt, *scope)));
+      KVD_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, ExecSet(stmt, *scope)));
       return Flow::kNormal;
     case Stmt::Kind::kSetBlock: {
-      KVD_JINJA_ASSIGN_OR_RETURN(std::string text, Capture(stmt.body, scope));
+      KVD_ASSIGN_OR_RETURN(std::string text, Capture(stmt.body, scope));
       scope->Set(stmt.targets[0], Value::String(std::move(text)));
       return Flow::kNormal;
     }
@@ -139,7 +139,7 @@ absl::Status Renderer::Assign(const std::vector<std::string>& targets, const Val
     scope.Set(targets[0], value);
     return absl::OkStatus();
   }
-  KVD_JINJA_ASSIGN_OR_RETURN(ValueList items, Iterate(value));
+  KVD_ASSIGN_OR_RETURN(ValueList items, Iterate(value));
   if (items.size() != targets.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(items.size() < targets.size() ? "not enough" : "too many",
@@ -150,7 +150,7 @@ absl::Status Renderer::Assign(const std::vector<std::string>& targets, const Val
 }
 
 absl::Status Renderer::ExecSet(const Stmt& stmt, Scope& scope) {
-  KVD_JINJA_ASSIGN_OR_RETURN(Value value, Eval(*stmt.expr, scope));
+  KVD_ASSIGN_OR_RETURN(Value value, Eval(*stmt.expr, scope));
   if (stmt.attribute.empty()) return Assign(stmt.targets, value, scope);
   const Value* target = scope.Find(stmt.targets[0]);
   if (target == nullptr || !target->is_namespace()) {
@@ -161,7 +161,7 @@ absl::Status Renderer::ExecSet(const Stmt& stmt, Scope& scope) {
 }
 
 absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& stmt, const ScopePtr& scope) {
-  KVD_JINJA_ASSIGN_OR_RETURN(Value iterable, Eval(*stmt.expr, *scope));
+  KVD_ASSIGN_OR_RETURN(Value iterable, Eval(*stmt.expr, *scope));
   absl::StatusOr<ValueList> all = Iterate(iterable);
   if (!all.ok()) return AddPosition(stmt.expr->line, stmt.expr->column, all.status());
   ValueList items;
@@ -170,25 +170,24 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& stmt, const ScopePt
   } else {
     // The inline `if` filters before the loop starts, so loop.length counts kept items only.
     for (Value& item : *all) {
-      KVD_JINJA_RETURN_IF_ERROR(CountIterations(1));
+      KVD_RETURN_IF_ERROR(CountIterations(1));
       auto probe = std::make_shared<Scope>(scope);
-      KVD_JINJA_RETURN_IF_ERROR(
-          AddPosition(stmt.line, stmt.column, Assign(stmt.targets, item, *probe)));
-      KVD_JINJA_ASSIGN_OR_RETURN(Value keep, Eval(*stmt.condition, *probe));
+      KVD_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, Assign(stmt.targets, item, *probe)));
+      KVD_ASSIGN_OR_RETURN(Value keep, Eval(*stmt.condition, *probe));
       if (keep.Truthy()) items.push_back(std::move(item));
     }
   }
   if (items.empty()) {
     if (stmt.else_body.empty()) return Flow::kNormal;
-    KVD_JINJA_ASSIGN_OR_RETURN(Flow flow, ExecBody(stmt.else_body, scope));
+    KVD_ASSIGN_OR_RETURN(Flow flow, ExecBody(stmt.else_body, scope));
     return flow;
   }
   const auto length = static_cast<int64_t>(items.size());
   for (int64_t i = 0; i < length; ++i) {
-    KVD_JINJA_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, CountIterations(1)));
+    KVD_RETURN_IF_ERROR(AddPosition(stmt.line, stmt.column, CountIterations(1)));
     auto iteration = std::make_shared<Scope>(scope);
     const Value& item = items[static_cast<size_t>(i)];
-    KVD_JINJA_RETURN_IF_ERROR(
+    KVD_RETURN_IF_ERROR(
         AddPosition(stmt.line, stmt.column, Assign(stmt.targets, item, *iteration)));
     const LoopKeys& keys = Keys();
     ValueDict loop;
@@ -212,7 +211,7 @@ absl::StatusOr<Renderer::Flow> Renderer::ExecFor(const Stmt& stmt, const ScopePt
     auto loop_object = std::make_shared<Namespace>();
     loop_object->attributes = std::move(loop);
     iteration->Set("loop", Value::MakeNamespace(std::move(loop_object)));
-    KVD_JINJA_ASSIGN_OR_RETURN(Flow flow, ExecBody(stmt.body, iteration));
+    KVD_ASSIGN_OR_RETURN(Flow flow, ExecBody(stmt.body, iteration));
     if (flow == Flow::kBreak) break;
   }
   return Flow::kNormal;
@@ -240,14 +239,13 @@ absl::StatusOr<Value> Renderer::CallMacro(const Stmt& stmt,
   }
   std::vector<std::string_view> names;
   for (const auto& [name, fallback] : stmt.params) names.push_back(name);
-  KVD_JINJA_ASSIGN_OR_RETURN(std::vector<std::optional<Value>> bound,
-                             BindArgs(stmt.name, names, args));
+  KVD_ASSIGN_OR_RETURN(std::vector<std::optional<Value>> bound, BindArgs(stmt.name, names, args));
   auto scope = std::make_shared<Scope>(parent);
   for (size_t i = 0; i < names.size(); ++i) {
     if (bound[i].has_value()) {
       scope->Set(names[i], *std::move(bound[i]));
     } else if (stmt.params[i].second != nullptr) {
-      KVD_JINJA_ASSIGN_OR_RETURN(Value fallback, Eval(*stmt.params[i].second, *scope));
+      KVD_ASSIGN_OR_RETURN(Value fallback, Eval(*stmt.params[i].second, *scope));
       scope->Set(names[i], std::move(fallback));
     } else {
       scope->Set(names[i], Value::Undefined("'" + std::string(names[i]) + "' is undefined"));

@@ -1,15 +1,15 @@
 // Template parsing and the per-render setup: built-ins, variables, limits.
 #include "engine/internal/jinja/template.h"
 
+#include "base/status_macros.h"
 #include "engine/internal/jinja/builtins.h"
 #include "engine/internal/jinja/parser.h"
 #include "engine/internal/jinja/renderer.h"
-#include "engine/internal/jinja/status_macros.h"
 
 namespace kvd::engine::internal::jinja {
 
 absl::StatusOr<std::unique_ptr<Template>> Template::Parse(std::string_view source) {
-  KVD_JINJA_ASSIGN_OR_RETURN(StmtList body, ParseTemplate(source));
+  KVD_ASSIGN_OR_RETURN(StmtList body, ParseTemplate(source));
   return std::unique_ptr<Template>(new Template(std::move(body)));
 }
 

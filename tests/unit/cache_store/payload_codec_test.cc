@@ -6,7 +6,7 @@
 
 #include <limits>
 
-#include "cache_store/store/internal/sha256.h"
+#include "base/sha256.h"
 #include "tests/unit/cache_store/test_payload.h"
 
 namespace kvd::cache_store::testing {
@@ -67,7 +67,7 @@ TEST(PayloadCodecTest, EveryTruncationIsRefused) {
 // these bytes and a wrong cache.
 std::string Reseal(std::string bytes) {
   bytes.resize(bytes.size() - 32);
-  internal::Sha256Digest digest = internal::Sha256(bytes);
+  base::Sha256Digest digest = base::Sha256(bytes);
   bytes.append(reinterpret_cast<const char*>(digest.data()), digest.size());
   return bytes;
 }

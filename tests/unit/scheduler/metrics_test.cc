@@ -9,15 +9,6 @@
 namespace kvd::scheduler::testing {
 namespace {
 
-TEST(HistogramTest, BucketsAreUpperBoundsInclusive) {
-  Histogram histogram({1.0, 2.0});
-  for (double value : {0.5, 1.0, 1.5, 2.0, 7.0}) histogram.Observe(value);
-  const HistogramSnapshot& snapshot = histogram.snapshot();
-  EXPECT_EQ(snapshot.counts, (std::vector<uint64_t>{2, 2, 1}));
-  EXPECT_EQ(snapshot.count, 5u);
-  EXPECT_DOUBLE_EQ(snapshot.sum, 12.0);
-}
-
 class SchedulerMetricsTest : public SchedulerTest {};
 
 TEST_F(SchedulerMetricsTest, CountsTokensLatenciesAndTenants) {

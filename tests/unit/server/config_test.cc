@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/sha256.h"
 #include "server/config/api_key.h"
 #include "server/config/config_loader.h"
 #include "server/config/server_config.h"
@@ -213,13 +214,13 @@ TEST(ConfigLoaderTest, ExampleTenantParses) {
   EXPECT_EQ(tenant.id, "team-a");
   EXPECT_EQ(tenant.key_sha256, std::vector<std::string>{kDigestAbc});
   EXPECT_EQ(tenant.key_env, "KVD_TEAM_A_KEY");
-  EXPECT_EQ(tenant.key_env_sha256, Sha256Hex("team-a-secret"));
+  EXPECT_EQ(tenant.key_env_sha256, base::Sha256Hex("team-a-secret"));
   EXPECT_TRUE(tenant.keepkv.enabled);
   EXPECT_EQ(tenant.keepkv.budget_tokens, 512);
   EXPECT_TRUE((tenant == TenantConfig{.id = "team-a",
                                       .key_sha256 = {kDigestAbc},
                                       .key_env = "KVD_TEAM_A_KEY",
-                                      .key_env_sha256 = Sha256Hex("team-a-secret"),
+                                      .key_env_sha256 = base::Sha256Hex("team-a-secret"),
                                       .keepkv = {.enabled = true, .budget_tokens = 512}}));
 }
 
@@ -535,7 +536,7 @@ tenants:
     requests_per_minute: 600
     tokens_per_minute: 10000000000
   - id: b
-    key_sha256: )" + Sha256Hex("b-key") +
+    key_sha256: )" + base::Sha256Hex("b-key") +
                                       R"(
 )");
   ASSERT_EQ(config.tenants.size(), 2u);
@@ -557,7 +558,7 @@ tenants:
   EXPECT_EQ(policy.max_queued_requests, 16);
 
   const TenantConfig& b = config.tenants[1];  // one string reads as a list of one
-  EXPECT_TRUE((b == TenantConfig{.id = "b", .key_sha256 = {Sha256Hex("b-key")}}));
+  EXPECT_TRUE((b == TenantConfig{.id = "b", .key_sha256 = {base::Sha256Hex("b-key")}}));
 }
 
 TEST(ConfigLoaderTest, TenantErrors) {
@@ -638,15 +639,15 @@ TEST(ConfigLoaderTest, KeyEnvIsReadFromTheEnvironment) {
                                       kDigestAbc + "]\n    key_env: KVD_CONFIG_TEST_KEY\n");
   ASSERT_EQ(config.tenants.size(), 1u);
   EXPECT_EQ(config.tenants[0].key_env, "KVD_CONFIG_TEST_KEY");
-  EXPECT_EQ(config.tenants[0].key_env_sha256, Sha256Hex("sk-test-123"));
+  EXPECT_EQ(config.tenants[0].key_env_sha256, base::Sha256Hex("sk-test-123"));
   EXPECT_EQ(config.tenants[0].KeyDigests(),
-            (std::vector<std::string>{kDigestAbc, Sha256Hex("sk-test-123")}));
+            (std::vector<std::string>{kDigestAbc, base::Sha256Hex("sk-test-123")}));
 
   // A key from the environment counts on its own, and clashes like any other.
   EXPECT_EQ(ParseOk("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_KEY\n").tenants.size(), 1u);
   EXPECT_EQ(ParseError("tenants:\n  - id: a\n    key_env: KVD_CONFIG_TEST_KEY\n  - id: b\n"
                        "    key_sha256: [" +
-                       Sha256Hex("sk-test-123") + "]\n"),
+                       base::Sha256Hex("sk-test-123") + "]\n"),
             "config.yaml:5: tenants[1].key_sha256[0]: the same API key as tenants[0].key_env; a "
             "key may belong to one tenant only");
 }
@@ -803,7 +804,7 @@ tenants:
     keepkv:
       method: convex
   - id: c
-    key_sha256: )" + Sha256Hex("c-key") +
+    key_sha256: )" + base::Sha256Hex("c-key") +
                                       R"(
 keepkv:
   budget: 128

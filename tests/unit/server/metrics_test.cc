@@ -24,8 +24,8 @@
 namespace kvd::server {
 namespace {
 
+using base::HistogramSnapshot;
 using scheduler::FinishReason;
-using scheduler::HistogramSnapshot;
 using scheduler::MetricsSnapshot;
 
 constexpr char kModel[] = "llama-test";
