@@ -2,6 +2,7 @@
 // on the request's stream (Events).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,9 @@ struct DocumentPrefix {
   std::string key;  // names this exact cache: tenant, document id and cache identity
   std::shared_ptr<const cache_store::DocumentPayload> payload;
 };
+
+// The most stop strings one request may carry; Submit refuses more.
+inline constexpr size_t kMaxStopStrings = 16;
 
 struct Request {
   TenantPolicy tenant;

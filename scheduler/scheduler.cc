@@ -16,8 +16,6 @@
 namespace kvd::scheduler {
 namespace {
 
-constexpr size_t kMaxStopStrings = 64;
-
 absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& model,
                                                                 const SchedulerConfig& config) {
   const engine::ModelConfig& model_config = model.config();

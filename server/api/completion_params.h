@@ -1,6 +1,7 @@
-// The body of POST /v1/completions and /v1/chat/completions, checked field by field against
-// what the OpenAI API allows, and turned into scheduler requests. Every error names the
-// parameter (OpenAI's `param`); parameters we do not support are refused, never ignored.
+// A completion request (completion_request.h, from either protocol) checked field by field
+// against what the OpenAI API allows, the served model and the tenant, and turned into
+// scheduler requests: prompts tokenized, chat rendered. Every error names the parameter
+// (OpenAI's `param`); parameters we do not support are refused, never ignored.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,10 @@
 #include "engine/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
+#include "server/api/completion_request.h"
 #include "server/config/keepkv_config.h"
 
 namespace kvd::server {
-
-enum class ApiKind { kCompletion, kChat };
 
 struct CompletionParams {
   ApiKind kind = ApiKind::kCompletion;
@@ -53,10 +53,16 @@ struct DocumentContext {
   engine::DocumentRole role = engine::DocumentRole::kUser;
 };
 
-// Parses `body` (already JSON). InvalidArgument with a param payload for every problem;
-// NotFound when `model` names another model. With `document`, the prompts continue it.
-// `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the request asks);
-// a chat request with KeepKV protects its system turns (request.keepkv->protected_prefix).
+// Checks `request` and builds its scheduler requests. InvalidArgument with a param payload for
+// every problem; NotFound when `model` names another model. With `document`, the prompts
+// continue it. `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the
+// request asks); a chat request with KeepKV protects its system turns
+// (request.keepkv->protected_prefix).
+[[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
+    const CompletionRequest& request, const ModelInfo& model,
+    const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
+
+// ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(
     const nlohmann::json& body, ApiKind kind, const ModelInfo& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);

@@ -2,29 +2,24 @@
 
 #include <utility>
 
+#include "server/api/completion_rules.h"
 #include "server/documents/document_service.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
 
-using json = nlohmann::json;
-
-absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(const ServingContext& context,
-                                                                      const json& body,
-                                                                      const std::string& tenant) {
-  const auto it = body.find("documents");
-  if (it == body.end() || it->is_null()) return std::nullopt;
+absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
+    const ServingContext& context, const std::vector<std::string>& documents,
+    const std::string& tenant) {
+  if (documents.empty()) return std::nullopt;
   auto invalid = [](std::string message) {
     return WithParam(absl::InvalidArgumentError(std::move(message)), "documents");
   };
   if (context.documents == nullptr) {
     return invalid("documents are not enabled on this server (documents.enabled)");
   }
-  if (!it->is_array() || it->size() > 1 || (it->size() == 1 && !(*it)[0].is_string())) {
-    return invalid("'documents' must be an array of at most one document id");
-  }
-  if (it->empty()) return std::nullopt;
-  auto resolved = context.documents->Resolve(tenant, (*it)[0].get<std::string>());
+  if (documents.size() > 1) return invalid(DocumentsRule());
+  auto resolved = context.documents->Resolve(tenant, documents[0]);
   if (!resolved.ok()) {
     absl::Status status = WithParam(resolved.status(), "documents");
     return absl::IsNotFound(status) ? WithErrorCode(status, "document_not_found") : status;
@@ -46,14 +41,13 @@ std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
   }
 }
 
-std::variant<StartedCompletion, CompletionRefusal> StartCompletion(ServingContext& context,
-                                                                   Tenant& tenant, const json& body,
-                                                                   ApiKind kind) {
-  auto document = ResolveRequestDocument(context, body, tenant.id());
+std::variant<StartedCompletion, CompletionRefusal> StartCompletion(
+    ServingContext& context, Tenant& tenant, const CompletionRequest& request) {
+  auto document = ResolveRequestDocument(context, request.documents, tenant.id());
   if (!document.ok()) return CompletionRefusal{document.status()};
   const KeepKvConfig keepkv = tenant.keepkv();
-  auto params = ParseCompletionParams(body, kind, context.model,
-                                      document->has_value() ? &**document : nullptr, &keepkv);
+  auto params = ResolveCompletionParams(request, context.model,
+                                        document->has_value() ? &**document : nullptr, &keepkv);
   if (!params.ok()) return CompletionRefusal{params.status()};
 
   int64_t tokens = 0;

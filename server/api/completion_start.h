@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "nlohmann/json.hpp"
 #include "scheduler/request_handle.h"
 #include "server/api/completion_params.h"
 #include "server/api/serving_context.h"
@@ -31,16 +30,17 @@ struct CompletionRefusal {
   std::optional<RejectionReason> rejection;
 };
 
-// The stored document `body`'s "documents" names (an array of at most one id of the tenant's
-// own), if any. InvalidArgument (param "documents") for a bad value or when documents are off;
-// the document service's errors otherwise, NotFound with code document_not_found.
+// The stored document a request's `documents` names (at most one id, of the tenant's own), if
+// any. InvalidArgument (param "documents") for more than one or when documents are off; the
+// document service's errors otherwise, NotFound with code document_not_found.
 [[nodiscard]] absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
-    const ServingContext& context, const nlohmann::json& body, const std::string& tenant);
+    const ServingContext& context, const std::vector<std::string>& documents,
+    const std::string& tenant);
 
-// Parses `body` as `kind`, admits it under `tenant`'s limits and submits its prompts. On
-// failure nothing is left running and the permit (if taken) is refunded.
+// Checks `request` (ResolveCompletionParams), admits it under `tenant`'s limits and submits its
+// prompts. On failure nothing is left running and the permit (if taken) is refunded.
 [[nodiscard]] std::variant<StartedCompletion, CompletionRefusal> StartCompletion(
-    ServingContext& context, Tenant& tenant, const nlohmann::json& body, ApiKind kind);
+    ServingContext& context, Tenant& tenant, const CompletionRequest& request);
 
 // The rejection an error counts as: unauthenticated, a full queue, overload.
 std::optional<RejectionReason> RejectionFor(const absl::Status& status);

@@ -1,22 +1,21 @@
-// A completion request's `keepkv` (docs/api.md, KeepKV) over its tenant's defaults: whether
-// KeepKV runs for the request and with which parameters.
+// A completion request's KeepKV fields (CompletionRequest::keepkv, docs/api.md, KeepKV) over its
+// tenant's defaults: whether KeepKV runs for the request and with which parameters.
 #pragma once
 
 #include <optional>
 
 #include "absl/status/statusor.h"
 #include "cache_store/keepkv/keepkv_params.h"
-#include "nlohmann/json.hpp"
+#include "server/api/completion_request.h"
 #include "server/config/keepkv_config.h"
 
 namespace kvd::server {
 
-// `body`'s "keepkv": absent, the tenant's default (`defaults`, on when defaults.enabled);
-// null, off; an object, on, its keys (budget, alpha, window, refresh_every, recent, method)
-// over `defaults`, a null key counting as absent. None when off. InvalidArgument naming the
-// key as the param ("keepkv.alpha") for a bad value, an unknown key or a non-object.
+// None given: the tenant's default (`defaults`, on when defaults.enabled). Disabled: off. Fields
+// given: on, each over `defaults`. None when off. InvalidArgument naming the field as the param
+// ("keepkv.alpha") for a bad value, or "keepkv.disabled" for disabled with fields.
 // protected_prefix is left 0: the caller knows the prompt.
-[[nodiscard]] absl::StatusOr<std::optional<cache_store::KeepKvParams>> ParseKeepKvRequest(
-    const nlohmann::json& body, const KeepKvConfig& defaults);
+[[nodiscard]] absl::StatusOr<std::optional<cache_store::KeepKvParams>> ResolveKeepKv(
+    const std::optional<KeepKvRequest>& request, const KeepKvConfig& defaults);
 
 }  // namespace kvd::server

@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "nlohmann/json.hpp"
 #include "server/api/completion_reply.h"
+#include "server/api/completion_request_json.h"
 #include "server/api/completion_start.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
@@ -43,7 +44,11 @@ class Api {
     }
     auto body = ParseBody(request);
     if (!body.ok()) return Refuse(request, (*tenant)->id(), body.status(), start);
-    auto started = StartCompletion(context_, **tenant, *body, kind);
+    auto completion_request = ReadCompletionRequestJson(*body, kind);
+    if (!completion_request.ok()) {
+      return Refuse(request, (*tenant)->id(), completion_request.status(), start);
+    }
+    auto started = StartCompletion(context_, **tenant, *completion_request);
     if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
       return Refuse(request, (*tenant)->id(), refusal->status, start, refusal->rejection);
     }

@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "server/api/completion_start.h"
 #include "server/grpc/call_auth.h"
-#include "server/grpc/generate_request_json.h"
+#include "server/grpc/generate_request.h"
 #include "server/grpc/grpc_status.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
@@ -374,9 +374,11 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
   };
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return refuse("-", tenant.status(), RejectionFor(tenant.status()));
-  auto body = GenerateRequestToJson(*request);
-  if (!body.ok()) return refuse((*tenant)->id(), body.status(), std::nullopt);
-  auto started = StartCompletion(context_, **tenant, body->body, body->kind);
+  auto completion_request = ReadGenerateRequest(*request);
+  if (!completion_request.ok()) {
+    return refuse((*tenant)->id(), completion_request.status(), std::nullopt);
+  }
+  auto started = StartCompletion(context_, **tenant, *completion_request);
   if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
     return refuse((*tenant)->id(), refusal->status, refusal->rejection);
   }
@@ -422,9 +424,9 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
     if (request->has_add_generation_prompt()) {
       chat.set_add_generation_prompt(request->add_generation_prompt());
     }
-    auto body = GenerateRequestToJson(chat);
-    if (!body.ok()) return FinishUnary(call, body.status());
-    auto params = ParseCompletionParams(body->body, ApiKind::kChat, context_.model);
+    auto chat_request = ReadGenerateRequest(chat);
+    if (!chat_request.ok()) return FinishUnary(call, chat_request.status());
+    auto params = ResolveCompletionParams(*chat_request, context_.model);
     if (!params.ok()) return FinishUnary(call, params.status());
     tokens = params->prompts.front();
   } else {

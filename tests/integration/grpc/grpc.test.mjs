@@ -379,6 +379,23 @@ test('a streamed chat Generate equals POST /v1/chat/completions', async () => {
   assert.equal(replies.at(-1).kind, 'completion');
 });
 
+// KeepKv's budget is a oneof: budget_tokens 1 keeps one entry of the prompt's own (and merges
+// the rest), budget_fraction 1 the whole prompt (merging only what decoding adds past it).
+test('KeepKv budget_tokens 1 is one token, not the whole prompt', async () => {
+  const request = {
+    model: 'kvd-tiny', messages: { messages: [{ role: 'user', content: question }] },
+    sampling: { temperature: 0 }, max_tokens: 4,
+  };
+  const mergesOf = async (keepkv) => {
+    const before = await server.metric('kvd_keepkv_merges_total', {});
+    await generate(server, { ...request, keepkv }).done;
+    return (await server.metric('kvd_keepkv_merges_total', {})) - before;
+  };
+  const whole = await mergesOf({ budget_fraction: 1 });
+  const one = await mergesOf({ budget_tokens: 1 });
+  assert.ok(one > whole, `one token merges ${one} entries, the whole prompt ${whole}`);
+});
+
 test('a completion with n = 2 and a seed equals POST /v1/completions', async () => {
   const request = { model: 'kvd-tiny', prompt: 'the old river', max_tokens: 8, ignore_eos: true };
   const { messages } = await generate(server, {

@@ -193,8 +193,8 @@ TEST_F(CompletionParamsTest, PartsAndFormatsOfAnyShapeAre400) {
   }
   const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
   ASSERT_TRUE(Chat(messages, {{"response_format", {{"type", "text"}}}}).ok());
-  for (const json& format : {json{{"type", 5}}, json{{"type", json::object()}}, json("text"),
-                             json::array()}) {
+  for (const json& format :
+       {json{{"type", 5}}, json{{"type", json::object()}}, json("text"), json::array()}) {
     const ErrorShape error = ErrorOf(Chat(messages, {{"response_format", format}}));
     EXPECT_EQ(error.status, 400) << format;
     EXPECT_EQ(error.param, "response_format") << format;
@@ -220,7 +220,7 @@ TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
        "'keepkv.budget' over 1 is a token count and must be an integer, got 1.5"},
       {{{"budget", 0.0}},
        "keepkv.budget",
-       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got 0.0"},
+       "'keepkv.budget' must be a positive token count or a fraction in (0, 1], got 0"},
       {{{"budget", 3000000000}},
        "keepkv.budget",
        "'keepkv.budget' must be at most 2147483647 tokens, got 3000000000"},

@@ -1,0 +1,78 @@
+// A completion request as a client sent it, in the one typed form both protocols fill: HTTP's
+// JSON body (completion_request_json.h) and gRPC's GenerateRequest (grpc/generate_request.h).
+// A reader checks only what its wire format can get wrong (types, shapes, unknown keys);
+// ResolveCompletionParams (completion_params.h) checks the values against the model, the
+// tenant and the API's ranges, once for both. An empty optional is a field the client left out.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace kvd::server {
+
+enum class ApiKind { kCompletion, kChat };
+
+// One completions prompt: text, or token ids as sent (not yet checked against the vocabulary).
+using PromptInput = std::variant<std::string, std::vector<int64_t>>;
+
+// A request's KeepKV fields over its tenant's defaults (docs/api.md, KeepKV).
+struct KeepKvRequest {
+  bool disabled = false;  // HTTP "keepkv": null, gRPC KeepKv.disabled: off for this request
+  std::optional<int64_t> budget_tokens;
+  std::optional<double> budget_fraction;
+  std::optional<double> alpha;
+  std::optional<int64_t> window;
+  std::optional<int64_t> refresh_every;
+  std::optional<int64_t> recent;
+  std::optional<std::string> method;
+};
+
+struct CompletionRequest {
+  ApiKind kind = ApiKind::kCompletion;
+  std::string model;
+
+  // Completions: the prompts, in order.
+  std::vector<PromptInput> prompts;
+  bool echo = false;
+  std::optional<int64_t> logprobs;  // top alternatives per token
+
+  // Chat: the messages as the chat template reads them, each an object with string "role" and
+  // "content" (text parts joined) and whatever else the client sent.
+  nlohmann::json messages = nlohmann::json::array();
+  std::optional<bool> add_generation_prompt;
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  std::optional<int64_t> max_completion_tokens;
+  bool chat_logprobs = false;
+  std::optional<int64_t> top_logprobs;
+
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> min_p;
+  std::optional<double> presence_penalty;
+  std::optional<double> frequency_penalty;
+  std::optional<double> repetition_penalty;
+  std::optional<int64_t> seed;
+  std::vector<std::pair<std::string, double>> logit_bias;  // token id as sent, bias
+  std::optional<int64_t> max_tokens;
+  std::optional<int64_t> min_tokens;
+  std::optional<int64_t> n;
+  std::vector<std::string> stop;
+  std::vector<int64_t> stop_token_ids;
+  bool ignore_eos = false;
+  std::optional<bool> skip_special_tokens;
+  std::optional<int64_t> priority;
+  std::vector<std::string> documents;   // stored document ids the prompt continues
+  std::optional<KeepKvRequest> keepkv;  // empty: the tenant's default
+  bool stream = false;
+  bool include_usage = false;
+  std::string user;
+};
+
+}  // namespace kvd::server

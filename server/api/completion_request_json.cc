@@ -1,0 +1,449 @@
+#include "server/api/completion_request_json.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "server/api/completion_rules.h"
+#include "server/api/openai_json.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+const std::set<std::string>& CommonKeys() {
+  static const std::set<std::string> keys = {"model",
+                                             "max_tokens",
+                                             "temperature",
+                                             "top_p",
+                                             "top_k",
+                                             "min_p",
+                                             "n",
+                                             "seed",
+                                             "stop",
+                                             "stop_token_ids",
+                                             "presence_penalty",
+                                             "frequency_penalty",
+                                             "repetition_penalty",
+                                             "logit_bias",
+                                             "logprobs",
+                                             "ignore_eos",
+                                             "min_tokens",
+                                             "user",
+                                             "stream",
+                                             "stream_options",
+                                             "priority",
+                                             "documents",
+                                             "skip_special_tokens",
+                                             "keepkv"};
+  return keys;
+}
+const std::set<std::string>& CompletionKeys() {
+  static const std::set<std::string> keys = {"prompt", "echo", "best_of", "suffix"};
+  return keys;
+}
+const std::set<std::string>& ChatKeys() {
+  static const std::set<std::string> keys = {"messages",
+                                             "max_completion_tokens",
+                                             "top_logprobs",
+                                             "add_generation_prompt",
+                                             "chat_template_kwargs",
+                                             "tools",
+                                             "tool_choice",
+                                             "response_format"};
+  return keys;
+}
+
+constexpr std::string_view kKeepKvKeys[] = {"budget",        "alpha",  "window",
+                                            "refresh_every", "recent", "method"};
+
+absl::Status Invalid(std::string_view param, std::string message) {
+  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
+}
+
+// An integer JSON value as int64_t, the largest ones clamped (parsed non-negative integers are
+// unsigned), so that a range check refuses them.
+int64_t IntegerOf(const json& value) {
+  if (!value.is_number_unsigned()) return value.get<int64_t>();
+  return value.get<uint64_t>() > uint64_t{INT64_MAX} ? INT64_MAX
+                                                     : static_cast<int64_t>(value.get<uint64_t>());
+}
+
+// Typed access to an object's fields: absent and null read as "not given". `prefix` names
+// the object in params ("keepkv." for its keys).
+class Fields {
+ public:
+  Fields(const json& object, std::string prefix = "")
+      : object_(object), prefix_(std::move(prefix)) {}
+
+  const json* Get(const std::string& key) const {
+    const auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  absl::Status Number(const std::string& key, std::optional<double>& out) const {
+    const json* value = Get(key);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_number()) return Mistyped(key, "a number", *value);
+    out = value->get<double>();
+    return absl::OkStatus();
+  }
+
+  absl::Status Integer(const std::string& key, std::optional<int64_t>& out) const {
+    const json* value = Get(key);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_number_integer()) return Mistyped(key, "an integer", *value);
+    out = IntegerOf(*value);
+    return absl::OkStatus();
+  }
+
+  absl::Status Boolean(const std::string& key, bool& out) const {
+    const json* value = Get(key);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_boolean()) return Mistyped(key, "a boolean", *value);
+    out = value->get<bool>();
+    return absl::OkStatus();
+  }
+
+  absl::Status Boolean(const std::string& key, std::optional<bool>& out) const {
+    bool given = false;
+    if (Get(key) == nullptr) return absl::OkStatus();
+    KVD_RETURN_IF_ERROR(Boolean(key, given));
+    out = given;
+    return absl::OkStatus();
+  }
+
+  absl::Status String(const std::string& key, std::string& out) const {
+    const json* value = Get(key);
+    if (value == nullptr) return absl::OkStatus();
+    if (!value->is_string()) return Mistyped(key, "a string", *value);
+    out = value->get<std::string>();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Mistyped(const std::string& key, std::string_view type, const json& value) const {
+    const std::string param = prefix_ + key;
+    return Invalid(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
+                                       std::string(value.type_name())));
+  }
+
+  const json& object_;
+  std::string prefix_;
+};
+
+absl::Status CheckKeys(const json& body, ApiKind kind) {
+  const auto& own = kind == ApiKind::kChat ? ChatKeys() : CompletionKeys();
+  for (const auto& [key, value] : body.items()) {
+    if (CommonKeys().count(key) == 0 && own.count(key) == 0) {
+      return Invalid(key, absl::StrCat("unsupported parameter '", key, "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadTokenIds(const json& array, std::string_view param, std::vector<int64_t>& out) {
+  for (const json& id : array) {
+    if (!id.is_number_integer()) {
+      return Invalid(param, absl::StrCat("'", std::string(param), "' token ids must be integers"));
+    }
+    out.push_back(IntegerOf(id));
+  }
+  return absl::OkStatus();
+}
+
+// `prompt`: a string, strings, token ids, or lists of token ids.
+absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
+  const auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) return Invalid("prompt", "'prompt' is required");
+  const json& prompt = *it;
+  auto add_ids = [&](const json& ids) -> absl::Status {
+    std::vector<int64_t> tokens;
+    KVD_RETURN_IF_ERROR(ReadTokenIds(ids, "prompt", tokens));
+    request.prompts.emplace_back(std::move(tokens));
+    return absl::OkStatus();
+  };
+  if (prompt.is_string()) {
+    request.prompts.emplace_back(prompt.get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!prompt.is_array() || prompt.empty()) {
+    return Invalid("prompt",
+                   "'prompt' must be a non-empty string, array of strings or array of token ids");
+  }
+  if (prompt.front().is_number_integer()) return add_ids(prompt);
+  for (const json& entry : prompt) {
+    if (entry.is_string()) {
+      request.prompts.emplace_back(entry.get<std::string>());
+    } else if (entry.is_array() && !entry.empty()) {
+      KVD_RETURN_IF_ERROR(add_ids(entry));
+    } else {
+      return Invalid("prompt",
+                     "'prompt' must be a string, an array of strings, an array of token ids, or "
+                     "an array of arrays of token ids");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A message's content: a string, or text parts joined.
+absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
+  const std::string param = absl::StrCat("messages[", index, "].content");
+  if (content.is_string()) return content.get<std::string>();
+  if (content.is_null()) return std::string();
+  if (!content.is_array()) {
+    return Invalid(param, absl::StrCat("'", param, "' must be a string or an array of parts"));
+  }
+  std::string text;
+  for (const json& part : content) {
+    if (!StringFieldIs(part, "type", "text") || !part.contains("text") ||
+        !part["text"].is_string()) {
+      return Invalid(param, absl::StrCat("'", param,
+                                         "' supports only parts of type \"text\" with a string "
+                                         "\"text\""));
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+absl::Status ReadMessages(const json& body, CompletionRequest& request) {
+  const auto it = body.find("messages");
+  if (it == body.end() || !it->is_array() || it->empty()) {
+    return Invalid("messages", "'messages' must be a non-empty array");
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& message = (*it)[i];
+    const std::string param = absl::StrCat("messages[", i, "]");
+    if (!message.is_object()) {
+      return Invalid(param, absl::StrCat("'", param, "' must be an object"));
+    }
+    const auto role = message.find("role");
+    if (role == message.end() || !role->is_string()) {
+      return Invalid(param + ".role", RoleRule(param));
+    }
+    json normalized = message;
+    KVD_ASSIGN_OR_RETURN(normalized["content"],
+                         MessageText(message.contains("content") ? message["content"] : json(), i));
+    request.messages.push_back(std::move(normalized));
+  }
+  const Fields fields(body);
+  KVD_RETURN_IF_ERROR(fields.Boolean("add_generation_prompt", request.add_generation_prompt));
+  if (const json* kwargs = fields.Get("chat_template_kwargs")) {
+    if (!kwargs->is_object()) {
+      return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    }
+    request.chat_template_kwargs = *kwargs;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
+  if (const json* stop = fields.Get("stop")) {
+    if (stop->is_string()) {
+      request.stop.push_back(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (const json& entry : *stop) {
+        if (!entry.is_string()) return Invalid("stop", "'stop' must hold strings");
+        request.stop.push_back(entry.get<std::string>());
+      }
+    } else {
+      return Invalid("stop", StopRule());
+    }
+  }
+  if (const json* ids = fields.Get("stop_token_ids")) {
+    if (!ids->is_array()) return Invalid("stop_token_ids", "'stop_token_ids' must be an array");
+    KVD_RETURN_IF_ERROR(ReadTokenIds(*ids, "stop_token_ids", request.stop_token_ids));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadLogitBias(const Fields& fields, CompletionRequest& request) {
+  const json* bias = fields.Get("logit_bias");
+  if (bias == nullptr) return absl::OkStatus();
+  if (!bias->is_object()) return Invalid("logit_bias", "'logit_bias' must be an object");
+  for (const auto& [key, value] : bias->items()) {
+    if (!value.is_number()) {
+      return Invalid("logit_bias", LogitBiasRule(key));
+    }
+    request.logit_bias.emplace_back(key, value.get<double>());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadSampling(const Fields& fields, CompletionRequest& request) {
+  KVD_RETURN_IF_ERROR(fields.Number("temperature", request.temperature));
+  KVD_RETURN_IF_ERROR(fields.Number("top_p", request.top_p));
+  KVD_RETURN_IF_ERROR(fields.Integer("top_k", request.top_k));
+  KVD_RETURN_IF_ERROR(fields.Number("min_p", request.min_p));
+  KVD_RETURN_IF_ERROR(fields.Number("presence_penalty", request.presence_penalty));
+  KVD_RETURN_IF_ERROR(fields.Number("frequency_penalty", request.frequency_penalty));
+  KVD_RETURN_IF_ERROR(fields.Number("repetition_penalty", request.repetition_penalty));
+  KVD_RETURN_IF_ERROR(fields.Integer("seed", request.seed));
+  return ReadLogitBias(fields, request);
+}
+
+absl::Status ReadLogprobs(const Fields& fields, ApiKind kind, CompletionRequest& request) {
+  if (kind == ApiKind::kCompletion) return fields.Integer("logprobs", request.logprobs);
+  KVD_RETURN_IF_ERROR(fields.Boolean("logprobs", request.chat_logprobs));
+  return fields.Integer("top_logprobs", request.top_logprobs);
+}
+
+absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request) {
+  KVD_RETURN_IF_ERROR(fields.Boolean("stream", request.stream));
+  const json* options = fields.Get("stream_options");
+  if (options == nullptr) return absl::OkStatus();
+  if (!request.stream) {
+    return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+  }
+  if (!options->is_object()) return Invalid("stream_options", "'stream_options' must be an object");
+  for (const auto& [key, value] : options->items()) {
+    if (key != "include_usage" && key != "continuous_usage_stats") {
+      return Invalid("stream_options", absl::StrCat("unsupported stream option '", key, "'"));
+    }
+  }
+  const json& usage = options->value("include_usage", json(false));
+  if (!usage.is_boolean()) {
+    return Invalid("stream_options", "'stream_options.include_usage' must be a boolean");
+  }
+  request.include_usage = usage.get<bool>();
+  return absl::OkStatus();
+}
+
+absl::Status ReadDocuments(const Fields& fields, CompletionRequest& request) {
+  const json* documents = fields.Get("documents");
+  if (documents == nullptr) return absl::OkStatus();
+  if (!documents->is_array()) return Invalid("documents", DocumentsRule());
+  for (const json& id : *documents) {
+    if (!id.is_string()) return Invalid("documents", DocumentsRule());
+    request.documents.push_back(id.get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+// Parameters of the API kvd does not implement: accepted only at their neutral values.
+absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
+                               const CompletionRequest& request) {
+  if (kind == ApiKind::kCompletion) {
+    if (const json* best_of = fields.Get("best_of")) {
+      if (!best_of->is_number_integer() || IntegerOf(*best_of) != request.n.value_or(1)) {
+        return Invalid("best_of", "'best_of' other than n is not supported");
+      }
+    }
+    if (fields.Get("suffix") != nullptr) return Invalid("suffix", "'suffix' is not supported");
+    return absl::OkStatus();
+  }
+  if (const json* tools = fields.Get("tools"); tools != nullptr && !tools->empty()) {
+    return Invalid("tools", "'tools' (function calling) is not supported");
+  }
+  if (const json* choice = fields.Get("tool_choice");
+      choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
+    return Invalid("tool_choice", "'tool_choice' other than \"none\" is not supported");
+  }
+  if (const json* format = fields.Get("response_format");
+      format != nullptr && !StringFieldIs(*format, "type", "text")) {
+    return Invalid("response_format",
+                   "'response_format' other than {\"type\": \"text\"} is not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadKeepKvBudget(const json& value, KeepKvRequest& keepkv) {
+  if (!value.is_number()) {
+    return Invalid("keepkv.budget", absl::StrCat("'keepkv.budget' ", KeepKvBudgetRule(), ", got ",
+                                                 std::string(value.type_name())));
+  }
+  if (value.is_number_integer() && IntegerOf(value) != 1) {
+    keepkv.budget_tokens = IntegerOf(value);
+    return absl::OkStatus();
+  }
+  if (value.get<double>() > 1.0) {
+    return Invalid("keepkv.budget",
+                   absl::StrCat("'keepkv.budget' over 1 is a token count and must be an integer, "
+                                "got ",
+                                value.dump()));
+  }
+  keepkv.budget_fraction = value.get<double>();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
+  const auto it = body.find("keepkv");
+  if (it == body.end()) return std::nullopt;
+  KeepKvRequest keepkv;
+  if (it->is_null()) {
+    keepkv.disabled = true;
+    return keepkv;
+  }
+  if (!it->is_object()) {
+    return Invalid("keepkv", absl::StrCat("'keepkv' must be an object or null, got ",
+                                          std::string(it->type_name())));
+  }
+  for (const auto& [key, value] : it->items()) {
+    bool known = false;
+    for (std::string_view name : kKeepKvKeys) known = known || key == name;
+    if (!known) {
+      return Invalid("keepkv." + key,
+                     absl::StrCat("unsupported parameter 'keepkv.", key,
+                                  "' (keepkv takes budget, alpha, window, refresh_every, recent, "
+                                  "method)"));
+    }
+  }
+  const Fields fields(*it, "keepkv.");
+  if (const json* budget = fields.Get("budget")) {
+    KVD_RETURN_IF_ERROR(ReadKeepKvBudget(*budget, keepkv));
+  }
+  KVD_RETURN_IF_ERROR(fields.Number("alpha", keepkv.alpha));
+  KVD_RETURN_IF_ERROR(fields.Integer("window", keepkv.window));
+  KVD_RETURN_IF_ERROR(fields.Integer("refresh_every", keepkv.refresh_every));
+  KVD_RETURN_IF_ERROR(fields.Integer("recent", keepkv.recent));
+  if (fields.Get("method") != nullptr) {
+    std::string method;
+    KVD_RETURN_IF_ERROR(fields.String("method", method));
+    keepkv.method = std::move(method);
+  }
+  return keepkv;
+}
+
+absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, ApiKind kind) {
+  if (!body.is_object()) {
+    return absl::InvalidArgumentError("the request body must be a JSON object");
+  }
+  KVD_RETURN_IF_ERROR(CheckKeys(body, kind));
+  const Fields fields(body);
+  CompletionRequest request;
+  request.kind = kind;
+  KVD_RETURN_IF_ERROR(fields.String("model", request.model));
+  KVD_RETURN_IF_ERROR(fields.Integer("n", request.n));
+  KVD_RETURN_IF_ERROR(RefuseUnsupported(fields, kind, request));
+  KVD_RETURN_IF_ERROR(ReadStreamOptions(fields, request));
+  KVD_ASSIGN_OR_RETURN(request.keepkv, ReadKeepKvJson(body));
+  if (kind == ApiKind::kCompletion) {
+    KVD_RETURN_IF_ERROR(fields.Boolean("echo", request.echo));
+    KVD_RETURN_IF_ERROR(ReadPrompts(body, request));
+  } else {
+    KVD_RETURN_IF_ERROR(ReadMessages(body, request));
+    KVD_RETURN_IF_ERROR(fields.Integer("max_completion_tokens", request.max_completion_tokens));
+  }
+  KVD_RETURN_IF_ERROR(ReadDocuments(fields, request));
+  KVD_RETURN_IF_ERROR(ReadSampling(fields, request));
+  KVD_RETURN_IF_ERROR(ReadLogprobs(fields, kind, request));
+  KVD_RETURN_IF_ERROR(ReadStop(fields, request));
+  KVD_RETURN_IF_ERROR(fields.Boolean("ignore_eos", request.ignore_eos));
+  KVD_RETURN_IF_ERROR(fields.Boolean("skip_special_tokens", request.skip_special_tokens));
+  KVD_RETURN_IF_ERROR(fields.Integer("priority", request.priority));
+  KVD_RETURN_IF_ERROR(fields.String("user", request.user));
+  KVD_RETURN_IF_ERROR(fields.Integer("max_tokens", request.max_tokens));
+  KVD_RETURN_IF_ERROR(fields.Integer("min_tokens", request.min_tokens));
+  return request;
+}
+
+}  // namespace kvd::server

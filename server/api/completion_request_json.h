@@ -1,0 +1,24 @@
+// The JSON body of POST /v1/completions and /v1/chat/completions read into a CompletionRequest:
+// unknown keys, types and shapes checked here, values later, for both protocols at once
+// (ResolveCompletionParams). Parameters of the API that kvd does not implement are refused here
+// unless they hold their neutral value.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "server/api/completion_request.h"
+
+namespace kvd::server {
+
+// InvalidArgument with a param payload (OpenAI's `param`) for every problem.
+[[nodiscard]] absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(
+    const nlohmann::json& body, ApiKind kind);
+
+// `body`'s "keepkv": absent, none (the tenant's default); null, disabled; an object of
+// budget, alpha, window, refresh_every, recent, method (a null key counts as absent). A
+// `budget` in (0, 1] is a fraction of the prompt (so that 1 and 1.0, which many JSON writers
+// do not tell apart, both mean the whole prompt); a larger one an integer token count.
+[[nodiscard]] absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(
+    const nlohmann::json& body);
+
+}  // namespace kvd::server

@@ -1,0 +1,115 @@
+#include "server/grpc/generate_request.h"
+
+#include <string>
+#include <utility>
+
+#include "engine/bounded_json.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+template <typename Field>
+auto OptionalOf(bool has, const Field& value) {
+  using Wide = std::conditional_t<std::is_floating_point_v<Field>, double,
+                                  std::conditional_t<std::is_same_v<Field, bool>, bool, int64_t>>;
+  return has ? std::optional<Wide>(static_cast<Wide>(value)) : std::nullopt;
+}
+
+}  // namespace
+
+KeepKvRequest ReadKeepKv(const v1::KeepKv& keepkv) {
+  KeepKvRequest out;
+  out.disabled = keepkv.disabled();
+  switch (keepkv.budget_case()) {
+    case v1::KeepKv::kBudgetTokens:
+      out.budget_tokens = keepkv.budget_tokens();
+      break;
+    case v1::KeepKv::kBudgetFraction:
+      out.budget_fraction = keepkv.budget_fraction();
+      break;
+    case v1::KeepKv::BUDGET_NOT_SET:
+      break;
+  }
+  out.alpha = OptionalOf(keepkv.has_alpha(), keepkv.alpha());
+  out.window = OptionalOf(keepkv.has_window(), keepkv.window());
+  out.refresh_every = OptionalOf(keepkv.has_refresh_every(), keepkv.refresh_every());
+  out.recent = OptionalOf(keepkv.has_recent(), keepkv.recent());
+  if (keepkv.has_method()) out.method = keepkv.method();
+  return out;
+}
+
+absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest& request) {
+  CompletionRequest out;
+  out.model = request.model();
+  switch (request.input_case()) {
+    case v1::GenerateRequest::kPrompt:
+      out.prompts.emplace_back(request.prompt());
+      break;
+    case v1::GenerateRequest::kPromptTokenIds: {
+      const auto& ids = request.prompt_token_ids().ids();
+      out.prompts.emplace_back(std::vector<int64_t>(ids.begin(), ids.end()));
+      break;
+    }
+    case v1::GenerateRequest::kMessages:
+      out.kind = ApiKind::kChat;
+      for (const v1::ChatMessage& message : request.messages().messages()) {
+        nlohmann::json entry = {{"role", message.role()}, {"content", message.content()}};
+        if (!message.name().empty()) entry["name"] = message.name();
+        out.messages.push_back(std::move(entry));
+      }
+      break;
+    case v1::GenerateRequest::INPUT_NOT_SET:
+      return WithParam(absl::InvalidArgumentError("give one of prompt, prompt_token_ids, messages"),
+                       "input");
+  }
+  const v1::SamplingParams& s = request.sampling();
+  out.temperature = OptionalOf(s.has_temperature(), s.temperature());
+  out.top_p = OptionalOf(s.has_top_p(), s.top_p());
+  out.top_k = OptionalOf(s.has_top_k(), s.top_k());
+  out.min_p = OptionalOf(s.has_min_p(), s.min_p());
+  if (s.has_seed()) out.seed = static_cast<int64_t>(s.seed());
+  out.presence_penalty = OptionalOf(s.has_presence_penalty(), s.presence_penalty());
+  out.frequency_penalty = OptionalOf(s.has_frequency_penalty(), s.frequency_penalty());
+  out.repetition_penalty = OptionalOf(s.has_repetition_penalty(), s.repetition_penalty());
+  for (const auto& [token, bias] : s.logit_bias()) {
+    out.logit_bias.emplace_back(std::to_string(token), bias);
+  }
+  out.max_tokens = OptionalOf(request.has_max_tokens(), request.max_tokens());
+  if (request.min_tokens() != 0) out.min_tokens = request.min_tokens();
+  out.n = OptionalOf(request.has_n(), request.n());
+  out.stop.assign(request.stop().begin(), request.stop().end());
+  out.stop_token_ids.assign(request.stop_token_ids().begin(), request.stop_token_ids().end());
+  out.ignore_eos = request.ignore_eos();
+  if (request.has_logprobs()) {
+    if (out.kind == ApiKind::kChat) {
+      out.chat_logprobs = true;
+      out.top_logprobs = request.logprobs();
+    } else {
+      out.logprobs = request.logprobs();
+    }
+  }
+  out.documents.assign(request.documents().begin(), request.documents().end());
+  if (request.priority() != 0) out.priority = request.priority();
+  out.skip_special_tokens =
+      OptionalOf(request.has_skip_special_tokens(), request.skip_special_tokens());
+  out.add_generation_prompt =
+      OptionalOf(request.has_add_generation_prompt(), request.add_generation_prompt());
+  if (!request.chat_template_kwargs_json().empty()) {
+    absl::StatusOr<nlohmann::json> kwargs =
+        engine::ParseBoundedJson(request.chat_template_kwargs_json(), "chat_template_kwargs_json");
+    if (!kwargs.ok() || !kwargs->is_object()) {
+      return WithParam(kwargs.ok() ? absl::InvalidArgumentError(
+                                         "chat_template_kwargs_json must be a JSON object")
+                                   : kwargs.status(),
+                       "chat_template_kwargs_json");
+    }
+    out.chat_template_kwargs = *std::move(kwargs);
+  }
+  if (request.has_keepkv()) out.keepkv = ReadKeepKv(request.keepkv());
+  // Streaming is gRPC's own: every reply streams.
+  out.stream = true;
+  return out;
+}
+
+}  // namespace kvd::server

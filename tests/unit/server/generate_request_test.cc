@@ -1,0 +1,257 @@
+// A gRPC GenerateRequest read into the CompletionRequest an HTTP body also becomes: every field
+// maps, unset fields stay unset, and both protocols resolve to the same scheduler request.
+#include "server/grpc/generate_request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/api/completion_params.h"
+#include "server/api/keepkv_request.h"
+#include "server/http/error_response.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr char kModelDir[] = KVD_SOURCE_DIR "/models/kvd-tiny";
+
+TEST(ReadGenerateRequestTest, ChatRequestMapsEveryField) {
+  v1::GenerateRequest request;
+  request.set_model("kvd-tiny");
+  auto* message = request.mutable_messages()->add_messages();
+  message->set_role("user");
+  message->set_content("Q:vig");
+  message->set_name("ana");
+  auto* sampling = request.mutable_sampling();
+  sampling->set_temperature(0.5f);
+  sampling->set_top_k(5);
+  sampling->set_seed(7);
+  (*sampling->mutable_logit_bias())[42] = -100.0f;
+  request.set_max_tokens(12);
+  request.set_n(2);
+  request.add_stop("\n");
+  request.add_stop_token_ids(873);
+  request.set_logprobs(3);
+  request.add_documents("doc-x");
+  request.set_priority(-1);
+  request.set_add_generation_prompt(false);
+  request.set_chat_template_kwargs_json(R"({"enable_thinking": false})");
+  auto read = ReadGenerateRequest(request);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->kind, ApiKind::kChat);
+  EXPECT_EQ(read->model, "kvd-tiny");
+  EXPECT_EQ(read->messages,
+            json::parse(R"([{"role": "user", "content": "Q:vig", "name": "ana"}])"));
+  EXPECT_EQ(read->temperature, 0.5);
+  EXPECT_EQ(read->top_k, 5);
+  EXPECT_EQ(read->seed, 7);
+  EXPECT_EQ(read->logit_bias, (std::vector<std::pair<std::string, double>>{{"42", -100.0}}));
+  EXPECT_EQ(read->max_tokens, 12);
+  EXPECT_EQ(read->n, 2);
+  EXPECT_EQ(read->stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(read->stop_token_ids, std::vector<int64_t>{873});
+  EXPECT_TRUE(read->chat_logprobs);
+  EXPECT_EQ(read->top_logprobs, 3);
+  EXPECT_EQ(read->documents, std::vector<std::string>{"doc-x"});
+  EXPECT_EQ(read->priority, -1);
+  EXPECT_EQ(read->add_generation_prompt, false);
+  EXPECT_EQ(read->chat_template_kwargs, json::parse(R"({"enable_thinking": false})"));
+  EXPECT_TRUE(read->stream);
+  EXPECT_FALSE(read->keepkv.has_value());
+}
+
+TEST(ReadGenerateRequestTest, CompletionInputsAndUnsetFields) {
+  v1::GenerateRequest request;
+  request.set_model("m");
+  request.set_prompt("the old river");
+  request.set_logprobs(2);
+  auto read = ReadGenerateRequest(request);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->kind, ApiKind::kCompletion);
+  ASSERT_EQ(read->prompts.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(read->prompts[0]), "the old river");
+  EXPECT_EQ(read->logprobs, 2);
+  EXPECT_FALSE(read->temperature || read->top_p || read->top_k || read->min_p || read->seed ||
+               read->max_tokens || read->min_tokens || read->n || read->priority ||
+               read->skip_special_tokens || read->add_generation_prompt);
+  request.mutable_prompt_token_ids()->add_ids(1);
+  request.mutable_prompt_token_ids()->add_ids(2);
+  read = ReadGenerateRequest(request);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->prompts.size(), 1u);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(read->prompts[0]), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(ReadGenerateRequestTest, RefusesWhatTheTypesCannotRuleOut) {
+  v1::GenerateRequest request;
+  request.set_model("m");
+  EXPECT_EQ(ReadGenerateRequest(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.set_prompt("x");
+  request.set_chat_template_kwargs_json("[1]");
+  EXPECT_EQ(ReadGenerateRequest(request).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The budget's oneof says which it is: budget_tokens 1 is one token, never the fraction 1.0
+// that the JSON number 1 means.
+TEST(ReadGenerateRequestTest, KeepKvBudgetOfOneTokenIsOneToken) {
+  v1::KeepKv keepkv;
+  keepkv.set_budget_tokens(1);
+  auto params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
+  ASSERT_TRUE(params.ok()) << params.status();
+  ASSERT_TRUE(params->has_value());
+  EXPECT_EQ((*params)->budget_tokens, 1);
+  EXPECT_EQ((*params)->Budget(256), 1);
+
+  keepkv.set_budget_fraction(1.0);
+  params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
+  ASSERT_TRUE(params.ok() && params->has_value());
+  EXPECT_EQ((*params)->budget_tokens, 0);
+  EXPECT_EQ((*params)->Budget(256), 256);
+}
+
+TEST(ReadGenerateRequestTest, KeepKvFieldsOverTheTenantsDefaults) {
+  v1::KeepKv keepkv;
+  keepkv.set_budget_tokens(256);
+  keepkv.set_alpha(0.5);
+  keepkv.set_window(4);
+  keepkv.set_refresh_every(0);
+  keepkv.set_recent(8);
+  keepkv.set_method("evict");
+  auto params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
+  ASSERT_TRUE(params.ok() && params->has_value()) << params.status();
+  EXPECT_EQ((*params)->budget_tokens, 256);
+  EXPECT_EQ((*params)->alpha, 0.5);
+  EXPECT_EQ((*params)->window, 4);
+  EXPECT_EQ((*params)->recent, 8);
+  EXPECT_EQ((*params)->method, cache_store::MergeMethod::kEvict);
+
+  // An empty message turns KeepKV on with the defaults; disabled turns it off.
+  params = ResolveKeepKv(ReadKeepKv(v1::KeepKv()), KeepKvConfig{});
+  ASSERT_TRUE(params.ok() && params->has_value());
+  v1::KeepKv off;
+  off.set_disabled(true);
+  params = ResolveKeepKv(ReadKeepKv(off), KeepKvConfig{.enabled = true});
+  ASSERT_TRUE(params.ok());
+  EXPECT_FALSE(params->has_value());
+
+  // Disabled with something to set is a contradiction.
+  off.set_alpha(0.5);
+  const absl::Status status = ResolveKeepKv(ReadKeepKv(off), KeepKvConfig{}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ErrorFields(status),
+      (std::vector<std::pair<std::string, std::string>>{{"kvd-error-param", "keepkv.disabled"}}));
+}
+
+class BothProtocolsTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto config = engine::LoadModelConfig(kModelDir);
+    ASSERT_TRUE(config.ok()) << config.status();
+    config_ = new engine::ModelConfig(*config);
+    auto tokenizer = engine::Tokenizer::FromFile(std::string(kModelDir) + "/tokenizer.json");
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    tokenizer_ = tokenizer->release();
+    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(kModelDir);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.status();
+    chat_template_ = chat_template->release();
+  }
+  static void TearDownTestSuite() {
+    delete chat_template_;
+    delete tokenizer_;
+    delete config_;
+  }
+  static ModelInfo Model() { return {config_, tokenizer_, chat_template_, "kvd-tiny"}; }
+
+  static inline engine::ModelConfig* config_ = nullptr;
+  static inline engine::Tokenizer* tokenizer_ = nullptr;
+  static inline engine::ChatTemplate* chat_template_ = nullptr;
+};
+
+void ExpectSameRequest(const CompletionParams& http, const CompletionParams& grpc) {
+  EXPECT_EQ(http.kind, grpc.kind);
+  EXPECT_EQ(http.prompts, grpc.prompts);
+  const scheduler::Request& a = http.request;
+  const scheduler::Request& b = grpc.request;
+  EXPECT_EQ(a.n, b.n);
+  EXPECT_EQ(a.max_tokens, b.max_tokens);
+  EXPECT_EQ(a.min_tokens, b.min_tokens);
+  EXPECT_EQ(a.stop, b.stop);
+  EXPECT_EQ(a.stop_token_ids, b.stop_token_ids);
+  EXPECT_EQ(a.priority, b.priority);
+  EXPECT_EQ(a.skip_special_tokens, b.skip_special_tokens);
+  EXPECT_EQ(a.sampling.temperature, b.sampling.temperature);
+  EXPECT_EQ(a.sampling.top_p, b.sampling.top_p);
+  EXPECT_EQ(a.sampling.top_k, b.sampling.top_k);
+  EXPECT_EQ(a.sampling.seed, b.sampling.seed);
+  EXPECT_EQ(a.sampling.logit_bias, b.sampling.logit_bias);
+  EXPECT_EQ(a.sampling.logprobs, b.sampling.logprobs);
+  EXPECT_EQ(a.sampling.top_logprobs, b.sampling.top_logprobs);
+  ASSERT_EQ(a.keepkv.has_value(), b.keepkv.has_value());
+  if (a.keepkv) {
+    EXPECT_EQ(a.keepkv->budget_tokens, b.keepkv->budget_tokens);
+    EXPECT_EQ(a.keepkv->budget_fraction, b.keepkv->budget_fraction);
+    EXPECT_EQ(a.keepkv->window, b.keepkv->window);
+    EXPECT_EQ(a.keepkv->method, b.keepkv->method);
+    EXPECT_EQ(a.keepkv->protected_prefix, b.keepkv->protected_prefix);
+  }
+}
+
+TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
+  const json http_body = json::parse(R"({
+    "model": "kvd-tiny", "stream": true,
+    "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q:vig"}],
+    "temperature": 0.5, "top_k": 5, "seed": 7, "logit_bias": {"42": -100},
+    "max_tokens": 12, "n": 2, "stop": ["\n"], "stop_token_ids": [7],
+    "logprobs": true, "top_logprobs": 3, "priority": -1,
+    "keepkv": {"budget": 32, "window": 4, "method": "evict"}})");
+  v1::GenerateRequest request;
+  request.set_model("kvd-tiny");
+  auto* system = request.mutable_messages()->add_messages();
+  system->set_role("system");
+  system->set_content("Be brief.");
+  auto* user = request.mutable_messages()->add_messages();
+  user->set_role("user");
+  user->set_content("Q:vig");
+  auto* sampling = request.mutable_sampling();
+  sampling->set_temperature(0.5f);
+  sampling->set_top_k(5);
+  sampling->set_seed(7);
+  (*sampling->mutable_logit_bias())[42] = -100.0f;
+  request.set_max_tokens(12);
+  request.set_n(2);
+  request.add_stop("\n");
+  request.add_stop_token_ids(7);
+  request.set_logprobs(3);
+  request.set_priority(-1);
+  request.mutable_keepkv()->set_budget_tokens(32);
+  request.mutable_keepkv()->set_window(4);
+  request.mutable_keepkv()->set_method("evict");
+
+  auto http = ParseCompletionParams(http_body, ApiKind::kChat, Model());
+  ASSERT_TRUE(http.ok()) << http.status();
+  auto read = ReadGenerateRequest(request);
+  ASSERT_TRUE(read.ok()) << read.status();
+  auto grpc = ResolveCompletionParams(*read, Model());
+  ASSERT_TRUE(grpc.ok()) << grpc.status();
+  ExpectSameRequest(*http, *grpc);
+  EXPECT_GT(grpc->request.keepkv->protected_prefix, 0);
+
+  // And the same value refused the same way, with the same param.
+  request.mutable_sampling()->set_temperature(3.0f);
+  read = ReadGenerateRequest(request);
+  ASSERT_TRUE(read.ok());
+  json bad_body = http_body;
+  bad_body["temperature"] = 3.0;
+  const absl::Status grpc_error = ResolveCompletionParams(*read, Model()).status();
+  const absl::Status http_error = ParseCompletionParams(bad_body, ApiKind::kChat, Model()).status();
+  EXPECT_EQ(grpc_error.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(grpc_error, http_error);
+}
+
+}  // namespace
+}  // namespace kvd::server
