@@ -1,7 +1,7 @@
 // The paged KV cache: a pool of fixed-size, ref-counted blocks in backend memory, and each
 // sequence's block tables and lengths per (layer, kv head). Sequences may share blocks (a
 // common prefix); appending after a shared, partially filled block copies it first. See
-// kernels/kv_layout.h for the entry layout. Thread: the engine thread owns the pool and every
+// kernels/kv_layout.h for the entry layout. Thread: the scheduler thread owns the pool and every
 // SequenceKv.
 #pragma once
 

@@ -32,7 +32,7 @@ class CompressionHandle {
       absl::Duration timeout = absl::InfiniteDuration());
   // Stops the work within one step and frees its blocks; the result is then Cancelled.
   void Cancel();
-  // `listener` runs once on the engine thread when the result is ready (at once if it is).
+  // `listener` runs once on the scheduler thread when the result is ready (at once if it is).
   // It must not block; it typically hands the handle to a thread that takes the result.
   void SetListener(std::function<void()> listener);
 

@@ -1,5 +1,5 @@
 // What the scheduler measures, for the server to export: gauges, counters and latency
-// histograms (bucket bounds as vLLM's Prometheus metrics use them). The engine thread records;
+// histograms (bucket bounds as vLLM's Prometheus metrics use them). The scheduler thread records;
 // any thread may take a snapshot.
 #pragma once
 

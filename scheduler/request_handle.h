@@ -32,7 +32,7 @@ class RequestHandle {
   void Cancel();
   // True once the final event was taken.
   bool finished() const;
-  // For asynchronous consumers: `listener` runs on the engine thread whenever events arrive
+  // For asynchronous consumers: `listener` runs on the scheduler thread whenever events arrive
   // (and at once if some are waiting). It must not block; it typically posts a read.
   void SetListener(std::function<void()> listener);
 

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cache_store/kvzip/document_kv.h"
-#include "scheduler/internal/batch_engine.h"
 #include "scheduler/internal/compression_channel.h"
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence.h"
+#include "scheduler/internal/step_loop.h"
 #include "scheduler/internal/wakeup.h"
 #include "spdlog/spdlog.h"
 
@@ -55,11 +55,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
       std::min<int64_t>(blocks_per_head * config.block_size, std::numeric_limits<int32_t>::max()));
   std::unique_ptr<Scheduler> scheduler(
       new Scheduler(model, tokenizer, config, clock, max_sequence_tokens));
-  scheduler->engine_ = std::make_unique<internal::BatchEngine>(
+  scheduler->step_loop_ = std::make_unique<internal::StepLoop>(
       model, *std::move(pool), tokenizer, config, clock, scheduler->metrics_,
       [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
   spdlog::info("kv cache: {} blocks of {} {} entries, {} tokens per sequence at most",
-               scheduler->engine_->pool().num_blocks(), config.block_size,
+               scheduler->step_loop_->pool().num_blocks(), config.block_size,
                kernels::DTypeName(config.kv_cache_dtype), max_sequence_tokens);
   return scheduler;
 }
@@ -109,9 +109,9 @@ absl::Status Scheduler::Validate(const Request& request) const {
     const int64_t heads = int64_t{config.num_layers} * config.num_kv_heads;
     const int64_t blocks = cache_store::DocumentBlocks(*payload, config_.block_size) +
                            heads * ((prompt + config_.block_size) / config_.block_size + 1);
-    if (blocks > engine_->pool().num_blocks()) {
+    if (blocks > step_loop_->pool().num_blocks()) {
       return invalid("the document's cache and the prompt need ", blocks,
-                     " KV blocks; the cache has ", engine_->pool().num_blocks());
+                     " KV blocks; the cache has ", step_loop_->pool().num_blocks());
     }
   }
   if (document_tokens + prompt + request.max_tokens > config.max_position_embeddings) {
@@ -189,10 +189,10 @@ absl::StatusOr<RequestHandle> Scheduler::Submit(Request request) {
 absl::StatusOr<CompressionHandle> Scheduler::SubmitCompression(
     std::unique_ptr<cache_store::DocumentCompressor> compressor) {
   const int64_t blocks = compressor->PeakBlocks(config_.block_size);
-  if (blocks > engine_->pool().num_blocks()) {
+  if (blocks > step_loop_->pool().num_blocks()) {
     return absl::InvalidArgumentError(absl::StrCat("compressing this document takes ", blocks,
                                                    " KV blocks; the cache has ",
-                                                   engine_->pool().num_blocks()));
+                                                   step_loop_->pool().num_blocks()));
   }
   auto channel = std::make_shared<internal::CompressionChannel>(wakeup_);
   {
@@ -219,20 +219,20 @@ void Scheduler::DrainInbox() {
     arrived.swap(inbox_);
     compressions.swap(compression_inbox_);
   }
-  for (auto& request : arrived) engine_->Add(std::move(request));
+  for (auto& request : arrived) step_loop_->Add(std::move(request));
   for (auto& job : compressions) {
-    engine_->AddCompression(std::move(job.compressor), std::move(job.channel));
+    step_loop_->AddCompression(std::move(job.compressor), std::move(job.channel));
   }
 }
 
 absl::StatusOr<StepReport> Scheduler::Step() {
   DrainInbox();
-  return engine_->Step();
+  return step_loop_->Step();
 }
 
 bool Scheduler::HasWork() {
   DrainInbox();
-  return engine_->HasWork();
+  return step_loop_->HasWork();
 }
 
 void Scheduler::Start() {
@@ -249,7 +249,7 @@ void Scheduler::Run() {
       wakeup_->Wait();
       continue;
     }
-    if (auto report = engine_->Step(); !report.ok()) {
+    if (auto report = step_loop_->Step(); !report.ok()) {
       spdlog::error("scheduler step failed: {}", report.status().ToString());
     }
   }
@@ -264,7 +264,7 @@ void Scheduler::Stop() {
   wakeup_->Notify();
   if (thread_.joinable()) thread_.join();
   DrainInbox();
-  engine_->FailAll(absl::UnavailableError("the scheduler stopped"));
+  step_loop_->FailAll(absl::UnavailableError("the scheduler stopped"));
 }
 
 }  // namespace kvd::scheduler

@@ -1,6 +1,6 @@
-// The serving scheduler: many requests from many tenants, one engine thread that runs them in
+// The serving scheduler: many requests from many tenants, one scheduler thread that runs them in
 // continuous batches over the paged KV cache. I/O threads Submit and read their RequestHandle;
-// only the engine thread touches the model, the KV pool and the batch.
+// only the scheduler thread touches the model, the KV pool and the batch.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@
 
 namespace kvd::scheduler {
 namespace internal {
-class BatchEngine;
+class StepLoop;
 class CompressionChannel;
 class Wakeup;
 struct RequestState;
@@ -51,7 +51,7 @@ class Scheduler {
   [[nodiscard]] absl::StatusOr<CompressionHandle> SubmitCompression(
       std::unique_ptr<cache_store::DocumentCompressor> compressor);
 
-  // Starts the engine thread, which steps whenever there is work.
+  // Starts the scheduler thread, which steps whenever there is work.
   void Start();
   // Stops taking requests, ends the unfinished ones with Unavailable, joins the thread.
   void Stop();
@@ -83,7 +83,7 @@ class Scheduler {
   const int32_t max_sequence_tokens_;
   SchedulerMetrics metrics_;
   std::shared_ptr<internal::Wakeup> wakeup_;
-  std::unique_ptr<internal::BatchEngine> engine_;  // Thread: scheduler
+  std::unique_ptr<internal::StepLoop> step_loop_;  // Thread: scheduler
   std::thread thread_;
 
   mutable std::mutex mu_;

@@ -2,7 +2,7 @@
 // entry's attention, the full KV kept on host for refreshes, and compaction to the budget once
 // the prompt is in and after every decode step. The caller (the scheduler, or a benchmark
 // driving the model directly) calls PrepareScores before and AfterStep after each step, and
-// Refresh before a step when RefreshDue says so. Thread: the engine thread.
+// Refresh before a step when RefreshDue says so. Thread: the scheduler thread.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Compresses one document's KV cache as a sequence of forward-step parts that a scheduler
 // interleaves with live requests: prefill the prefix and document, score their entries by
 // the method's prompts (KVzip: chunked reconstruction), select, and read the kept entries out
-// as a DocumentPayload. Thread: the engine thread that owns the pool.
+// as a DocumentPayload. Thread: the scheduler thread that owns the pool.
 #pragma once
 
 #include <cstdint>

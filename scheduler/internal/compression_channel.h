@@ -1,4 +1,4 @@
-// The state a document compression shares between the engine thread (progress, result) and
+// The state a document compression shares between the scheduler thread (progress, result) and
 // the holder of its CompressionHandle (reads, cancel). Thread-safe.
 #pragma once
 

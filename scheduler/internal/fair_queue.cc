@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/check.h"
+
 namespace kvd::scheduler::internal {
 
 double FairQueue::MinActiveVirtualTime() const {
@@ -59,6 +61,7 @@ Sequence* FairQueue::Next() const {
 std::unique_ptr<Sequence> FairQueue::PopForRunning(Sequence* sequence) {
   Tenant& tenant = tenants_.at(sequence->tenant().id);
   const auto it = tenant.waiting.find(sequence->order());
+  KVD_CHECK(it != tenant.waiting.end());
   std::unique_ptr<Sequence> popped = std::move(it->second);
   tenant.waiting.erase(it);
   ++tenant.running;

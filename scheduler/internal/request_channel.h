@@ -1,4 +1,4 @@
-// The event queue between the engine thread (producer) and whoever holds the RequestHandle
+// The event queue between the scheduler thread (producer) and whoever holds the RequestHandle
 // (consumer), plus the consumer's cancel flag. Thread-safe.
 #pragma once
 
@@ -35,7 +35,7 @@ class RequestChannel {
   void Cancel();
   // True once the final event was taken.
   bool finished() const;
-  // `listener` runs on the engine thread after each Push (and at once if events are waiting):
+  // `listener` runs on the scheduler thread after each Push (and at once if events are waiting):
   // an asynchronous consumer posts itself a read from it. It must not block.
   void SetListener(std::function<void()> listener);
 

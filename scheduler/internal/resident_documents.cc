@@ -1,5 +1,6 @@
 #include "scheduler/internal/resident_documents.h"
 
+#include "base/check.h"
 #include "cache_store/kvzip/document_kv.h"
 
 namespace kvd::scheduler::internal {
@@ -39,6 +40,7 @@ bool ResidentDocuments::Idle(const engine::SequenceKv& kv) const {
 bool ResidentDocuments::MakeRoom(int64_t blocks) {
   for (auto it = recency_.rbegin(); it != recency_.rend() && pool_.num_free_blocks() < blocks;) {
     auto loaded = loaded_.find(*it);
+    KVD_CHECK(loaded != loaded_.end());
     if (!Idle(*loaded->second.kv)) {
       ++it;
       continue;

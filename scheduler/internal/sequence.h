@@ -1,4 +1,4 @@
-// The engine thread's state of a submitted request and of each of its sequences (one per
+// The scheduler thread's state of a submitted request and of each of its sequences (one per
 // completion). Thread: scheduler.
 #pragma once
 

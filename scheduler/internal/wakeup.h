@@ -1,4 +1,4 @@
-// Wakes the engine thread when there is something new for it: a submitted request, a
+// Wakes the scheduler thread when there is something new for it: a submitted request, a
 // cancellation, or a stop. Shared by the scheduler and every request's channel.
 #pragma once
 

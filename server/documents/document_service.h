@@ -1,7 +1,7 @@
 // Upload-once documents: compression through the scheduler, persistence in the document
 // store, the memory tier, quotas, re-cuts and expiry. The HTTP and gRPC handlers both go
 // through it, so documents are validated, authorised and mapped to statuses in one place.
-// Thread-safe; store writes happen on its own worker thread, never on the engine thread.
+// Thread-safe; store writes happen on its own worker thread, never on the scheduler thread.
 #pragma once
 
 #include <condition_variable>

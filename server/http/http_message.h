@@ -38,7 +38,7 @@ struct ReplyProgress {
   bool done = false;                     // nothing more will come
 };
 
-// A reply that completes later, fed by the engine thread. The session waits for `notify`,
+// A reply that completes later, fed by the scheduler thread. The session waits for `notify`,
 // then polls; it never blocks an I/O thread.
 class AsyncReply {
  public:

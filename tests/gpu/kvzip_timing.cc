@@ -53,7 +53,7 @@ std::vector<int32_t> RandomIds(int32_t count, int32_t vocab_size, std::mt19937_6
   return tokens;
 }
 
-// One compression, stepped as scheduler/internal/batch_engine.cc's BatchEngine::Step does with
+// One compression, stepped as scheduler/internal/step_loop.cc's StepLoop::Step does with
 // no requests running or waiting: every step plans the whole token budget for the job
 // (CompressionJobs::Plan), runs Model::Forward, and commits.
 absl::StatusOr<KvzipTiming> CompressOnce(engine::Model& model, engine::KvBlockPool& pool,

@@ -412,7 +412,7 @@ TEST_F(SchedulerTest, QueueLimitsRefuseWithDistinctCodes) {
   }
 }
 
-TEST_F(SchedulerTest, EngineThreadServesConcurrentClients) {
+TEST_F(SchedulerTest, SchedulerThreadServesConcurrentClients) {
   const std::vector<Request> requests = MixedGreedyRequests(24, 13);
   auto alone = NewScheduler(SmallConfig());
   const std::vector<Outcome> expected = RunOneAtATime(*this, *alone, requests);

@@ -24,13 +24,13 @@
 
 namespace kvd::scheduler::internal {
 
-class BatchEngine {
+class StepLoop {
  public:
   // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
   // first time, or ended while still waiting.
-  BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-              const engine::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
-              SchedulerMetrics& metrics, std::function<void(const RequestState&)> on_dequeued);
+  StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
+           const engine::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
+           SchedulerMetrics& metrics, std::function<void(const RequestState&)> on_dequeued);
 
   // Queues a validated request.
   void Add(std::shared_ptr<RequestState> request);

@@ -1,8 +1,10 @@
-#include "scheduler/internal/batch_engine.h"
+#include "scheduler/internal/step_loop.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+
+#include "base/check.h"
 
 namespace kvd::scheduler::internal {
 namespace {
@@ -24,10 +26,10 @@ double Seconds(absl::Duration duration) { return absl::ToDoubleSeconds(duration)
 
 }  // namespace
 
-BatchEngine::BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-                         const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
-                         const Clock& clock, SchedulerMetrics& metrics,
-                         std::function<void(const RequestState&)> on_dequeued)
+StepLoop::StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
+                   const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+                   const Clock& clock, SchedulerMetrics& metrics,
+                   std::function<void(const RequestState&)> on_dequeued)
     : model_(model),
       pool_(std::move(pool)),
       tokenizer_(tokenizer),
@@ -43,32 +45,31 @@ BatchEngine::BatchEngine(engine::Model& model, std::unique_ptr<engine::KvBlockPo
   PublishGauges();
 }
 
-std::unique_ptr<engine::SequenceKv> BatchEngine::NewKv() const {
+std::unique_ptr<engine::SequenceKv> StepLoop::NewKv() const {
   const engine::ModelConfig& config = model_.config();
   return std::make_unique<engine::SequenceKv>(config.num_layers, config.num_kv_heads);
 }
 
-std::unique_ptr<engine::Sampler> BatchEngine::NewSampler(const Request& request, int32_t choice) {
+std::unique_ptr<engine::Sampler> StepLoop::NewSampler(const Request& request, int32_t choice) {
   engine::SamplingParams params = request.sampling;
   // Completions of one seeded request differ from each other and are reproducible.
   if (params.seed) params.seed = *params.seed + static_cast<uint64_t>(choice);
   return std::make_unique<engine::Sampler>(std::move(params), seeds_());
 }
 
-std::unique_ptr<SequenceOutput> BatchEngine::NewOutput(const Request& request,
-                                                       int32_t choice) const {
+std::unique_ptr<SequenceOutput> StepLoop::NewOutput(const Request& request, int32_t choice) const {
   return std::make_unique<SequenceOutput>(request, choice, StopTokens(request, model_.config()),
                                           tokenizer_);
 }
 
-std::unique_ptr<cache_store::KeepKvSequence> BatchEngine::NewKeepKv(const Request& request) const {
+std::unique_ptr<cache_store::KeepKvSequence> StepLoop::NewKeepKv(const Request& request) const {
   if (!request.keepkv) return nullptr;
   return std::make_unique<cache_store::KeepKvSequence>(
       model_.config(), *request.keepkv,
       request.keepkv->Budget(static_cast<int32_t>(request.prompt.size())));
 }
 
-void BatchEngine::Add(std::shared_ptr<RequestState> request) {
+void StepLoop::Add(std::shared_ptr<RequestState> request) {
   auto sequence = std::make_unique<Sequence>();
   const Request& r = request->request;
   request->open_choices = r.n;
@@ -82,12 +83,12 @@ void BatchEngine::Add(std::shared_ptr<RequestState> request) {
   waiting_.Push(std::move(sequence));
 }
 
-void BatchEngine::AddCompression(std::unique_ptr<cache_store::DocumentCompressor> compressor,
-                                 std::shared_ptr<CompressionChannel> channel) {
+void StepLoop::AddCompression(std::unique_ptr<cache_store::DocumentCompressor> compressor,
+                              std::shared_ptr<CompressionChannel> channel) {
   jobs_.Add(std::move(compressor), std::move(channel));
 }
 
-absl::StatusOr<StepReport> BatchEngine::Step() {
+absl::StatusOr<StepReport> StepLoop::Step() {
   const absl::Time start = clock_.Now();
   StepReport report;
   DropCancelled();
@@ -128,7 +129,7 @@ absl::StatusOr<StepReport> BatchEngine::Step() {
   return report;
 }
 
-void BatchEngine::DropCancelled() {
+void StepLoop::DropCancelled() {
   std::vector<Sequence*> cancelled;
   for (const auto& sequence : running_) {
     if (sequence->request->channel->cancelled()) cancelled.push_back(sequence.get());
@@ -142,8 +143,8 @@ void BatchEngine::DropCancelled() {
   }
 }
 
-void BatchEngine::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled,
-                                  StepReport& report) {
+void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled,
+                               StepReport& report) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* sequence = running_[i].get();
     const int32_t count = std::min(sequence->uncomputed(), budget);
@@ -169,8 +170,8 @@ void BatchEngine::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& sched
   }
 }
 
-void BatchEngine::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
-                               StepReport& report) {
+void StepLoop::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
+                            StepReport& report) {
   while (budget > 0) {
     Sequence* candidate = waiting_.Next();
     if (candidate == nullptr) return;
@@ -202,7 +203,7 @@ void BatchEngine::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& schedule
   }
 }
 
-bool BatchEngine::AttachDocument(Sequence& candidate) {
+bool StepLoop::AttachDocument(Sequence& candidate) {
   const std::optional<DocumentPrefix>& document = candidate.request->request.document;
   // A sequence holds its document from admission until it is preempted or ends.
   if (!document || candidate.kv->next_position() > 0) return true;
@@ -219,7 +220,7 @@ bool BatchEngine::AttachDocument(Sequence& candidate) {
   return true;
 }
 
-void BatchEngine::RefreshKeepKv() {
+void StepLoop::RefreshKeepKv() {
   int64_t refreshes = 0;
   for (const auto& sequence : running_) {
     if (sequence->keepkv == nullptr || !sequence->keepkv->RefreshDue()) continue;
@@ -229,9 +230,9 @@ void BatchEngine::RefreshKeepKv() {
   if (refreshes > 0) metrics_.RecordKeepKv(0, 0, refreshes);
 }
 
-absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
-                                     std::span<const engine::SequenceStep> compression,
-                                     StepReport& report) {
+absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
+                                  std::span<const engine::SequenceStep> compression,
+                                  StepReport& report) {
   if (scheduled.empty() && compression.empty()) return absl::OkStatus();
   std::vector<engine::SequenceStep> steps;
   steps.reserve(scheduled.size() + compression.size());
@@ -281,7 +282,7 @@ absl::Status BatchEngine::RunForward(std::span<Scheduled> scheduled,
   return status;
 }
 
-void BatchEngine::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now) {
+void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time now) {
   int32_t row = 0;
   std::vector<std::shared_ptr<RequestState>> failed;
   absl::Status error;
@@ -305,9 +306,9 @@ void BatchEngine::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Tim
   if (!failed.empty()) FailRequests(failed, error);
 }
 
-bool BatchEngine::AfterKeepKvStep(const Scheduled& item,
-                                  std::vector<std::shared_ptr<RequestState>>& failed,
-                                  absl::Status& error) {
+bool StepLoop::AfterKeepKvStep(const Scheduled& item,
+                               std::vector<std::shared_ptr<RequestState>>& failed,
+                               absl::Status& error) {
   Sequence& sequence = *item.sequence;
   if (std::find(failed.begin(), failed.end(), sequence.request) != failed.end()) return false;
   if (sequence.keepkv == nullptr) return true;
@@ -324,7 +325,7 @@ bool BatchEngine::AfterKeepKvStep(const Scheduled& item,
   return true;
 }
 
-absl::Status BatchEngine::Fork(Sequence& parent, int32_t logits_row, absl::Time now) {
+absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now) {
   const int32_t forks = parent.pending_forks;
   parent.pending_forks = 0;
   for (int32_t k = 1; k <= forks; ++k) {
@@ -348,7 +349,7 @@ absl::Status BatchEngine::Fork(Sequence& parent, int32_t logits_row, absl::Time 
   return absl::OkStatus();
 }
 
-absl::Status BatchEngine::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
+absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
   std::optional<engine::SampledToken> top_sampled =
@@ -386,7 +387,7 @@ absl::Status BatchEngine::SampleNext(Sequence& sequence, int32_t logits_row, abs
   return absl::OkStatus();
 }
 
-void BatchEngine::InsertRunning(std::unique_ptr<Sequence> sequence) {
+void StepLoop::InsertRunning(std::unique_ptr<Sequence> sequence) {
   const auto position =
       std::upper_bound(running_.begin(), running_.end(), sequence,
                        [](const std::unique_ptr<Sequence>& a, const std::unique_ptr<Sequence>& b) {
@@ -395,16 +396,17 @@ void BatchEngine::InsertRunning(std::unique_ptr<Sequence> sequence) {
   running_.insert(position, std::move(sequence));
 }
 
-std::unique_ptr<Sequence> BatchEngine::TakeRunning(Sequence* sequence) {
+std::unique_ptr<Sequence> StepLoop::TakeRunning(Sequence* sequence) {
   const auto it = std::find_if(running_.begin(), running_.end(),
                                [&](const auto& s) { return s.get() == sequence; });
+  KVD_CHECK(it != running_.end());
   std::unique_ptr<Sequence> taken = std::move(*it);
   running_.erase(it);
   waiting_.RemoveRunning(taken->tenant().id);
   return taken;
 }
 
-void BatchEngine::Preempt(std::unique_ptr<Sequence> sequence) {
+void StepLoop::Preempt(std::unique_ptr<Sequence> sequence) {
   // Recompute: the blocks go back to the pool; the prompt and the tokens generated so far are
   // computed again on resumption, and generation continues where it stopped.
   sequence->kv->Release(*pool_);
@@ -413,7 +415,7 @@ void BatchEngine::Preempt(std::unique_ptr<Sequence> sequence) {
   waiting_.Push(std::move(sequence));
 }
 
-void BatchEngine::Close(std::unique_ptr<Sequence> sequence, FinishReason reason, bool event_sent) {
+void StepLoop::Close(std::unique_ptr<Sequence> sequence, FinishReason reason, bool event_sent) {
   RequestState& request = *sequence->request;
   if (!event_sent) request.channel->Push(sequence->output->Finish(reason));
   for (int32_t k = 1; k <= sequence->pending_forks; ++k) {
@@ -429,7 +431,7 @@ void BatchEngine::Close(std::unique_ptr<Sequence> sequence, FinishReason reason,
   if (request.open_choices == 0) FinishRequest(request, absl::OkStatus());
 }
 
-void BatchEngine::FinishRequest(RequestState& request, const absl::Status& status) {
+void StepLoop::FinishRequest(RequestState& request, const absl::Status& status) {
   if (request.done) return;
   request.done = true;
   if (!request.admitted) {
@@ -448,8 +450,8 @@ void BatchEngine::FinishRequest(RequestState& request, const absl::Status& statu
   request.channel->Push(std::move(event));
 }
 
-void BatchEngine::FailRequests(const std::vector<std::shared_ptr<RequestState>>& failed,
-                               const absl::Status& status) {
+void StepLoop::FailRequests(const std::vector<std::shared_ptr<RequestState>>& failed,
+                            const absl::Status& status) {
   auto is_failed = [&](const Sequence& sequence) {
     return std::any_of(failed.begin(), failed.end(),
                        [&](const auto& request) { return request == sequence.request; });
@@ -463,7 +465,7 @@ void BatchEngine::FailRequests(const std::vector<std::shared_ptr<RequestState>>&
   for (const auto& request : failed) FinishRequest(*request, status);
 }
 
-void BatchEngine::FailAll(const absl::Status& status) {
+void StepLoop::FailAll(const absl::Status& status) {
   std::vector<std::shared_ptr<RequestState>> all;
   for (const auto& sequence : running_) all.push_back(sequence->request);
   for (auto& sequence : waiting_.RemoveIf([](const Sequence&) { return true; })) {
@@ -474,7 +476,7 @@ void BatchEngine::FailAll(const absl::Status& status) {
   PublishGauges();
 }
 
-void BatchEngine::PublishGauges() {
+void StepLoop::PublishGauges() {
   int32_t keepkv_sequences = 0;
   double kept_entries = 0.0, own_tokens = 0.0;
   for (const auto& sequence : running_) {
