@@ -71,7 +71,7 @@ class Scheduler {
   Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
             const Clock& clock, int32_t max_sequence_tokens);
   absl::Status Validate(const Request& request) const;
-  // Thread: scheduler. Moves submitted requests into the engine.
+  // Thread: scheduler. Moves submitted requests into the step loop.
   void DrainInbox();
   void Run();
   void OnDequeued(const internal::RequestState& request);

@@ -31,7 +31,7 @@ class RequestChannel {
   // Thread: any. The next event, waiting up to `timeout`; nullopt on timeout and after the
   // final event was taken.
   std::optional<Event> Next(absl::Duration timeout);
-  // Asks the engine to stop the request within one step.
+  // Asks the scheduler thread to stop the request within one step.
   void Cancel();
   // True once the final event was taken.
   bool finished() const;

@@ -90,7 +90,7 @@ namespace {
 
 class GenerateCall;
 
-// Runs the calls' Pump on a thread of its own: the scheduler's listener (on the engine
+// Runs the calls' Pump on a thread of its own: the scheduler's listener (on the scheduler
 // thread) only queues the call, so building messages and writing sockets never delay a step.
 class PumpQueue {
  public:

@@ -1,7 +1,7 @@
 // kvd.v1.InferenceService on gRPC's callback API: Generate streams a completion started by the
 // same code as the HTTP API's (api/completion_start.h); Abort, Tokenize, Detokenize and
 // ListModels answer as their HTTP counterparts do. Reactors run on gRPC's threads and never
-// block; scheduler events queue them for a pump thread of the service's own, so the engine
+// block; scheduler events queue them for a pump thread of the service's own, so the scheduler
 // thread never builds messages or writes sockets.
 #pragma once
 
