@@ -62,13 +62,13 @@ void KvBlockPool::Release(int32_t block) {
   if (--ref_counts_[block] == 0) free_blocks_.push_back(block);
 }
 
-void KvBlockPool::CopyEntries(int32_t src, int32_t dst, int32_t count) {
+absl::Status KvBlockPool::CopyEntries(int32_t src, int32_t dst, int32_t count) {
   std::vector<kernels::KvSlot> from(count), to(count);
   for (int32_t i = 0; i < count; ++i) {
     from[i] = int64_t{src} * block_size() + i;
     to[i] = int64_t{dst} * block_size() + i;
   }
-  backend_.CopyKvSlots(storage_, from, to);
+  return backend_.CopyKvSlots(storage_, from, to);
 }
 
 SequenceKv::SequenceKv(int32_t num_layers, int32_t num_kv_heads)
@@ -134,7 +134,11 @@ absl::Status SequenceKv::ReserveHead(KvBlockPool& pool, size_t index, int32_t co
     const int32_t copy = pool.Allocate();
     if (copy < 0) return exhausted();
     const int32_t shared = table.back();
-    pool.CopyEntries(shared, copy, lengths_[index] % block_size);
+    if (absl::Status copied = pool.CopyEntries(shared, copy, lengths_[index] % block_size);
+        !copied.ok()) {
+      pool.Release(copy);
+      return copied;
+    }
     pool.Release(shared);
     table.back() = copy;
   }
@@ -194,7 +198,11 @@ absl::StatusOr<std::vector<EntryMove>> SequenceKv::RemoveEntries(KvBlockPool& po
     from.push_back(slot(layer, kv_head, move.from, block_size));
     to.push_back(slot(layer, kv_head, move.to, block_size));
   }
-  if (!moves.empty()) pool.backend().CopyKvSlots(pool.storage(), from, to);
+  if (!moves.empty()) {
+    if (absl::Status moved = pool.backend().CopyKvSlots(pool.storage(), from, to); !moved.ok()) {
+      return moved;
+    }
+  }
   std::vector<int32_t>& blocks = block_tables_[head];
   const size_t needed = static_cast<size_t>((new_length + block_size - 1) / block_size);
   while (blocks.size() > needed) {

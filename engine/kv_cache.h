@@ -49,8 +49,9 @@ class KvBlockPool {
   void AddRef(int32_t block);
   // Drops one reference; the block returns to the pool at zero.
   void Release(int32_t block);
-  // Copies the first `count` entries of block `src` into block `dst`.
-  void CopyEntries(int32_t src, int32_t dst, int32_t count);
+  // Copies the first `count` entries of block `src` into block `dst`; the backend's error if the
+  // copy fails.
+  [[nodiscard]] absl::Status CopyEntries(int32_t src, int32_t dst, int32_t count);
 
  private:
   explicit KvBlockPool(kernels::Backend& backend) : backend_(backend) {}

@@ -71,18 +71,20 @@ class Backend {
   // cached entries, with log-vote 0. The block tables must already cover the new length.
   virtual void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                         std::span<const SequenceKvRef> sequences) = 0;
-  // Copies entry src[i] (key, value and log-vote) to dst[i] for every i: copy-on-write of a
-  // shared block, or assembling a cache from parts of others. Slots in dst are distinct and
-  // none is also in src.
-  virtual void CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
-                           std::span<const KvSlot> dst) = 0;
+  // The KV moves report a device's failure where it happens, so that it is not blamed on the
+  // next step. Copies entry src[i] (key, value and log-vote) to dst[i] for every i:
+  // copy-on-write of a shared block, or assembling a cache from parts of others. Slots in dst
+  // are distinct and none is also in src.
+  [[nodiscard]] virtual absl::Status CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                                                 std::span<const KvSlot> dst) = 0;
   // Reads entries to host arrays: keys and values [slots.size() * head_dim], log_votes
   // [slots.size()].
-  virtual void ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
-                           float* values, float* log_votes) = 0;
+  [[nodiscard]] virtual absl::Status ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
+                                                 float* keys, float* values, float* log_votes) = 0;
   // Writes entries from host arrays laid out as ReadKvSlots'.
-  virtual void WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
-                            const float* values, const float* log_votes) = 0;
+  [[nodiscard]] virtual absl::Status WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
+                                                  const float* keys, const float* values,
+                                                  const float* log_votes) = 0;
   // Causal attention of q ([rows, num_heads * head_dim]) over each sequence's entries, new rows
   // included (AppendKv first): row i of a sequence sees cached_lengths[h] + i + 1 entries of kv
   // head h. Every logit gets the entry's log-vote added, so an entry with vote p weighs as p
@@ -104,8 +106,9 @@ class Backend {
                          std::span<const float> inverse_temperatures, float* values, int32_t* ids,
                          float* log_normalizers) = 0;
 
-  // The first error an op met since the last call, then cleared. Ops return nothing: a device
-  // backend's launch and copy failures surface here (the CPU backend has none).
+  // The first error an op met since the last call, then cleared. The compute ops return
+  // nothing: a device backend's launch and copy failures surface here (the CPU backend has
+  // none); the KV moves above return theirs.
   [[nodiscard]] virtual absl::Status TakeError() { return absl::OkStatus(); }
 };
 

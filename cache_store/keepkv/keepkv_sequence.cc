@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "base/status_macros.h"
 #include "cache_store/kvzip/selection.h"
 
 namespace kvd::cache_store {
@@ -66,7 +67,7 @@ absl::StatusOr<KeepKvCounts> KeepKvSequence::AfterStep(engine::SequenceKv& kv,
                                                        int32_t new_tokens, bool completes,
                                                        const engine::StepScores* scores) {
   if (!attached_) return absl::FailedPreconditionError("keepkv: step without PrepareScores");
-  AppendEntries(kv, pool, new_tokens);
+  KVD_RETURN_IF_ERROR(AppendEntries(kv, pool, new_tokens));
   if (scores != nullptr) UpdateScores(new_tokens, *scores);
   if (!completes) return KeepKvCounts{};
   if (prompt_done_) ++decode_steps_;
@@ -74,8 +75,8 @@ absl::StatusOr<KeepKvCounts> KeepKvSequence::AfterStep(engine::SequenceKv& kv,
   return Compact(kv, pool, scores, new_tokens);
 }
 
-void KeepKvSequence::AppendEntries(const engine::SequenceKv& kv, engine::KvBlockPool& pool,
-                                   int32_t count) {
+absl::Status KeepKvSequence::AppendEntries(const engine::SequenceKv& kv, engine::KvBlockPool& pool,
+                                           int32_t count) {
   const int32_t first_position = kv.next_position() - count;
   for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
     for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
@@ -99,11 +100,12 @@ void KeepKvSequence::AppendEntries(const engine::SequenceKv& kv, engine::KvBlock
       keys.resize(offset + static_cast<size_t>(count) * config_.head_dim);
       values.resize(keys.size());
       std::vector<float> votes(count);
-      pool.backend().ReadKvSlots(pool.storage(), slots, keys.data() + offset,
-                                 values.data() + offset, votes.data());
+      KVD_RETURN_IF_ERROR(pool.backend().ReadKvSlots(pool.storage(), slots, keys.data() + offset,
+                                                     values.data() + offset, votes.data()));
     }
   }
   own_tokens_ += count;
+  return absl::OkStatus();
 }
 
 void KeepKvSequence::UpdateScores(int32_t new_tokens, const engine::StepScores& scores) {
@@ -254,8 +256,9 @@ absl::Status KeepKvSequence::Refresh(engine::SequenceKv& kv, engine::KvBlockPool
       for (int32_t t = 0; t < own_tokens_; ++t) {
         slots.push_back(kv.slot(layer, head, heads_[index].base + t, pool.block_size()));
       }
-      pool.backend().WriteKvSlots(pool.storage(), slots, full_keys_[index].data(),
-                                  full_values_[index].data(), votes.data());
+      KVD_RETURN_IF_ERROR(pool.backend().WriteKvSlots(pool.storage(), slots,
+                                                      full_keys_[index].data(),
+                                                      full_values_[index].data(), votes.data()));
     }
   }
   return absl::OkStatus();

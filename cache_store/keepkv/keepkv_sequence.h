@@ -65,7 +65,8 @@ class KeepKvSequence {
     return static_cast<size_t>(layer) * config_.num_kv_heads + kv_head;
   }
   void Attach(const engine::SequenceKv& kv);
-  void AppendEntries(const engine::SequenceKv& kv, engine::KvBlockPool& pool, int32_t count);
+  [[nodiscard]] absl::Status AppendEntries(const engine::SequenceKv& kv, engine::KvBlockPool& pool,
+                                           int32_t count);
   void UpdateScores(int32_t new_tokens, const engine::StepScores& scores);
   // Whether a step of `new_tokens` takes some head over the budget, so that it compacts.
   bool CompactsAfter(int32_t new_tokens) const;

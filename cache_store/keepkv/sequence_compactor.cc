@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "cache_store/keepkv/entry_merge.h"
 #include "cache_store/keepkv/merge_math.h"
 #include "cache_store/keepkv/merge_pairs.h"
@@ -30,10 +31,14 @@ class HeadEntries {
     keys_.resize(static_cast<size_t>(n) * head_dim_);
     values_.resize(keys_.size());
     log_votes_.resize(n);
-    std::vector<kernels::KvSlot> slots(n);
-    for (int32_t i = 0; i < n; ++i) slots[i] = Slot(i);
-    pool.backend().ReadKvSlots(pool.storage(), slots, keys_.data(), values_.data(),
-                               log_votes_.data());
+  }
+
+  // Reads the entries from the pool.
+  [[nodiscard]] absl::Status Load() {
+    std::vector<kernels::KvSlot> slots(size());
+    for (int32_t i = 0; i < size(); ++i) slots[i] = Slot(i);
+    return pool_.backend().ReadKvSlots(pool_.storage(), slots, keys_.data(), values_.data(),
+                                       log_votes_.data());
   }
 
   int32_t size() const { return static_cast<int32_t>(state_.entries.size()); }
@@ -63,7 +68,7 @@ class HeadEntries {
     log_votes_[i] = merged.log_vote;
   }
   // Writes entries `indices` back to the pool.
-  void Write(std::span<const int32_t> indices) {
+  [[nodiscard]] absl::Status Write(std::span<const int32_t> indices) {
     std::vector<kernels::KvSlot> slots;
     std::vector<float> keys, values, votes;
     for (int32_t i : indices) {
@@ -72,7 +77,8 @@ class HeadEntries {
       values.insert(values.end(), value(i).begin(), value(i).end());
       votes.push_back(log_votes_[i]);
     }
-    pool_.backend().WriteKvSlots(pool_.storage(), slots, keys.data(), values.data(), votes.data());
+    return pool_.backend().WriteKvSlots(pool_.storage(), slots, keys.data(), values.data(),
+                                        votes.data());
   }
   // Mirrors a removal in the cache: entry `from` now sits at `to`.
   void Move(int32_t from, int32_t to) {
@@ -132,6 +138,7 @@ class Compaction {
   }
 
   absl::StatusOr<CompactionCounts> Run() {
+    KVD_RETURN_IF_ERROR(entries_.Load());
     int32_t excess = std::min(entries_.size() - input_.target, entries_.PrivateTail());
     const bool merging = params_.method != MergeMethod::kEvict && !queries_.empty();
     if (merging && params_.selection == MergeSelection::kLowestScores) {
@@ -215,7 +222,7 @@ class Compaction {
       evicted.push_back(pair.evicted);
     }
     if (kept.empty()) return 0;
-    entries_.Write(kept);
+    KVD_RETURN_IF_ERROR(entries_.Write(kept));
     if (absl::Status s = Remove(evicted); !s.ok()) return s;
     counts_.merges += static_cast<int64_t>(evicted.size());
     return static_cast<int32_t>(evicted.size());
@@ -239,7 +246,7 @@ class Compaction {
         kept.push_back(merge.kept);
       }
     }
-    if (!kept.empty()) entries_.Write(kept);
+    if (!kept.empty()) KVD_RETURN_IF_ERROR(entries_.Write(kept));
     return removed.empty() ? absl::OkStatus() : Remove(removed);
   }
 

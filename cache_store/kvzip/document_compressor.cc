@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -109,32 +110,39 @@ std::unique_ptr<engine::SequenceKv> DocumentCompressor::NewKv() const {
   return std::make_unique<engine::SequenceKv>(config_.num_layers, config_.num_kv_heads);
 }
 
-int32_t DocumentCompressor::Plan(int32_t token_budget, engine::KvBlockPool& pool,
-                                 std::vector<engine::SequenceStep>& steps) {
+absl::StatusOr<int32_t> DocumentCompressor::Plan(int32_t token_budget, engine::KvBlockPool& pool,
+                                                 std::vector<engine::SequenceStep>& steps) {
   planned_ = 0;
   if (token_budget <= 0 || scored()) return 0;
   if (prefilled_ < input_.length()) {
     if (document_kv_ == nullptr) document_kv_ = NewKv();
     const int32_t count = std::min(token_budget, input_.length() - prefilled_);
-    if (!document_kv_->Reserve(pool, count).ok()) return 0;
+    const absl::Status reserved = document_kv_->Reserve(pool, count);
+    if (absl::IsResourceExhausted(reserved)) return 0;
+    KVD_RETURN_IF_ERROR(reserved);
     steps.push_back({document_kv_.get(), std::span(tokens_).subspan(prefilled_, count),
                      engine::LogitRows::kNone,
                      spec_.method == CompressionMethod::kH2O ? &prefill_scores_ : nullptr});
     planned_ = count;
     return count;
   }
-  if (pass_kv_ == nullptr && !StartPass(pool)) return 0;
+  if (pass_kv_ == nullptr) {
+    KVD_ASSIGN_OR_RETURN(const bool started, StartPass(pool));
+    if (!started) return 0;
+  }
   const ScoringPass& pass = passes_[pass_index_];
   const int32_t count =
       std::min(token_budget, static_cast<int32_t>(pass.tokens.size()) - pass_fed_);
-  if (!pass_kv_->Reserve(pool, count).ok()) return 0;
+  const absl::Status reserved = pass_kv_->Reserve(pool, count);
+  if (absl::IsResourceExhausted(reserved)) return 0;
+  KVD_RETURN_IF_ERROR(reserved);
   steps.push_back({pass_kv_.get(), std::span(pass.tokens).subspan(pass_fed_, count),
                    engine::LogitRows::kNone, &pass_scores_});
   planned_ = count;
   return count;
 }
 
-bool DocumentCompressor::StartPass(engine::KvBlockPool& pool) {
+absl::StatusOr<bool> DocumentCompressor::StartPass(engine::KvBlockPool& pool) {
   const ScoringPass& pass = passes_[pass_index_];
   const int32_t heads = config_.num_layers * config_.num_kv_heads;
   auto kv = NewKv();
@@ -145,9 +153,10 @@ bool DocumentCompressor::StartPass(engine::KvBlockPool& pool) {
     // The prefix and this chunk only, so the pass costs O(chunk²), not O(chunk · document).
     visible = prefix_length() + (pass.end - pass.begin);
     const std::vector<int32_t> counts(heads, visible);
-    if (!kv->ReserveEach(pool, counts).ok()) {
+    if (const absl::Status reserved = kv->ReserveEach(pool, counts); !reserved.ok()) {
       kv->Release(pool);
-      return false;
+      if (absl::IsResourceExhausted(reserved)) return false;
+      return reserved;
     }
     const int32_t block_size = pool.block_size();
     std::vector<kernels::KvSlot> from, to;
@@ -160,7 +169,10 @@ bool DocumentCompressor::StartPass(engine::KvBlockPool& pool) {
         }
       }
     }
-    pool.backend().CopyKvSlots(pool.storage(), from, to);
+    if (absl::Status copied = pool.backend().CopyKvSlots(pool.storage(), from, to); !copied.ok()) {
+      kv->Release(pool);
+      return copied;
+    }
     kv->AdvanceEach(counts);
     kv->set_next_position(input_.length());
   }
@@ -239,8 +251,12 @@ absl::StatusOr<DocumentPayload> DocumentCompressor::Finish(engine::KvBlockPool& 
       head.keys.resize(slots.size() * config_.head_dim);
       head.values.resize(head.keys.size());
       head.log_votes.resize(slots.size());
-      pool.backend().ReadKvSlots(pool.storage(), slots, head.keys.data(), head.values.data(),
-                                 head.log_votes.data());
+      if (absl::Status read = pool.backend().ReadKvSlots(pool.storage(), slots, head.keys.data(),
+                                                         head.values.data(), head.log_votes.data());
+          !read.ok()) {
+        Release(pool);
+        return read;
+      }
       // The prefix is always kept: an infinite score keeps it through any re-cut.
       head.scores.assign(prefix_length(), std::numeric_limits<float>::infinity());
       head.scores.insert(head.scores.end(), scores_[i].begin(), scores_[i].end());

@@ -42,10 +42,11 @@ class DocumentCompressor {
 
   // Adds the next part of the work, at most `token_budget` tokens, to `steps` and reserves its
   // blocks. Returns the tokens added: 0 when the work is scored, the budget is 0, or the pool
-  // has no blocks for it now (try again after others free some). The part is computed by the
+  // has no blocks for it now (try again after others free some); the backend's error when it
+  // failed to copy a scoring pass's entries (the job cannot go on). The part is computed by the
   // next Forward that includes `steps`; call Commit after it succeeds.
-  [[nodiscard]] int32_t Plan(int32_t token_budget, engine::KvBlockPool& pool,
-                             std::vector<engine::SequenceStep>& steps);
+  [[nodiscard]] absl::StatusOr<int32_t> Plan(int32_t token_budget, engine::KvBlockPool& pool,
+                                             std::vector<engine::SequenceStep>& steps);
   // Records that the planned part ran; folds a finished scoring pass into the scores.
   void Commit(engine::KvBlockPool& pool);
   // Selects the kept entries, reads them out and frees every block. Once scored() only.
@@ -69,8 +70,9 @@ class DocumentCompressor {
   int32_t prefix_length() const { return static_cast<int32_t>(input_.prefix_ids.size()); }
   int32_t document_length() const { return static_cast<int32_t>(input_.document_ids.size()); }
   // Builds the current pass's cache: shares the document's blocks, or copies the prefix and
-  // the pass's chunk into fresh ones. False when the pool has no blocks for it now.
-  bool StartPass(engine::KvBlockPool& pool);
+  // the pass's chunk into fresh ones. False when the pool has no blocks for it now; the
+  // backend's error when the copy failed.
+  [[nodiscard]] absl::StatusOr<bool> StartPass(engine::KvBlockPool& pool);
   void FoldPassScores();
   std::unique_ptr<engine::SequenceKv> NewKv() const;
 

@@ -34,8 +34,12 @@ absl::StatusOr<std::unique_ptr<engine::SequenceKv>> LoadDocumentKv(
       const HeadKv& head = payload.head(layer, kv_head);
       std::vector<kernels::KvSlot> slots(head.kept());
       for (int32_t i = 0; i < head.kept(); ++i) slots[i] = kv->slot(layer, kv_head, i, block_size);
-      pool.backend().WriteKvSlots(pool.storage(), slots, head.keys.data(), head.values.data(),
-                                  head.log_votes.data());
+      if (absl::Status written = pool.backend().WriteKvSlots(
+              pool.storage(), slots, head.keys.data(), head.values.data(), head.log_votes.data());
+          !written.ok()) {
+        kv->Release(pool);
+        return written;
+      }
     }
   }
   kv->AdvanceEach(counts);

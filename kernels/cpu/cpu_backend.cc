@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/quantize.h"
@@ -261,19 +262,24 @@ void CpuBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
   AppendKvEntries(k, v, pool, sequences);
 }
 
-void CpuBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
-                             std::span<const KvSlot> dst) {
+absl::Status CpuBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                                     std::span<const KvSlot> dst) {
+  KVD_CHECK(src.size() == dst.size());
   CopyKvEntries(pool, src, dst);
+  return absl::OkStatus();
 }
 
-void CpuBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
-                             float* values, float* log_votes) {
+absl::Status CpuBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
+                                     float* values, float* log_votes) {
   ReadKvEntries(pool, slots, keys, values, log_votes);
+  return absl::OkStatus();
 }
 
-void CpuBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
-                              const float* values, const float* log_votes) {
+absl::Status CpuBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
+                                      const float* keys, const float* values,
+                                      const float* log_votes) {
   WriteKvEntries(pool, slots, keys, values, log_votes);
+  return absl::OkStatus();
 }
 
 void CpuBackend::Attention(const Tensor& q, const KvPool& pool,

@@ -38,12 +38,12 @@ class CpuBackend final : public Backend {
   void Add(Tensor x, const Tensor& y) override;
   void AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
                 std::span<const SequenceKvRef> sequences) override;
-  void CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
-                   std::span<const KvSlot> dst) override;
-  void ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys, float* values,
-                   float* log_votes) override;
-  void WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
-                    const float* values, const float* log_votes) override;
+  absl::Status CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                           std::span<const KvSlot> dst) override;
+  absl::Status ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
+                           float* values, float* log_votes) override;
+  absl::Status WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
+                            const float* values, const float* log_votes) override;
   void Attention(const Tensor& q, const KvPool& pool, std::span<const SequenceKvRef> sequences,
                  const AttentionShape& shape, Tensor out) override;
   void TopLogits(const Tensor& logits, int32_t k, std::span<const float> inverse_temperatures,

@@ -417,27 +417,29 @@ void CudaBackend::AppendKv(const Tensor& k, const Tensor& v, const KvPool& pool,
   CheckLaunch("AppendKv");
 }
 
-void CudaBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
-                              std::span<const KvSlot> dst) {
-  if (src.empty()) return;
+absl::Status CudaBackend::CopyKvSlots(const KvPool& pool, std::span<const KvSlot> src,
+                                      std::span<const KvSlot> dst) {
+  KVD_CHECK(src.size() == dst.size());
+  if (src.empty()) return absl::OkStatus();
   const size_t at_src = staging_.Add(src);
   const size_t at_dst = staging_.Add(dst);
-  if (!staging_.Upload(*this)) return;
+  if (!staging_.Upload(*this)) return TakeError();
   LaunchCopyKvSlots(static_cast<const int64_t*>(staging_.Device(at_src)),
                     static_cast<const int64_t*>(staging_.Device(at_dst)),
                     static_cast<int64_t>(src.size()), pool, stream_);
   CheckLaunch("CopyKvSlots");
+  return TakeError();
 }
 
-void CudaBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots, float* keys,
-                              float* values, float* log_votes) {
-  if (slots.empty()) return;
+absl::Status CudaBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
+                                      float* keys, float* values, float* log_votes) {
+  if (slots.empty()) return absl::OkStatus();
   const size_t vector_bytes = slots.size() * static_cast<size_t>(pool.head_dim) * sizeof(float);
   const size_t at_slots = staging_.Add(slots);
   const size_t at_keys = staging_.Reserve(vector_bytes);
   const size_t at_values = staging_.Reserve(vector_bytes);
   const size_t at_votes = staging_.Reserve(slots.size() * sizeof(float));
-  if (!staging_.Upload(*this)) return;
+  if (!staging_.Upload(*this)) return TakeError();
   auto* device_keys = static_cast<float*>(staging_.Device(at_keys));
   auto* device_values = static_cast<float*>(staging_.Device(at_values));
   auto* device_votes = static_cast<float*>(staging_.Device(at_votes));
@@ -451,27 +453,30 @@ void CudaBackend::ReadKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
     const size_t bytes = dst == log_votes ? slots.size() * sizeof(float) : vector_bytes;
     if (!Check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
                "cudaMemcpyAsync (kv to host)")) {
-      return;
+      return TakeError();
     }
   }
   Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  return TakeError();
 }
 
-void CudaBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots, const float* keys,
-                               const float* values, const float* log_votes) {
-  if (slots.empty()) return;
+absl::Status CudaBackend::WriteKvSlots(const KvPool& pool, std::span<const KvSlot> slots,
+                                       const float* keys, const float* values,
+                                       const float* log_votes) {
+  if (slots.empty()) return absl::OkStatus();
   const size_t vector_floats = slots.size() * static_cast<size_t>(pool.head_dim);
   const size_t at_slots = staging_.Add(slots);
   const size_t at_keys = staging_.Add(std::span<const float>(keys, vector_floats));
   const size_t at_values = staging_.Add(std::span<const float>(values, vector_floats));
   const size_t at_votes = staging_.Add(std::span<const float>(log_votes, slots.size()));
-  if (!staging_.Upload(*this)) return;
+  if (!staging_.Upload(*this)) return TakeError();
   LaunchScatterKvSlots(static_cast<const int64_t*>(staging_.Device(at_slots)),
                        static_cast<int64_t>(slots.size()),
                        static_cast<const float*>(staging_.Device(at_keys)),
                        static_cast<const float*>(staging_.Device(at_values)),
                        static_cast<const float*>(staging_.Device(at_votes)), pool, stream_);
   CheckLaunch("ScatterKvSlots");
+  return TakeError();
 }
 
 void CudaBackend::Attention(const Tensor& q, const KvPool& pool,

@@ -34,9 +34,14 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
   for (Job& job : jobs_) {
     if (budget - planned <= 0 || pool_.num_free_blocks() <= keep_free) break;
     if (one_started && !job.started) break;
-    const int32_t count = job.compressor->Plan(budget - planned, pool_, steps);
-    job.planned = count > 0;
-    planned += count;
+    const absl::StatusOr<int32_t> count = job.compressor->Plan(budget - planned, pool_, steps);
+    if (!count.ok()) {
+      End(job, count.status());
+      job.ended = true;
+      continue;
+    }
+    job.planned = *count > 0;
+    planned += *count;
     if (job.planned && !job.started) {
       job.started = now;
       one_started = true;
@@ -45,6 +50,7 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
                    job.compressor->input().length(), job.compressor->total_tokens());
     }
   }
+  std::erase_if(jobs_, [](const Job& job) { return job.ended; });
   return planned;
 }
 

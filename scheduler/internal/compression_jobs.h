@@ -32,7 +32,8 @@ class CompressionJobs {
   void DropCancelled();
   // Adds the running job's next part to `steps` (starting the next job when none runs), at
   // most `budget` tokens, while more than `keep_free` blocks stay free; a job's clock starts
-  // with its first part (`now`). Returns the tokens planned.
+  // with its first part (`now`). Returns the tokens planned. A job whose part could not be set
+  // up (the backend failed to copy its entries) ends with that error.
   int32_t Plan(int32_t budget, int64_t keep_free, absl::Time now,
                std::vector<engine::SequenceStep>& steps);
   // After the planned parts ran: records them, and finishes the jobs that are done.
@@ -47,6 +48,7 @@ class CompressionJobs {
     std::unique_ptr<cache_store::DocumentCompressor> compressor;
     std::shared_ptr<CompressionChannel> channel;
     bool planned = false;
+    bool ended = false;
     std::optional<absl::Time> started;
   };
   void End(Job& job, absl::StatusOr<cache_store::DocumentPayload> result);

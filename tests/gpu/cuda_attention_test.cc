@@ -46,7 +46,8 @@ class CudaAttentionTest : public BackendPairTest, public ::testing::WithParamInt
                        head_dim};
     std::vector<KvSlot> slots(entries);
     for (size_t i = 0; i < entries; ++i) slots[i] = static_cast<KvSlot>(i);
-    backend.WriteKvSlots(pool.view, slots, keys.data(), values.data(), votes.data());
+    EXPECT_TRUE(
+        backend.WriteKvSlots(pool.view, slots, keys.data(), values.data(), votes.data()).ok());
     return pool;
   }
 

@@ -181,12 +181,14 @@ TEST_F(CudaBackendTest, KvEntriesAndPagedAttentionMatchTheCpu) {
   std::vector<float> votes = Random(slots_count, 0.5f);
   for (float& v : votes) v = std::abs(v);
   for (engine::KvBlockPool* pool : {pools.cpu.get(), pools.cuda.get()}) {
-    pool->backend().WriteKvSlots(pool->storage(), slots, keys.data(), values.data(), votes.data());
+    EXPECT_TRUE(pool->backend()
+                    .WriteKvSlots(pool->storage(), slots, keys.data(), values.data(), votes.data())
+                    .ok());
   }
   // Copies between slots, then reads back.
   const std::vector<KvSlot> from = {3, 100, 517}, to = {900, 901, 2};
   for (engine::KvBlockPool* pool : {pools.cpu.get(), pools.cuda.get()}) {
-    pool->backend().CopyKvSlots(pool->storage(), from, to);
+    EXPECT_TRUE(pool->backend().CopyKvSlots(pool->storage(), from, to).ok());
   }
   std::vector<float> read_keys[2], read_values[2], read_votes[2];
   int side = 0;
@@ -194,8 +196,10 @@ TEST_F(CudaBackendTest, KvEntriesAndPagedAttentionMatchTheCpu) {
     read_keys[side].resize(keys.size());
     read_values[side].resize(values.size());
     read_votes[side].resize(votes.size());
-    pool->backend().ReadKvSlots(pool->storage(), slots, read_keys[side].data(),
-                                read_values[side].data(), read_votes[side].data());
+    EXPECT_TRUE(pool->backend()
+                    .ReadKvSlots(pool->storage(), slots, read_keys[side].data(),
+                                 read_values[side].data(), read_votes[side].data())
+                    .ok());
     ++side;
   }
   EXPECT_EQ(read_keys[0], read_keys[1]);

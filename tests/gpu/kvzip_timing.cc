@@ -69,9 +69,12 @@ absl::StatusOr<KvzipTiming> CompressOnce(engine::Model& model, engine::KvBlockPo
   bool prefilled = false;
   while (!compressor.scored()) {
     steps.clear();
-    if (compressor.Plan(token_budget, pool, steps) == 0) {
+    absl::StatusOr<int32_t> planned = compressor.Plan(token_budget, pool, steps);
+    if (!planned.ok() || *planned == 0) {
       compressor.Release(pool);
-      return absl::ResourceExhaustedError("kvzip timing: the KV pool has no blocks for the job");
+      return planned.ok() ? absl::ResourceExhaustedError(
+                                "kvzip timing: the KV pool has no blocks for the job")
+                          : planned.status();
     }
     if (auto status = model.Forward(steps, pool, logits); !status.ok()) {
       compressor.Release(pool);

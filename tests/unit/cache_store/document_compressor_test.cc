@@ -20,6 +20,7 @@
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "key_value_documents.h"
+#include "tests/support/failing_kv_moves_backend.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -64,7 +65,8 @@ class DocumentCompressorTest : public ::testing::Test {
     engine::StepLogits logits;
     while (!compressor.scored()) {
       std::vector<engine::SequenceStep> steps;
-      EXPECT_GT(compressor.Plan(budget, *pool_, steps), 0);
+      const absl::StatusOr<int32_t> planned = compressor.Plan(budget, *pool_, steps);
+      EXPECT_TRUE(planned.ok() && *planned > 0) << planned.status();
       EXPECT_TRUE(model_->Forward(steps, *pool_, logits).ok());
       compressor.Commit(*pool_);
     }
@@ -367,7 +369,8 @@ TEST_F(DocumentCompressorTest, ReleaseMidwayReturnsEveryBlock) {
   engine::StepLogits logits;
   for (int i = 0; i < 3; ++i) {
     std::vector<engine::SequenceStep> steps;
-    ASSERT_GT(compressor->Plan(100, *pool_, steps), 0);
+    const absl::StatusOr<int32_t> planned = compressor->Plan(100, *pool_, steps);
+    ASSERT_TRUE(planned.ok() && *planned > 0) << planned.status();
     ASSERT_TRUE(model_->Forward(steps, *pool_, logits).ok());
     compressor->Commit(*pool_);
   }
@@ -375,6 +378,36 @@ TEST_F(DocumentCompressorTest, ReleaseMidwayReturnsEveryBlock) {
   EXPECT_GT(compressor->PeakBlocks(16), 0);
   compressor->Release(*pool_);
   compressor->Release(*pool_);
+}
+
+// A KV move the backend fails (copying a scoring pass's entries, or the copy-on-write of a
+// shared block) ends the work with that error at the Plan that moved, instead of reading as
+// "no blocks now" forever; Release still returns every block.
+TEST_F(DocumentCompressorTest, AFailedKvMoveIsPlansErrorAndReleaseReturnsEveryBlock) {
+  test_support::FailingKvMovesBackend backend(*kernels::CreateBackend("cpu", {.num_threads = 2}),
+                                              absl::InternalError("device lost the copy"));
+  auto pool = *engine::KvBlockPool::Create(
+      backend, {.num_blocks = 2048, .block_size = 16, .head_dim = model_->config().head_dim});
+  backend.set_failing(true);
+  const auto document = Document(6);
+  auto compressor =
+      NewCompressor(document.text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
+  engine::StepLogits logits;
+  absl::Status failure;
+  for (int step = 0; step < 100 && failure.ok() && !compressor->scored(); ++step) {
+    std::vector<engine::SequenceStep> steps;
+    const absl::StatusOr<int32_t> planned = compressor->Plan(100, *pool, steps);
+    if (!planned.ok()) {
+      failure = planned.status();
+      break;
+    }
+    ASSERT_GT(*planned, 0) << "the pool has room: 0 would mean a move's failure was swallowed";
+    ASSERT_TRUE(model_->Forward(steps, *pool, logits).ok());
+    compressor->Commit(*pool);
+  }
+  EXPECT_EQ(failure, absl::InternalError("device lost the copy"));
+  compressor->Release(*pool);
+  EXPECT_EQ(pool->num_used_blocks(), 0);
 }
 
 }  // namespace

@@ -75,8 +75,10 @@ class KeepKvSequenceTest : public ::testing::Test {
     cache.keys.resize(static_cast<size_t>(n) * kHeadDim);
     cache.values.resize(cache.keys.size());
     cache.votes.resize(n);
-    backend_->ReadKvSlots(pool_->storage(), slots, cache.keys.data(), cache.values.data(),
-                          cache.votes.data());
+    EXPECT_TRUE(backend_
+                    ->ReadKvSlots(pool_->storage(), slots, cache.keys.data(), cache.values.data(),
+                                  cache.votes.data())
+                    .ok());
     return cache;
   }
   // Softmax probabilities of query `q` over the first `visible` entries.
@@ -131,8 +133,10 @@ class KeepKvSequenceTest : public ::testing::Test {
     std::vector<kernels::KvSlot> slots;
     for (int32_t i = 0; i < n; ++i) slots.push_back(kv.slot(0, 0, before + i, pool_->block_size()));
     const std::vector<float> zero(n, 0.0f);
-    backend_->WriteKvSlots(pool_->storage(), slots, entries.keys.data(), entries.values.data(),
-                           zero.data());
+    EXPECT_TRUE(backend_
+                    ->WriteKvSlots(pool_->storage(), slots, entries.keys.data(),
+                                   entries.values.data(), zero.data())
+                    .ok());
     kv.Advance(n);
     if (!scored) return sequence.AfterStep(kv, *pool_, n, true, nullptr);
     const Cache cache = Read(kv);

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "tests/support/failing_kv_moves_backend.h"
+
 namespace kvd::engine {
 namespace {
 
@@ -135,7 +137,9 @@ void NumberEntries(KvBlockPool& pool, SequenceKv& kv, int32_t layer, int32_t hea
     values.insert(values.end(), dim, -(offset + i));
     votes.push_back(0.5f * i);
   }
-  pool.backend().WriteKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data());
+  EXPECT_TRUE(pool.backend()
+                  .WriteKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data())
+                  .ok());
 }
 
 // The key numbers of (layer, kv head)'s entries, in index order.
@@ -146,7 +150,9 @@ std::vector<float> EntryNumbers(KvBlockPool& pool, const SequenceKv& kv, int32_t
   std::vector<kernels::KvSlot> slots;
   for (int32_t i = 0; i < count; ++i) slots.push_back(kv.slot(layer, head, i, pool.block_size()));
   std::vector<float> keys(static_cast<size_t>(count) * dim), values(keys.size()), votes(count);
-  pool.backend().ReadKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data());
+  EXPECT_TRUE(pool.backend()
+                  .ReadKvSlots(pool.storage(), slots, keys.data(), values.data(), votes.data())
+                  .ok());
   std::vector<float> numbers;
   for (int32_t i = 0; i < count; ++i) {
     numbers.push_back(keys[static_cast<size_t>(i) * dim]);
@@ -246,6 +252,50 @@ TEST_F(KvCacheTest, InvalidPoolOptions) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A backend's failed KV move is the error of the call that moved, and leaves the cache and the
+// pool as they were.
+TEST(KvCacheMovesTest, AFailedCopyOnWriteIsReservesErrorAndLeaksNoBlock) {
+  test_support::FailingKvMovesBackend backend(*kernels::CreateBackend("cpu", {.num_threads = 1}),
+                                              absl::InternalError("device lost the copy"));
+  auto pool = KvBlockPool::Create(backend, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv parent(1, 1);
+  ASSERT_TRUE(parent.Reserve(**pool, 6).ok());
+  parent.Advance(6);
+  SequenceKv child(1, 1);
+  child.ShareFrom(parent, **pool);
+  const std::vector<int32_t> shared_blocks = child.blocks(0, 0);
+  const int32_t free_before = (*pool)->num_free_blocks();
+
+  backend.set_failing(true);
+  EXPECT_EQ(child.Reserve(**pool, 1), absl::InternalError("device lost the copy"));
+  EXPECT_EQ((*pool)->num_free_blocks(), free_before);
+  EXPECT_EQ(child.blocks(0, 0), shared_blocks) << "still sharing, nothing half-copied";
+
+  backend.set_failing(false);
+  ASSERT_TRUE(child.Reserve(**pool, 1).ok());
+  child.Release(**pool);
+  parent.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 8);
+}
+
+TEST(KvCacheMovesTest, AFailedMoveIsRemoveEntriesErrorAndKeepsTheLength) {
+  test_support::FailingKvMovesBackend backend(*kernels::CreateBackend("cpu", {.num_threads = 1}),
+                                              absl::InternalError("device lost the copy"));
+  auto pool = KvBlockPool::Create(backend, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv kv(1, 1);
+  ASSERT_TRUE(kv.Reserve(**pool, 10).ok());
+  kv.Advance(10);
+  backend.set_failing(true);
+  EXPECT_EQ(kv.RemoveEntries(**pool, 0, 0, std::vector<int32_t>{1, 3}).status(),
+            absl::InternalError("device lost the copy"));
+  EXPECT_EQ(kv.length(0, 0), 10);
+  EXPECT_EQ(kv.blocks(0, 0).size(), 3u);
+  kv.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 8);
 }
 
 }  // namespace

@@ -269,12 +269,16 @@ KvRoundTrip WriteCopyAndRead(Backend& backend, const KvPool& pool) {
   KvRoundTrip r{RandomVector(written.size() * pool.head_dim, 13),
                 RandomVector(written.size() * pool.head_dim, 14),
                 {0.5f, -1.0f, 2.0f}};
-  backend.WriteKvSlots(pool, written, r.keys.data(), r.values.data(), r.votes.data());
-  backend.CopyKvSlots(pool, written, copies);
+  EXPECT_TRUE(
+      backend.WriteKvSlots(pool, written, r.keys.data(), r.values.data(), r.votes.data()).ok());
+  EXPECT_TRUE(backend.CopyKvSlots(pool, written, copies).ok());
   r.read_keys.resize(r.keys.size());
   r.read_values.resize(r.values.size());
   r.read_votes.resize(r.votes.size());
-  backend.ReadKvSlots(pool, copies, r.read_keys.data(), r.read_values.data(), r.read_votes.data());
+  EXPECT_TRUE(
+      backend
+          .ReadKvSlots(pool, copies, r.read_keys.data(), r.read_values.data(), r.read_votes.data())
+          .ok());
   return r;
 }
 
@@ -333,7 +337,7 @@ TEST_F(CpuBackendTest, Bf16KvPoolRoundsOnTheWayInAndCopiesExactly) {
       const KvSlot slot = KvSlot{block_of_head[h]} * kBlockSize + 1 + row;
       std::vector<float> key(kHeadDim), value(kHeadDim);
       float vote = -1.0f;
-      backend_.ReadKvSlots(pool, {&slot, 1}, key.data(), value.data(), &vote);
+      EXPECT_TRUE(backend_.ReadKvSlots(pool, {&slot, 1}, key.data(), value.data(), &vote).ok());
       const int64_t first = (int64_t{row} * kKvHeads + h) * kHeadDim;
       EXPECT_EQ(
           key, std::vector<float>(rounded_k.begin() + first, rounded_k.begin() + first + kHeadDim));
