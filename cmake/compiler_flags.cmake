@@ -20,6 +20,10 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   # Boost 1.74's Asio looks for clang's coroutines only in libc++'s <experimental/coroutine>;
   # clang has C++20 coroutines with libstdc++'s <coroutine> too (which Asio then uses).
   add_compile_definitions(BOOST_ASIO_HAS_CO_AWAIT=1)
+  # Locks checked by the compiler (base/mutex.h): a member read or written without the mutex
+  # its ABSL_GUARDED_BY names is an error in every clang build (the fuzz build in CI).
+  target_compile_options(kvd_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety -Werror=thread-safety>)
 endif()
 
 if(KVD_FUZZ)

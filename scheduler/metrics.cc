@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/mutex.h"
+
 namespace kvd::scheduler {
 namespace {
 
@@ -36,7 +38,7 @@ SchedulerMetrics::SchedulerMetrics()
       e2e_seconds_(LatencyBuckets()) {}
 
 void SchedulerMetrics::RecordGauges(const Gauges& gauges) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   totals_.num_running = gauges.num_running;
   totals_.num_waiting = gauges.num_waiting;
   totals_.kv_blocks_total = gauges.kv_blocks_total;
@@ -56,7 +58,7 @@ void SchedulerMetrics::RecordGauges(const Gauges& gauges) {
 }
 
 void SchedulerMetrics::RecordKeepKv(int64_t merges, int64_t evictions, int64_t refreshes) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   totals_.keepkv_merges += static_cast<uint64_t>(merges);
   totals_.keepkv_evictions += static_cast<uint64_t>(evictions);
   totals_.keepkv_refreshes += static_cast<uint64_t>(refreshes);
@@ -64,7 +66,7 @@ void SchedulerMetrics::RecordKeepKv(int64_t merges, int64_t evictions, int64_t r
 
 void SchedulerMetrics::RecordStep(int32_t tokens, int32_t preemptions, double step_seconds,
                                   double forward_seconds) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   ++totals_.steps;
   totals_.preemptions += static_cast<uint64_t>(preemptions);
   totals_.computed_tokens += static_cast<uint64_t>(tokens);
@@ -78,7 +80,7 @@ void SchedulerMetrics::RecordStep(int32_t tokens, int32_t preemptions, double st
 
 void SchedulerMetrics::RecordAdmission(const std::string& tenant, int32_t prompt_tokens,
                                        double queue_seconds) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   totals_.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
   totals_.tenants[tenant].prompt_tokens += static_cast<uint64_t>(prompt_tokens);
   queue_seconds_.Observe(queue_seconds);
@@ -87,7 +89,7 @@ void SchedulerMetrics::RecordAdmission(const std::string& tenant, int32_t prompt
 void SchedulerMetrics::RecordToken(const std::string& tenant,
                                    std::optional<double> time_to_first_token,
                                    std::optional<double> inter_token) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   ++totals_.generation_tokens;
   ++totals_.tenants[tenant].generation_tokens;
   if (time_to_first_token) ttft_seconds_.Observe(*time_to_first_token);
@@ -95,17 +97,17 @@ void SchedulerMetrics::RecordToken(const std::string& tenant,
 }
 
 void SchedulerMetrics::RecordFinish(FinishReason reason) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   ++totals_.finished_sequences[reason];
 }
 
 void SchedulerMetrics::RecordRequestDone(double e2e_seconds) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   e2e_seconds_.Observe(e2e_seconds);
 }
 
 MetricsSnapshot SchedulerMetrics::Snapshot() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   MetricsSnapshot snapshot = totals_;
   snapshot.tokens_per_step = tokens_per_step_.snapshot();
   snapshot.step_seconds = step_seconds_.snapshot();

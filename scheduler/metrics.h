@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/histogram.h"
+#include "base/mutex.h"
 #include "scheduler/request.h"
 
 namespace kvd::scheduler {
@@ -84,10 +85,14 @@ class SchedulerMetrics {
   MetricsSnapshot Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  MetricsSnapshot totals_;  // guarded by mu_; histograms kept below
-  base::Histogram tokens_per_step_, step_seconds_, queue_seconds_, ttft_seconds_, itl_seconds_,
-      e2e_seconds_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  MetricsSnapshot totals_ ABSL_GUARDED_BY(mu_);  // histograms kept below
+  base::Histogram tokens_per_step_ ABSL_GUARDED_BY(mu_);
+  base::Histogram step_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram queue_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram ttft_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram itl_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram e2e_seconds_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kvd::scheduler

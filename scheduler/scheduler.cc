@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "base/mutex.h"
 #include "cache_store/kvzip/document_kv.h"
 #include "scheduler/internal/compression_channel.h"
 #include "scheduler/internal/request_channel.h"
@@ -161,7 +162,7 @@ absl::StatusOr<RequestHandle> Scheduler::Submit(Request request) {
   state->arrival = clock_.Now();
   std::shared_ptr<internal::RequestChannel> channel;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_) return absl::UnavailableError("the scheduler is stopping");
     if (queued_ >= config_.max_queued_requests) {
       return absl::UnavailableError(absl::StrCat("the server is overloaded: ", queued_,
@@ -196,7 +197,7 @@ absl::StatusOr<CompressionHandle> Scheduler::SubmitCompression(
   }
   auto channel = std::make_shared<internal::CompressionChannel>(wakeup_);
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_) return absl::UnavailableError("the scheduler is stopping");
     compression_inbox_.push_back({std::move(compressor), channel});
   }
@@ -205,7 +206,7 @@ absl::StatusOr<CompressionHandle> Scheduler::SubmitCompression(
 }
 
 void Scheduler::OnDequeued(const internal::RequestState& request) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   --queued_;
   const auto it = queued_by_tenant_.find(request.request.tenant.id);
   if (it != queued_by_tenant_.end() && --it->second == 0) queued_by_tenant_.erase(it);
@@ -215,7 +216,7 @@ void Scheduler::DrainInbox() {
   std::vector<std::shared_ptr<internal::RequestState>> arrived;
   std::vector<PendingCompression> compressions;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     arrived.swap(inbox_);
     compressions.swap(compression_inbox_);
   }
@@ -242,7 +243,7 @@ void Scheduler::Start() {
 void Scheduler::Run() {
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       if (stopping_) break;
     }
     if (!HasWork()) {
@@ -257,7 +258,7 @@ void Scheduler::Run() {
 
 void Scheduler::Stop() {
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
   }

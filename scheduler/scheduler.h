@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "cache_store/kvzip/document_compressor.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -86,17 +87,17 @@ class Scheduler {
   std::unique_ptr<internal::StepLoop> step_loop_;  // Thread: scheduler
   std::thread thread_;
 
-  mutable std::mutex mu_;
-  std::vector<std::shared_ptr<internal::RequestState>> inbox_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  std::vector<std::shared_ptr<internal::RequestState>> inbox_ ABSL_GUARDED_BY(mu_);
   struct PendingCompression {
     std::unique_ptr<cache_store::DocumentCompressor> compressor;
     std::shared_ptr<internal::CompressionChannel> channel;
   };
-  std::vector<PendingCompression> compression_inbox_;  // guarded by mu_
-  std::map<std::string, int32_t> queued_by_tenant_;    // guarded by mu_
-  int32_t queued_ = 0;                                 // guarded by mu_
-  uint64_t next_id_ = 1;                               // guarded by mu_
-  bool stopping_ = false;                              // guarded by mu_
+  std::vector<PendingCompression> compression_inbox_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int32_t> queued_by_tenant_ ABSL_GUARDED_BY(mu_);
+  int32_t queued_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kvd::scheduler

@@ -18,7 +18,7 @@ ThreadPool::ThreadPool(int32_t num_threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     stopping_ = true;
   }
   work_ready_.notify_all();
@@ -48,16 +48,17 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t, in
   task->count = count;
   task->num_chunks = std::min<int64_t>(count, num_threads() * kChunksPerThread);
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     task_ = task;
     ++generation_;
   }
   work_ready_.notify_all();
   RunChunks(*task);
   // Wait only for chunks that workers claimed and are still running.
-  std::unique_lock lock(mu_);
-  work_done_.wait(
-      lock, [&] { return task->done_chunks.load(std::memory_order_acquire) == task->num_chunks; });
+  base::MutexLock lock(mu_);
+  while (task->done_chunks.load(std::memory_order_acquire) != task->num_chunks) {
+    lock.Wait(work_done_);
+  }
   task_.reset();
 }
 
@@ -66,15 +67,15 @@ void ThreadPool::WorkerLoop() {
   while (true) {
     std::shared_ptr<Task> task;
     {
-      std::unique_lock lock(mu_);
-      work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen_generation; });
+      base::MutexLock lock(mu_);
+      while (!stopping_ && generation_ == seen_generation) lock.Wait(work_ready_);
       if (stopping_) return;
       seen_generation = generation_;
       task = task_;
     }
     if (task && RunChunks(*task)) {
       // Take the lock so the notification cannot fall between the caller's check and wait.
-      { std::lock_guard lock(mu_); }
+      { base::MutexLock lock(mu_); }
       work_done_.notify_all();
     }
   }

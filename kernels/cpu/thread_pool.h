@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace kvd::kernels::cpu {
 
@@ -44,12 +45,12 @@ class ThreadPool {
   static bool RunChunks(Task& task);
 
   std::vector<std::thread> workers_;
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable work_ready_;
   std::condition_variable work_done_;
-  std::shared_ptr<Task> task_;  // guarded by mu_
-  uint64_t generation_ = 0;     // guarded by mu_
-  bool stopping_ = false;       // guarded by mu_
+  std::shared_ptr<Task> task_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace kvd::kernels::cpu

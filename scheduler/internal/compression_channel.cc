@@ -2,12 +2,14 @@
 
 #include <utility>
 
+#include "base/mutex.h"
+
 namespace kvd::scheduler::internal {
 
 void CompressionChannel::Finish(absl::StatusOr<cache_store::DocumentPayload> result) {
   std::function<void()> listener;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (finished_) return;
     finished_ = true;
     if (result.ok()) progress_.store(1.0, std::memory_order_relaxed);
@@ -20,12 +22,10 @@ void CompressionChannel::Finish(absl::StatusOr<cache_store::DocumentPayload> res
 
 std::optional<absl::StatusOr<cache_store::DocumentPayload>> CompressionChannel::TakeResult(
     absl::Duration timeout) {
-  std::unique_lock lock(mu_);
-  const auto ready = [this] { return finished_; };
-  if (timeout == absl::InfiniteDuration()) {
-    cv_.wait(lock, ready);
-  } else if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), ready)) {
-    return std::nullopt;
+  base::MutexLock lock(mu_);
+  const absl::Time deadline = absl::Now() + timeout;  // infinite stays infinite
+  while (!finished_) {
+    if (!lock.WaitUntil(cv_, deadline) && !finished_) return std::nullopt;
   }
   if (taken_) return std::nullopt;
   taken_ = true;
@@ -40,14 +40,14 @@ void CompressionChannel::Cancel() {
 }
 
 bool CompressionChannel::taken() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return taken_;
 }
 
 void CompressionChannel::SetListener(std::function<void()> listener) {
   bool finished;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     listener_ = listener;
     finished = finished_;
   }

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "cache_store/store/document_payload.h"
 #include "scheduler/internal/wakeup.h"
 
@@ -37,12 +38,12 @@ class CompressionChannel {
   const std::shared_ptr<Wakeup> wakeup_;
   std::atomic<double> progress_ = 0.0;
   std::atomic<bool> cancelled_ = false;
-  mutable std::mutex mu_;
+  mutable base::Mutex mu_;
   std::condition_variable cv_;
-  bool finished_ = false;                                               // guarded by mu_
-  bool taken_ = false;                                                  // guarded by mu_
-  std::optional<absl::StatusOr<cache_store::DocumentPayload>> result_;  // guarded by mu_
-  std::function<void()> listener_;                                      // guarded by mu_
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool taken_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<absl::StatusOr<cache_store::DocumentPayload>> result_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> listener_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kvd::scheduler::internal

@@ -1,13 +1,14 @@
 #include "scheduler/internal/request_channel.h"
 
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 
 namespace kvd::scheduler::internal {
 
 void RequestChannel::Push(Event event) {
   std::function<void()> listener;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     events_.push_back(std::move(event));
     listener = listener_;
   }
@@ -16,12 +17,10 @@ void RequestChannel::Push(Event event) {
 }
 
 std::optional<Event> RequestChannel::Next(absl::Duration timeout) {
-  std::unique_lock lock(mu_);
-  auto ready = [this] { return final_taken_ || !events_.empty(); };
-  if (timeout == absl::InfiniteDuration()) {
-    cv_.wait(lock, ready);
-  } else if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), ready)) {
-    return std::nullopt;
+  base::MutexLock lock(mu_);
+  const absl::Time deadline = absl::Now() + timeout;  // infinite stays infinite
+  while (!final_taken_ && events_.empty()) {
+    if (!lock.WaitUntil(cv_, deadline) && !final_taken_ && events_.empty()) return std::nullopt;
   }
   if (final_taken_) return std::nullopt;
   Event event = std::move(events_.front());
@@ -35,14 +34,14 @@ void RequestChannel::Cancel() {
 }
 
 bool RequestChannel::finished() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return final_taken_;
 }
 
 void RequestChannel::SetListener(std::function<void()> listener) {
   bool events_waiting;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     listener_ = listener;
     events_waiting = !events_.empty();
   }

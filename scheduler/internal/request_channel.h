@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "scheduler/internal/wakeup.h"
 #include "scheduler/request.h"
 
@@ -43,11 +44,11 @@ class RequestChannel {
   const uint64_t id_;
   const std::shared_ptr<Wakeup> wakeup_;
   std::atomic<bool> cancelled_ = false;
-  mutable std::mutex mu_;
+  mutable base::Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> events_;        // guarded by mu_
-  bool final_taken_ = false;        // guarded by mu_
-  std::function<void()> listener_;  // guarded by mu_
+  std::deque<Event> events_ ABSL_GUARDED_BY(mu_);
+  bool final_taken_ ABSL_GUARDED_BY(mu_) = false;
+  std::function<void()> listener_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kvd::scheduler::internal

@@ -5,13 +5,15 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace kvd::scheduler::internal {
 
 class Wakeup {
  public:
   void Notify() {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       pending_ = true;
     }
     cv_.notify_one();
@@ -19,13 +21,13 @@ class Wakeup {
 
   // Blocks until Notify was called since the last Wait returned.
   void Wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return pending_; });
+    base::MutexLock lock(mu_);
+    while (!pending_) lock.Wait(cv_);
     pending_ = false;
   }
 
  private:
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
   bool pending_ = false;
 };

@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "server/api/document_json.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
@@ -31,14 +32,14 @@ constexpr int32_t kMaxPageSize = 100;
 class UploadReply final : public AsyncReply {
  public:
   struct State {
-    std::mutex mu;
-    std::optional<HttpResponse> response;  // guarded by mu
-    std::function<void()> notify;          // guarded by mu
+    base::Mutex mu;
+    std::optional<HttpResponse> response ABSL_GUARDED_BY(mu);
+    std::function<void()> notify ABSL_GUARDED_BY(mu);
   };
 
   UploadReply() : state_(std::make_shared<State>()) {}
   ~UploadReply() override {
-    std::lock_guard lock(state_->mu);
+    base::MutexLock lock(state_->mu);
     state_->notify = nullptr;
   }
   const std::shared_ptr<State>& state() const { return state_; }
@@ -46,7 +47,7 @@ class UploadReply final : public AsyncReply {
   static void Complete(State& state, HttpResponse response) {
     std::function<void()> notify;
     {
-      std::lock_guard lock(state.mu);
+      base::MutexLock lock(state.mu);
       state.response = std::move(response);
       notify = state.notify;
     }
@@ -57,14 +58,14 @@ class UploadReply final : public AsyncReply {
   void SetNotify(std::function<void()> notify) override {
     bool ready;
     {
-      std::lock_guard lock(state_->mu);
+      base::MutexLock lock(state_->mu);
       state_->notify = notify;
       ready = state_->response.has_value();
     }
     if (ready && notify) notify();
   }
   ReplyProgress Poll() override {
-    std::lock_guard lock(state_->mu);
+    base::MutexLock lock(state_->mu);
     ReplyProgress progress;
     if (state_->response) {
       progress.response = *state_->response;

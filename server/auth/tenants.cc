@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "base/mutex.h"
 #include "base/sha256.h"
 #include "server/config/api_key.h"
 #include "server/http/error_response.h"
@@ -59,7 +60,7 @@ void TenantPermit::Settle(int64_t used_tokens) {
   settled_ = true;
   const int64_t unused = charged_tokens_ - used_tokens;
   if (unused > 0) {
-    std::lock_guard lock(tenant_->mu_);
+    base::MutexLock lock(tenant_->mu_);
     tenant_->tokens_bucket_.Refund(static_cast<double>(unused), tenant_->clock_.Now());
   }
 }
@@ -77,7 +78,7 @@ Tenant::Tenant(const TenantConfig& config, const scheduler::Clock& clock)
       tokens_bucket_(config.tokens_per_minute, clock.Now()) {}
 
 void Tenant::Reconfigure(const TenantConfig& config) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   const absl::Time now = clock_.Now();
   policy_ = config.Policy();
   priority_ = config.priority;
@@ -90,32 +91,32 @@ void Tenant::Reconfigure(const TenantConfig& config) {
 }
 
 scheduler::TenantPolicy Tenant::policy() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return policy_;
 }
 
 int32_t Tenant::priority() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return priority_;
 }
 
 int64_t Tenant::max_documents() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return max_documents_;
 }
 
 int64_t Tenant::max_stored_bytes() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return max_stored_bytes_;
 }
 
 KeepKvConfig Tenant::keepkv() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return keepkv_;
 }
 
 absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refusal& refusal) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   const absl::Time now = clock_.Now();
   refusal = Refusal::kNone;
   if (max_concurrent_ > 0 && concurrent_ >= max_concurrent_) {
@@ -142,7 +143,7 @@ absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refu
 }
 
 void Tenant::Release() {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   --concurrent_;
 }
 

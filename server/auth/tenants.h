@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/mutex.h"
 #include "scheduler/clock.h"
 #include "scheduler/request.h"
 #include "server/auth/token_bucket.h"
@@ -72,16 +73,16 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
 
   const scheduler::Clock& clock_;
   const std::string id_;
-  std::mutex mu_;
-  scheduler::TenantPolicy policy_;  // guarded by mu_
-  int32_t priority_;                // guarded by mu_
-  int32_t max_concurrent_;          // guarded by mu_
-  int64_t max_documents_;           // guarded by mu_
-  int64_t max_stored_bytes_;        // guarded by mu_
-  KeepKvConfig keepkv_;             // guarded by mu_
-  int32_t concurrent_ = 0;          // guarded by mu_
-  TokenBucket requests_bucket_;     // guarded by mu_
-  TokenBucket tokens_bucket_;       // guarded by mu_
+  base::Mutex mu_;
+  scheduler::TenantPolicy policy_ ABSL_GUARDED_BY(mu_);
+  int32_t priority_ ABSL_GUARDED_BY(mu_);
+  int32_t max_concurrent_ ABSL_GUARDED_BY(mu_);
+  int64_t max_documents_ ABSL_GUARDED_BY(mu_);
+  int64_t max_stored_bytes_ ABSL_GUARDED_BY(mu_);
+  KeepKvConfig keepkv_ ABSL_GUARDED_BY(mu_);
+  int32_t concurrent_ ABSL_GUARDED_BY(mu_) = 0;
+  TokenBucket requests_bucket_ ABSL_GUARDED_BY(mu_);
+  TokenBucket tokens_bucket_ ABSL_GUARDED_BY(mu_);
 };
 
 class TenantRegistry {
@@ -114,17 +115,17 @@ class TenantDirectory {
   explicit TenantDirectory(std::shared_ptr<const TenantRegistry> registry)
       : registry_(std::move(registry)) {}
   std::shared_ptr<const TenantRegistry> current() const {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     return registry_;
   }
   void Replace(std::shared_ptr<const TenantRegistry> registry) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     registry_ = std::move(registry);
   }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const TenantRegistry> registry_;  // guarded by mu_
+  mutable base::Mutex mu_;
+  std::shared_ptr<const TenantRegistry> registry_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace kvd::server

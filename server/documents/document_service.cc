@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "cache_store/kvzip/document_compressor.h"
 #include "cache_store/kvzip/recut.h"
 #include "server/http/error_response.h"
@@ -44,8 +45,9 @@ struct DocumentService::Job {
   scheduler::CompressionHandle handle;
   int64_t reserved_bytes = 0;  // counted against the quota until the real size is known
   absl::Time started;
-  bool finished = false;  // guarded by DocumentService::mu_
-  bool deleted = false;   // guarded by DocumentService::mu_
+  // Guarded by the service's mu_, which an annotation on a member of Job cannot name.
+  bool finished = false;
+  bool deleted = false;
 };
 
 absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
@@ -166,7 +168,7 @@ absl::Status DocumentService::Recount() {
     tenant.bytes += meta.stored_bytes;
   });
   if (!unreadable.ok()) return unreadable.status();
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   // Compressions in flight are not stored yet; they keep their reservations.
   for (const auto& [key, job] : jobs_) {
     if (job->finished || job->deleted) continue;
@@ -184,7 +186,7 @@ void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quo
     return;
   }
   {
-    std::lock_guard lock(inbox_->mu);
+    base::MutexLock lock(inbox_->mu);
     waiters_.push_back(
         {*job, absl::Now() + absl::Seconds(config_.upload_wait_seconds), std::move(done)});
   }
@@ -252,7 +254,7 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
   job->reserved_bytes = estimate;
   job->started = meta.created;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_) return absl::UnavailableError("the server is shutting down");
     Usage& usage = usage_[tenant];
     if (quota.max_documents > 0 && usage.documents >= quota.max_documents) {
@@ -278,7 +280,7 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
     usage.bytes += estimate;
   }
   auto unreserve = [&] {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     Usage& usage = usage_[tenant];
     --usage.documents;
     usage.bytes -= estimate;
@@ -298,7 +300,7 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
   }
   job->handle = *std::move(handle);
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     jobs_[JobKey(tenant, meta.id)] = job;
   }
   // Only now may the result arrive: the job is registered and has its handle.
@@ -307,7 +309,7 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
     std::shared_ptr<Job> finished = weak.lock();
     if (finished == nullptr) return;
     {
-      std::lock_guard lock(inbox->mu);
+      base::MutexLock lock(inbox->mu);
       inbox->finished.push_back(std::move(finished));
     }
     inbox->cv.notify_all();
@@ -320,8 +322,8 @@ absl::StatusOr<std::shared_ptr<DocumentService::Job>> DocumentService::StartUplo
 void DocumentService::AnswerWaiters(bool all) {
   std::vector<Waiter> due;
   {
-    std::lock_guard inbox(inbox_->mu);
-    std::lock_guard state(mu_);
+    base::MutexLock inbox(inbox_->mu);
+    base::MutexLock state(mu_);
     const absl::Time now = absl::Now();
     auto ready = [&](const Waiter& waiter) {
       return all || waiter.job->finished || waiter.deadline <= now;
@@ -341,19 +343,21 @@ absl::Time DocumentService::NextWake(absl::Time next_sweep) const {
   return wake;
 }
 
+bool DocumentService::StoppedAndIdle() const {
+  base::MutexLock lock(mu_);
+  return stopping_ && jobs_.empty();
+}
+
 void DocumentService::RunWorker() {
   absl::Time next_sweep = absl::Now() + absl::Seconds(config_.expiry_sweep_seconds);
   while (true) {
     std::deque<std::shared_ptr<Job>> finished;
     {
-      std::unique_lock lock(inbox_->mu);
+      base::MutexLock lock(inbox_->mu);
       const absl::Time wake = NextWake(next_sweep);
-      inbox_->cv.wait_for(lock, absl::ToChronoNanoseconds(wake - absl::Now()), [&] {
-        return !inbox_->finished.empty() || absl::Now() >= NextWake(next_sweep) || [&] {
-          std::lock_guard state(mu_);
-          return stopping_ && jobs_.empty();
-        }();
-      });
+      while (inbox_->finished.empty() && absl::Now() < NextWake(next_sweep) && !StoppedAndIdle()) {
+        if (!lock.WaitUntil(inbox_->cv, wake)) break;
+      }
       finished.swap(inbox_->finished);
     }
     for (const auto& job : finished) Persist(*job);
@@ -370,7 +374,7 @@ void DocumentService::RunWorker() {
         spdlog::error("documents: recount failed: {}", status.ToString());
       }
     }
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_ && jobs_.empty()) break;
   }
   AnswerWaiters(/*all=*/true);  // uploads still waiting learn how their documents ended
@@ -383,7 +387,7 @@ void DocumentService::Persist(Job& job) {
   absl::StatusOr<DocumentPayload> payload =
       result ? *std::move(result) : absl::InternalError("the compression ended without a result");
   const auto deleted = [&] {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     return job.deleted;
   };
   int64_t stored_bytes = 0;
@@ -414,7 +418,7 @@ void DocumentService::Persist(Job& job) {
     }
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - job.started);
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   if (job.deleted) {
     spdlog::info("document {} deleted while compressing", meta.id);
   } else if (payload.ok()) {
@@ -439,7 +443,7 @@ absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
                                                   const std::string& id) const {
   if (auto status = CheckReplica(id); !status.ok()) return status;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (auto it = jobs_.find(JobKey(tenant, id)); it != jobs_.end() && !it->second->deleted) {
       return DocumentView{it->second->meta, it->second->handle.progress()};
     }
@@ -457,7 +461,7 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
   if (!page.ok()) return page.status();
   DocumentViewPage views;
   views.next_page_token = page->next_page_token;
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   for (DocumentMeta& meta : page->documents) {
     double progress = meta.status == DocumentStatus::kReady ? 1.0 : 0.0;
     if (auto it = jobs_.find(JobKey(tenant, meta.id)); it != jobs_.end()) {
@@ -474,7 +478,7 @@ absl::Status DocumentService::Delete(const std::string& tenant, const std::strin
   if (!meta.ok()) return meta.status();
   bool compressing = false;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (auto it = jobs_.find(JobKey(tenant, id)); it != jobs_.end() && !it->second->finished) {
       it->second->deleted = true;
       it->second->handle.Cancel();
@@ -491,7 +495,7 @@ absl::Status DocumentService::Delete(const std::string& tenant, const std::strin
   if (auto status = store_->Delete(tenant, id); !status.ok()) return status;
   tier_.Erase(tenant, id);
   if (!compressing && meta->status == DocumentStatus::kFailed) return absl::OkStatus();
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   Usage& usage = usage_[tenant];
   --usage.documents;
   usage.bytes -= meta->stored_bytes;
@@ -503,7 +507,7 @@ absl::StatusOr<DocumentPayload> DocumentService::ReadPayload(const DocumentMeta&
   absl::StatusOr<DocumentPayload> payload =
       store_->GetPayload(meta.tenant, meta.id, Identity(meta.method, meta.ratio));
   if (payload.ok()) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     load_seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
   return payload;
@@ -564,7 +568,7 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   absl::StatusOr<DocumentMeta> written = store_->GetMeta(tenant, id);
   if (!written.ok()) return written.status();
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     usage_[tenant].bytes += written->stored_bytes - meta->stored_bytes;
     kept_ratio_.Observe(written->ratio);
   }
@@ -610,7 +614,7 @@ absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& ten
 void DocumentService::Shutdown() {
   std::vector<std::shared_ptr<Job>> running;
   {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     if (stopping_ && !worker_.joinable()) return;
     stopping_ = true;
     for (const auto& [key, job] : jobs_) running.push_back(job);
@@ -626,7 +630,7 @@ void DocumentService::Shutdown() {
 DocumentStats DocumentService::Stats() const {
   DocumentStats stats;
   stats.tier = tier_.Stats();
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   for (const auto& [tenant, usage] : usage_) {
     stats.documents += usage.documents;
     stats.stored_bytes += usage.bytes;

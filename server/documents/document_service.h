@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/mutex.h"
 #include "cache_store/kvzip/compression_spec.h"
 #include "cache_store/kvzip/document_prompts.h"
 #include "cache_store/store/document_store.h"
@@ -167,8 +168,10 @@ class DocumentService {
                                                    DocumentUpload upload);
   // Answers the waiters whose job ended or whose wait passed (every one with `all`).
   void AnswerWaiters(bool all);
-  // When the worker must wake next: the sweep or a waiter's deadline. Under inbox_->mu.
-  absl::Time NextWake(absl::Time next_sweep) const;
+  // When the worker must wake next: the sweep or a waiter's deadline.
+  absl::Time NextWake(absl::Time next_sweep) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(inbox_->mu);
+  // Stop was asked and no upload is still running.
+  bool StoppedAndIdle() const ABSL_LOCKS_EXCLUDED(mu_);
   cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
   absl::Status CheckReplica(const std::string& id) const;
   // The stored payload of a ready document (all entries when keep_full).
@@ -196,21 +199,21 @@ class DocumentService {
 
   // Shared with the scheduler's completion listeners, which may outlive the service.
   struct Inbox {
-    std::mutex mu;
+    base::Mutex mu;
     std::condition_variable cv;
-    std::deque<std::shared_ptr<Job>> finished;  // guarded by mu
+    std::deque<std::shared_ptr<Job>> finished ABSL_GUARDED_BY(mu);
   };
   const std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
-  std::vector<Waiter> waiters_;  // guarded by inbox_->mu
+  std::vector<Waiter> waiters_ ABSL_GUARDED_BY(inbox_->mu);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Job>> jobs_;  // guarded by mu_; by tenant and id
-  std::map<std::string, Usage> usage_;                // guarded by mu_; by tenant
-  bool stopping_ = false;                             // guarded by mu_
-  int64_t compressions_failed_ = 0;                   // guarded by mu_
-  base::Histogram compression_seconds_;               // guarded by mu_
-  base::Histogram load_seconds_;                      // guarded by mu_
-  base::Histogram kept_ratio_;                        // guarded by mu_
+  mutable base::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Job>> jobs_ ABSL_GUARDED_BY(mu_);  // by tenant and id
+  std::map<std::string, Usage> usage_ ABSL_GUARDED_BY(mu_);                // by tenant
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t compressions_failed_ ABSL_GUARDED_BY(mu_) = 0;
+  base::Histogram compression_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram load_seconds_ ABSL_GUARDED_BY(mu_);
+  base::Histogram kept_ratio_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;
 };
 

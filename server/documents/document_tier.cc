@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "base/mutex.h"
+
 namespace kvd::server {
 
 std::string DocumentTier::Key(const std::string& tenant, const std::string& id) {
@@ -23,7 +25,7 @@ int64_t DocumentTier::PayloadBytes(const cache_store::DocumentPayload& payload) 
 
 std::shared_ptr<const cache_store::DocumentPayload> DocumentTier::Get(
     const std::string& tenant, const std::string& id, const std::string& fingerprint) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   const auto it = entries_.find(Key(tenant, id));
   if (it == entries_.end() || it->second.fingerprint != fingerprint) {
     ++stats_.misses;
@@ -38,7 +40,7 @@ void DocumentTier::Put(const std::string& tenant, const std::string& id,
                        const std::string& fingerprint,
                        std::shared_ptr<const cache_store::DocumentPayload> payload) {
   const int64_t bytes = PayloadBytes(*payload);
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   const std::string key = Key(tenant, id);
   if (auto it = entries_.find(key); it != entries_.end()) EraseLocked(it);
   if (bytes > static_cast<int64_t>(capacity_)) return;
@@ -52,7 +54,7 @@ void DocumentTier::Put(const std::string& tenant, const std::string& id,
 }
 
 void DocumentTier::Erase(const std::string& tenant, const std::string& id) {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   if (auto it = entries_.find(Key(tenant, id)); it != entries_.end()) EraseLocked(it);
 }
 
@@ -64,7 +66,7 @@ void DocumentTier::EraseLocked(std::map<std::string, Entry>::iterator it) {
 }
 
 TierStats DocumentTier::Stats() const {
-  std::lock_guard lock(mu_);
+  base::MutexLock lock(mu_);
   return stats_;
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "cache_store/store/document_payload.h"
 
 namespace kvd::server {
@@ -47,13 +48,13 @@ class DocumentTier {
     std::list<std::string>::iterator recency;
   };
   static std::string Key(const std::string& tenant, const std::string& id);
-  void EraseLocked(std::map<std::string, Entry>::iterator it);
+  void EraseLocked(std::map<std::string, Entry>::iterator it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // guarded by mu_
-  std::list<std::string> recency_;        // guarded by mu_; most recent first
-  TierStats stats_;                       // guarded by mu_ (documents, bytes kept current)
+  mutable base::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);  // most recent first
+  TierStats stats_ ABSL_GUARDED_BY(mu_);                 // (documents, bytes kept current)
 };
 
 }  // namespace kvd::server

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/mutex.h"
 #include "server/api/completion_start.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/generate_request.h"
@@ -62,15 +63,15 @@ class InferenceRpc::Registry {
   // False when the tenant already runs a request with this id.
   bool Add(const std::string& tenant, const std::string& id,
            std::vector<scheduler::RequestHandle>* handles) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     return calls_.emplace(Key(tenant, id), handles).second;
   }
   void Remove(const std::string& tenant, const std::string& id) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     calls_.erase(Key(tenant, id));
   }
   bool Cancel(const std::string& tenant, const std::string& id) {
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     const auto it = calls_.find(Key(tenant, id));
     if (it == calls_.end()) return false;
     for (scheduler::RequestHandle& handle : *it->second) handle.Cancel();
@@ -81,7 +82,7 @@ class InferenceRpc::Registry {
   static std::string Key(const std::string& tenant, const std::string& id) {
     return tenant + "\n" + id;
   }
-  std::mutex mu_;
+  base::Mutex mu_;
   // The handles live in their call, which removes itself before they go.
   std::map<std::string, std::vector<scheduler::RequestHandle>*> calls_;
 };
@@ -97,7 +98,7 @@ class PumpQueue {
   PumpQueue() : thread_([this] { Run(); }) {}
   ~PumpQueue() {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       stopping_ = true;
     }
     cv_.notify_all();
@@ -105,7 +106,7 @@ class PumpQueue {
   }
   void Post(std::weak_ptr<GenerateCall> call) {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       queue_.push_back(std::move(call));
     }
     cv_.notify_one();
@@ -114,10 +115,10 @@ class PumpQueue {
  private:
   void Run();
 
-  std::mutex mu_;
+  base::Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::weak_ptr<GenerateCall>> queue_;  // guarded by mu_
-  bool stopping_ = false;                          // guarded by mu_
+  std::deque<std::weak_ptr<GenerateCall>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -153,8 +154,12 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   void Begin() {
     begun_ = true;
     context_.replies_in_flight.fetch_add(1);
-    self_ = shared_from_this();
-    std::weak_ptr<GenerateCall> weak = self_;
+    std::weak_ptr<GenerateCall> weak;
+    {
+      base::MutexLock lock(mu_);
+      self_ = shared_from_this();
+      weak = self_;
+    }
     for (scheduler::RequestHandle& handle : completion_.handles) {
       handle.SetListener([weak, pumps = pumps_] {
         auto call = weak.lock();
@@ -169,13 +174,13 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   // Thread: the pump queue's or gRPC's.
   void Pump() {
     pump_posted_.store(false);
-    std::lock_guard lock(mu_);
+    base::MutexLock lock(mu_);
     PumpLocked();
   }
 
   void OnWriteDone(bool ok) override {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       write_in_flight_ = false;
       if (!ok) client_gone_ = true;
     }
@@ -186,7 +191,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   // The client cancelled or its deadline passed: the sequences stop within one step.
   void OnCancel() override {
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       client_gone_ = true;
     }
     CancelAll();
@@ -196,24 +201,33 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   void OnDone() override {
     if (!request_id_.empty()) registry_->Remove(tenant_, request_id_);
     for (scheduler::RequestHandle& handle : completion_.handles) handle.SetListener(nullptr);
-    if (completion_.permit) completion_.permit->Settle(usage_.total_tokens());
+    scheduler::Usage usage;
+    absl::Status status;
+    bool client_gone = false;
+    {
+      base::MutexLock lock(mu_);
+      usage = usage_;
+      status = status_;
+      client_gone = client_gone_;
+    }
+    if (completion_.permit) completion_.permit->Settle(usage.total_tokens());
     context_.replies_in_flight.fetch_sub(1);
     if (context_.metrics != nullptr) {
       // A client that cancelled or let its deadline pass counts as HTTP counts one that left.
-      const int http_status = client_gone_ ? 499 : status_.ok() ? 200 : HttpStatusFor(status_);
+      const int http_status = client_gone ? 499 : status.ok() ? 200 : HttpStatusFor(status);
       context_.metrics->RecordRequest(tenant_, http_status, Protocol::kGrpc);
     }
     if (context_.log_requests) {
       spdlog::info(
           "gRPC Generate tenant={} status={} prompt_tokens={} completion_tokens={} "
           "{:.3f}s{}",
-          tenant_, absl::StatusCodeToString(status_.code()), usage_.prompt_tokens,
-          usage_.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
-          status_.ok() ? "" : " " + std::string(status_.message()));
+          tenant_, absl::StatusCodeToString(status.code()), usage.prompt_tokens,
+          usage.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
+          status.ok() ? "" : " " + std::string(status.message()));
     }
     std::shared_ptr<GenerateCall> self;
     {
-      std::lock_guard lock(mu_);
+      base::MutexLock lock(mu_);
       done_ = true;
       self.swap(self_);  // released after the lock: the last reference may be this one
     }
@@ -226,7 +240,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     for (scheduler::RequestHandle& handle : completion_.handles) handle.Cancel();
   }
 
-  void PumpLocked() {
+  void PumpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (done_ || finished_) return;
     scheduler::RequestHandle& handle = completion_.handles.front();
     while (!ended_) {
@@ -253,8 +267,8 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     }
   }
 
-  // Thread: any, under mu_.
-  void Convert(scheduler::Event event) {
+  // Thread: any.
+  void Convert(scheduler::Event event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const engine::Tokenizer& tokenizer = *context_.model.tokenizer;
     if (event.final) {
       ended_ = true;
@@ -322,28 +336,28 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   const absl::Time start_;
   bool begun_ = false;
 
-  std::mutex mu_;
-  std::shared_ptr<GenerateCall> self_;                      // guarded by mu_ once Begin ran
-  std::deque<v1::GenerateResponse> queue_;                  // guarded by mu_
-  std::optional<v1::GenerateResponse> pending_completion_;  // guarded by mu_
-  v1::GenerateResponse writing_;                            // guarded by mu_
-  scheduler::Usage usage_;                                  // guarded by mu_
-  absl::Status status_;                                     // guarded by mu_
-  bool write_in_flight_ = false;                            // guarded by mu_
-  bool wrote_any_ = false;                                  // guarded by mu_
-  bool ended_ = false;                                      // guarded by mu_: the final event came
-  bool refused_before_output_ = false;                      // guarded by mu_
-  bool client_gone_ = false;                                // guarded by mu_
-  bool finished_ = false;                                   // guarded by mu_: Finish was called
-  bool done_ = false;                                       // guarded by mu_
+  base::Mutex mu_;
+  std::shared_ptr<GenerateCall> self_ ABSL_GUARDED_BY(mu_);  // once Begin ran
+  std::deque<v1::GenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
+  std::optional<v1::GenerateResponse> pending_completion_ ABSL_GUARDED_BY(mu_);
+  v1::GenerateResponse writing_ ABSL_GUARDED_BY(mu_);
+  scheduler::Usage usage_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool wrote_any_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;  // the final event came
+  bool refused_before_output_ ABSL_GUARDED_BY(mu_) = false;
+  bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;  // Finish was called
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 void PumpQueue::Run() {
   while (true) {
     std::deque<std::weak_ptr<GenerateCall>> batch;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      base::MutexLock lock(mu_);
+      while (!stopping_ && queue_.empty()) lock.Wait(cv_);
       if (queue_.empty()) return;
       batch.swap(queue_);
     }
