@@ -12,38 +12,15 @@
 #include "cache_store/store/document_payload.h"
 #include "engine/chat_document.h"
 #include "server/http/error_response.h"
+#include "tests/unit/server/tiny_model_test.h"
 
 namespace kvd::server {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr char kModelDir[] = KVD_SOURCE_DIR "/models/kvd-tiny";
-
-class CompletionParamsTest : public testing::Test {
+class CompletionParamsTest : public TinyModelTest {
  protected:
-  static void SetUpTestSuite() {
-    auto config = engine::LoadModelConfig(kModelDir);
-    ASSERT_TRUE(config.ok()) << config.status();
-    config_ = new engine::ModelConfig(*config);
-    auto tokenizer = engine::Tokenizer::FromFile(std::string(kModelDir) + "/tokenizer.json");
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    tokenizer_ = tokenizer->release();
-    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(kModelDir);
-    ASSERT_TRUE(chat_template.ok()) << chat_template.status();
-    chat_template_ = chat_template->release();
-  }
-  static void TearDownTestSuite() {
-    delete chat_template_;
-    delete tokenizer_;
-    delete config_;
-  }
-
-  ModelInfo Model(const engine::ChatTemplate* chat_template = nullptr) const {
-    return {config_, tokenizer_, chat_template != nullptr ? chat_template : chat_template_,
-            "kvd-tiny"};
-  }
-
   absl::StatusOr<CompletionParams> Completion(json body, const KeepKvConfig* keepkv = nullptr) {
     body["model"] = "kvd-tiny";
     body["prompt"] = "the old river";
@@ -64,15 +41,7 @@ class CompletionParamsTest : public testing::Test {
     EXPECT_TRUE(text.ok()) << text.status();
     return text.ok() ? *text : "";
   }
-
-  static engine::ModelConfig* config_;
-  static engine::Tokenizer* tokenizer_;
-  static engine::ChatTemplate* chat_template_;
 };
-
-engine::ModelConfig* CompletionParamsTest::config_ = nullptr;
-engine::Tokenizer* CompletionParamsTest::tokenizer_ = nullptr;
-engine::ChatTemplate* CompletionParamsTest::chat_template_ = nullptr;
 
 // The param and message of an error, as the HTTP error body carries them.
 struct ErrorShape {

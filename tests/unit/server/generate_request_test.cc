@@ -11,13 +11,25 @@
 #include "server/api/completion_params.h"
 #include "server/api/keepkv_request.h"
 #include "server/http/error_response.h"
+#include "tests/unit/server/tiny_model_test.h"
 
 namespace kvd::server {
 namespace {
 
 using json = nlohmann::json;
 
-constexpr char kModelDir[] = KVD_SOURCE_DIR "/models/kvd-tiny";
+// Sampling and length fields the tests map and compare: temperature 0.5, top_k 5, seed 7,
+// token 42 biased by -100, max_tokens 12, n 2, stop "\n".
+void SetSamplingAndLimits(v1::GenerateRequest& request) {
+  v1::SamplingParams* sampling = request.mutable_sampling();
+  sampling->set_temperature(0.5f);
+  sampling->set_top_k(5);
+  sampling->set_seed(7);
+  (*sampling->mutable_logit_bias())[42] = -100.0f;
+  request.set_max_tokens(12);
+  request.set_n(2);
+  request.add_stop("\n");
+}
 
 TEST(ReadGenerateRequestTest, ChatRequestMapsEveryField) {
   v1::GenerateRequest request;
@@ -26,14 +38,7 @@ TEST(ReadGenerateRequestTest, ChatRequestMapsEveryField) {
   message->set_role("user");
   message->set_content("Q:vig");
   message->set_name("ana");
-  auto* sampling = request.mutable_sampling();
-  sampling->set_temperature(0.5f);
-  sampling->set_top_k(5);
-  sampling->set_seed(7);
-  (*sampling->mutable_logit_bias())[42] = -100.0f;
-  request.set_max_tokens(12);
-  request.set_n(2);
-  request.add_stop("\n");
+  SetSamplingAndLimits(request);
   request.add_stop_token_ids(873);
   request.set_logprobs(3);
   request.add_documents("doc-x");
@@ -147,30 +152,7 @@ TEST(ReadGenerateRequestTest, KeepKvFieldsOverTheTenantsDefaults) {
       (std::vector<std::pair<std::string, std::string>>{{"kvd-error-param", "keepkv.disabled"}}));
 }
 
-class BothProtocolsTest : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto config = engine::LoadModelConfig(kModelDir);
-    ASSERT_TRUE(config.ok()) << config.status();
-    config_ = new engine::ModelConfig(*config);
-    auto tokenizer = engine::Tokenizer::FromFile(std::string(kModelDir) + "/tokenizer.json");
-    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
-    tokenizer_ = tokenizer->release();
-    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(kModelDir);
-    ASSERT_TRUE(chat_template.ok()) << chat_template.status();
-    chat_template_ = chat_template->release();
-  }
-  static void TearDownTestSuite() {
-    delete chat_template_;
-    delete tokenizer_;
-    delete config_;
-  }
-  static ModelInfo Model() { return {config_, tokenizer_, chat_template_, "kvd-tiny"}; }
-
-  static inline engine::ModelConfig* config_ = nullptr;
-  static inline engine::Tokenizer* tokenizer_ = nullptr;
-  static inline engine::ChatTemplate* chat_template_ = nullptr;
-};
+class BothProtocolsTest : public TinyModelTest {};
 
 void ExpectSameRequest(const CompletionParams& http, const CompletionParams& grpc) {
   EXPECT_EQ(http.kind, grpc.kind);
@@ -217,14 +199,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
   auto* user = request.mutable_messages()->add_messages();
   user->set_role("user");
   user->set_content("Q:vig");
-  auto* sampling = request.mutable_sampling();
-  sampling->set_temperature(0.5f);
-  sampling->set_top_k(5);
-  sampling->set_seed(7);
-  (*sampling->mutable_logit_bias())[42] = -100.0f;
-  request.set_max_tokens(12);
-  request.set_n(2);
-  request.add_stop("\n");
+  SetSamplingAndLimits(request);
   request.add_stop_token_ids(7);
   request.set_logprobs(3);
   request.set_priority(-1);

@@ -1,0 +1,47 @@
+// A test fixture holding the bundled model's config, tokenizer and chat template (loaded once
+// per suite), and the ModelInfo that request parsing takes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "engine/chat_template.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+#include "server/api/completion_params.h"
+
+namespace kvd::server {
+
+class TinyModelTest : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string dir = KVD_SOURCE_DIR "/models/kvd-tiny";
+    auto config = engine::LoadModelConfig(dir);
+    ASSERT_TRUE(config.ok()) << config.status();
+    config_ = new engine::ModelConfig(*config);
+    auto tokenizer = engine::Tokenizer::FromFile(dir + "/tokenizer.json");
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    tokenizer_ = tokenizer->release();
+    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(dir);
+    ASSERT_TRUE(chat_template.ok()) << chat_template.status();
+    chat_template_ = chat_template->release();
+  }
+  static void TearDownTestSuite() {
+    delete chat_template_;
+    delete tokenizer_;
+    delete config_;
+  }
+
+  // The served model "kvd-tiny", with `chat_template` in place of its own when given.
+  static ModelInfo Model(const engine::ChatTemplate* chat_template = nullptr) {
+    return {config_, tokenizer_, chat_template != nullptr ? chat_template : chat_template_,
+            "kvd-tiny"};
+  }
+
+  static inline engine::ModelConfig* config_ = nullptr;
+  static inline engine::Tokenizer* tokenizer_ = nullptr;
+  static inline engine::ChatTemplate* chat_template_ = nullptr;
+};
+
+}  // namespace kvd::server
