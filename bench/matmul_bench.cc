@@ -79,6 +79,7 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
       kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
   variants.insert(variants.begin(), kernels::cpu::OpenBlasMatmul());
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
+    if (options.dtype && dtype != *options.dtype) continue;
     if (kernels::IsQuantized(dtype) && options.in_features % kernels::kQuantBlock != 0) continue;
     const int64_t matrix_bytes =
         options.out_features * static_cast<int64_t>(kernels::RowBytes(dtype, options.in_features));

@@ -42,18 +42,20 @@ int32_t ResolveThreads(int32_t requested) {
 
 // Rows are split across threads only when each thread gets at least this many elements.
 constexpr int64_t kMinElementsPerTask = 1 << 14;
-// f32 projections of more rows than this run on OpenBLAS's SGEMM, the faster there; 16-bit
-// weights always run on our kernels, which beat converting them for SGEMM at every row count
-// measured (docs/benchmarks.md, "CPU weight formats and matmul kernels").
+// f32 projections of more rows than this run on OpenBLAS's SGEMM where our variant is not the
+// faster (MatmulVariant::f32_gemm); 16-bit weights always run on our kernels, which beat
+// converting them for SGEMM at every row count measured (docs/benchmarks.md, "CPU weight formats
+// and matmul kernels").
 constexpr int64_t kMaxOwnMatmulRowsF32 = 16;
 
 }  // namespace
 
 std::string CpuKernelSummary() {
   const CpuFeatures& features = HostCpuFeatures();
-  return absl::StrCat("cpu: features ", features.ToString(), "; matmul ",
-                      std::string(MatmulVariants(features).front().name), " (f32 over ",
-                      kMaxOwnMatmulRowsF32, " rows: OpenBLAS)");
+  const MatmulVariant matmul = MatmulVariants(features).front();
+  return absl::StrCat(
+      "cpu: features ", features.ToString(), "; matmul ", std::string(matmul.name),
+      matmul.f32_gemm ? "" : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32, " rows: OpenBLAS)"));
 }
 
 std::string CpuBackend::KernelSummary() const {
@@ -184,7 +186,8 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
 }
 
 const MatmulVariant& CpuBackend::MatmulFor(const Tensor& weight, int64_t rows) const {
-  return weight.dtype == DType::kF32 && rows > kMaxOwnMatmulRowsF32 ? blas_ : matmul_;
+  const bool blas = weight.dtype == DType::kF32 && rows > kMaxOwnMatmulRowsF32 && !matmul_.f32_gemm;
+  return blas ? blas_ : matmul_;
 }
 
 void CpuBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {

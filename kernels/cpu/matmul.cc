@@ -119,6 +119,7 @@ void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& given, Threa
 
 std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features) {
   std::vector<MatmulVariant> variants;
+  if (features.avx512 && features.avx512_vnni) variants.push_back(Avx512Matmul());
   if (features.avx2) variants.push_back(Avx2Matmul());
   variants.push_back(ScalarMatmul());
   return variants;

@@ -34,14 +34,41 @@ struct MatmulArgs {
 struct MatmulVariant {
   std::string_view name;
   void (*run)(const MatmulArgs&) = nullptr;
+  // Faster than OpenBLAS's SGEMM at f32 products of many rows (docs/benchmarks.md); a variant
+  // that is not hands those to OpenBLAS.
+  bool f32_gemm = false;
 };
 
 // Plain loops, for every CPU.
 MatmulVariant ScalarMatmul();
 // AVX2 with FMA and F16C.
 MatmulVariant Avx2Matmul();
+// AVX-512 F, BW, DQ and VL with VNNI.
+MatmulVariant Avx512Matmul();
 // OpenBLAS's single-threaded SGEMM: f32 weights only.
 MatmulVariant OpenBlasMatmul();
+
+// For the variants' block-format tiles: the quantized rows of output features [o, o + kOuts)
+// and of the tile after them, which a tile prefetches as it goes (the same rows when it does
+// not).
+template <int kOuts>
+struct QuantizedTileRows {
+  ConstQuantizedRow rows[kOuts];
+  ConstQuantizedRow next[kOuts];
+};
+
+template <int kOuts>
+QuantizedTileRows<kOuts> ViewQuantizedTileRows(const MatmulArgs& a, int64_t o, bool prefetch) {
+  const size_t row_bytes = RowBytes(a.dtype, a.in);
+  QuantizedTileRows<kOuts> tile;
+  for (int k = 0; k < kOuts; ++k) {
+    const auto* row = static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes;
+    tile.rows[k] = ViewQuantizedRow(a.dtype, row, a.in);
+    tile.next[k] =
+        prefetch ? ViewQuantizedRow(a.dtype, row + kOuts * row_bytes, a.in) : tile.rows[k];
+  }
+  return tile;
+}
 
 // Our variants a CPU with `features` runs, fastest first; the scalar one is always last.
 std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features);

@@ -74,8 +74,8 @@ struct ElementTiles {
     const int64_t vector_end = a.in / 8 * 8;
     // As for block formats: the first pass over a tile prefetches the slice's next tile.
     const bool prefetch = r == 0 && o + 2 * kOuts <= a.first + a.count;
-    const auto* next = static_cast<const char*>(a.weight) +
-                       (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
+    const auto* next =
+        static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
     for (int64_t i = 0; i < vector_end; i += 8) {
       __m256 w[kOuts];
 #pragma GCC unroll 8
@@ -180,17 +180,12 @@ struct BlockTiles {
   KVD_AVX2 static void Run(const MatmulArgs& a, int64_t r, int64_t o) {
     const QuantizedActivations& act = *a.activations;
     const int64_t blocks = act.blocks_per_row();
-    const size_t row_bytes = RowBytes(a.dtype, a.in);
     // The first pass over a tile prefetches the next tile of the slice (the same block of each
     // row, as it goes), so that its memory is on its way while this one computes.
     const bool prefetch = r == 0 && o + 2 * kOuts <= a.first + a.count;
-    ConstQuantizedRow rows[kOuts], next_rows[kOuts];
-#pragma GCC unroll 8
-    for (int k = 0; k < kOuts; ++k) {
-      const auto* row = static_cast<const unsigned char*>(a.weight) + (o + k) * row_bytes;
-      rows[k] = ViewQuantizedRow(a.dtype, row, a.in);
-      next_rows[k] = prefetch ? ViewQuantizedRow(a.dtype, row + kOuts * row_bytes, a.in) : rows[k];
-    }
+    const QuantizedTileRows<kOuts> tile = ViewQuantizedTileRows<kOuts>(a, o, prefetch);
+    const ConstQuantizedRow(&rows)[kOuts] = tile.rows;
+    const ConstQuantizedRow(&next_rows)[kOuts] = tile.next;
     __m256 acc[kRows][kOuts];
     __m256 offset_acc[kRows][kOuts];
 #pragma GCC unroll 8

@@ -173,6 +173,7 @@ absl::Status RunSamplingBench(const BenchOptions& options, kernels::Backend& bac
 absl::Status RunMatmulBench(const BenchOptions& options) {
   bench::MatmulBenchOptions bench_options = options.matmul_options;
   bench_options.threads = options.threads;
+  bench_options.dtype = kernels::DTypeFromName(options.dtype);
   auto result = bench::MeasureMatmul(bench_options);
   if (!result.ok()) return result.status();
   bench::PrintMatmulTable(bench_options, *result);
@@ -258,7 +259,7 @@ void AddBenchCommand(CLI::App& app) {
   command
       ->add_option("--dtype", options->dtype,
                    "Weight matrices in memory: auto (the checkpoint's), f32, bf16, f16, int8 or "
-                   "int4")
+                   "int4; with --matmul, the one type measured (auto: every type)")
       ->check(CLI::IsMember(WeightTypeChoices()))
       ->capture_default_str();
   command

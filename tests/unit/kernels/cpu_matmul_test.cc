@@ -1,16 +1,17 @@
 // Every matmul variant this CPU runs against the scalar reference, for each weight type, on
 // shapes with tails (inputs not a multiple of the vector width, slices not a multiple of the
-// tile) and slices that start inside the matrix; and OpenBLAS's for f32. Quantized formats:
+// tile), slices that start inside the matrix, enough rows for the tiles that widen 16-bit
+// weights first, and products larger than one pass over the caches; and OpenBLAS's for f32. Quantized formats:
 // every variant against the scalar reference on the same quantized activations, and the whole
 // product against f32 within what quantization allows.
-#include "kernels/cpu/matmul.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
 #include <vector>
+
+#include "kernels/cpu/matmul.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -65,7 +66,7 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
   for (const MatmulVariant& variant : variants) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
-      for (int64_t rows : {1, 2, 3, 5}) {
+      for (int64_t rows : {1, 2, 3, 5, 17}) {
         for (int64_t in : {8, 37, 64, 200}) {
           const int64_t out_features = 23;
           const Weights weights = RandomWeights(out_features * in, dtype, random);
@@ -151,6 +152,43 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
   }
 }
 
+TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
+  // Variants cut a large product into passes over blocks of rows and of inputs (whose partial
+  // sums later passes add to) and tiles of several widths: more rows and inputs than one pass
+  // holds, and output features that leave a remainder of every tile width.
+  std::mt19937 random(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t rows = 260, out_features = 11;
+  for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
+    if (variant.name == "scalar") continue;
+    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
+      const int64_t in = IsQuantized(dtype) ? 4096 : 2500;
+      std::vector<float> x(rows * in);
+      for (float& v : x) v = normal(random);
+      QuantizedActivations activations;
+      if (IsQuantized(dtype)) {
+        ResizeActivations(rows, in, activations);
+        QuantizeActivationRows(x.data(), 0, rows, activations);
+      }
+      const Weights weights = RandomWeights(out_features * in, dtype, random);
+      const QuantizedWeights blocks = IsQuantized(dtype)
+                                          ? RandomQuantized(dtype, out_features, in, random)
+                                          : QuantizedWeights{};
+      ExpectVariantMatchesScalar(
+          variant,
+          {.x = x.data(),
+           .activations = IsQuantized(dtype) ? &activations : nullptr,
+           .rows = rows,
+           .in = in,
+           .weight = IsQuantized(dtype) ? blocks.blocks.data() : weights.data(dtype),
+           .dtype = dtype,
+           .first = 0,
+           .count = out_features},
+          out_features, 1e-5 * in, std::string(variant.name) + " " + std::string(DTypeName(dtype)));
+    }
+  }
+}
+
 TEST(CpuMatmulTest, QuantizedProductsStayCloseToTheF32Product) {
   // Through ParallelMatmul, which quantizes the activations itself, against the f32 product of
   // the dequantized weights: the difference is then the activations' rounding alone, half a
@@ -166,13 +204,25 @@ TEST(CpuMatmulTest, QuantizedProductsStayCloseToTheF32Product) {
   for (DType format : {DType::kInt8, DType::kInt4}) {
     const QuantizedWeights weights = RandomQuantized(format, out_features, in, random);
     std::vector<float> got(rows * out_features), want(rows * out_features);
-    const MatmulArgs whole{.x = x.data(), .rows = rows, .in = in, .weight = weights.blocks.data(),
-                           .dtype = format, .first = 0, .count = out_features,
-                           .out = got.data(), .out_stride = out_features};
+    const MatmulArgs whole{.x = x.data(),
+                           .rows = rows,
+                           .in = in,
+                           .weight = weights.blocks.data(),
+                           .dtype = format,
+                           .first = 0,
+                           .count = out_features,
+                           .out = got.data(),
+                           .out_stride = out_features};
     ParallelMatmul(MatmulVariants(HostCpuFeatures()).front(), whole, pool);
-    ScalarMatmul().run({.x = x.data(), .rows = rows, .in = in,
-                        .weight = weights.dequantized.data(), .dtype = DType::kF32, .first = 0,
-                        .count = out_features, .out = want.data(), .out_stride = out_features});
+    ScalarMatmul().run({.x = x.data(),
+                        .rows = rows,
+                        .in = in,
+                        .weight = weights.dequantized.data(),
+                        .dtype = DType::kF32,
+                        .first = 0,
+                        .count = out_features,
+                        .out = want.data(),
+                        .out_stride = out_features});
     double squared_error = 0.0, squared_value = 0.0;
     for (size_t i = 0; i < got.size(); ++i) {
       squared_error += (got[i] - want[i]) * (got[i] - want[i]);
@@ -199,11 +249,18 @@ TEST(CpuMatmulTest, HalfWeightsAreReadAsTheirExactValues) {
   std::vector<float> x(in);
   for (int64_t i = 0; i < in; ++i) x[i] = (i % 2 == 0) ? 2.0f : -0.5f;
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
-    for (auto [dtype, data] : {std::pair<DType, const void*>{DType::kBF16, bf16.data()},
-                               {DType::kF16, f16.data()}}) {
+    for (auto [dtype, data] :
+         {std::pair<DType, const void*>{DType::kBF16, bf16.data()}, {DType::kF16, f16.data()}}) {
       std::vector<float> out(4);
-      variant.run({.x = x.data(), .rows = 1, .in = in, .weight = data, .dtype = dtype,
-                   .first = 0, .count = 4, .out = out.data(), .out_stride = 4});
+      variant.run({.x = x.data(),
+                   .rows = 1,
+                   .in = in,
+                   .weight = data,
+                   .dtype = dtype,
+                   .first = 0,
+                   .count = 4,
+                   .out = out.data(),
+                   .out_stride = 4});
       for (int64_t o = 0; o < 4; ++o) {
         float sum = 0.0f;
         for (int64_t i = 0; i < in; ++i) sum += x[i] * values[o * in + i];

@@ -148,7 +148,7 @@ TEST_P(CudaKvEntriesKernelsTest, AppendKvMatchesTheCpu) {
 TEST_P(CudaKvEntriesKernelsTest, CopyKvSlotsMatchesTheCpu) {
   const auto [src, dst] = DisjointSlots(100);
   PoolData expected = RandomPool(), actual = expected;
-  cpu_.CopyKvSlots(expected.View(), src, dst);
+  ASSERT_TRUE(cpu_.CopyKvSlots(expected.View(), src, dst).ok());
   ASSERT_TRUE(emulation::EmulateCopyKvSlots(src.data(), dst.data(),
                                             static_cast<int64_t>(src.size()), actual.View())
                   .ok());
@@ -160,8 +160,9 @@ TEST_P(CudaKvEntriesKernelsTest, GatherKvSlotsMatchesReadKvSlots) {
   PoolData pool = RandomPool();
   const size_t floats = slots.size() * head_dim_;
   std::vector<float> expected_keys(floats), expected_values(floats), expected_votes(slots.size());
-  cpu_.ReadKvSlots(pool.View(), slots, expected_keys.data(), expected_values.data(),
-                   expected_votes.data());
+  ASSERT_TRUE(cpu_.ReadKvSlots(pool.View(), slots, expected_keys.data(), expected_values.data(),
+                               expected_votes.data())
+                  .ok());
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> keys(floats, nan), values(floats, nan), votes(slots.size(), nan);
   ASSERT_TRUE(emulation::EmulateGatherKvSlots(slots.data(), static_cast<int64_t>(slots.size()),
@@ -178,7 +179,8 @@ TEST_P(CudaKvEntriesKernelsTest, ScatterKvSlotsMatchesWriteKvSlots) {
   const std::vector<float> keys = Random(floats), values = Random(floats),
                            votes = Random(slots.size());
   PoolData expected = RandomPool(), actual = expected;
-  cpu_.WriteKvSlots(expected.View(), slots, keys.data(), values.data(), votes.data());
+  ASSERT_TRUE(
+      cpu_.WriteKvSlots(expected.View(), slots, keys.data(), values.data(), votes.data()).ok());
   ASSERT_TRUE(emulation::EmulateScatterKvSlots(slots.data(), static_cast<int64_t>(slots.size()),
                                                keys.data(), values.data(), votes.data(),
                                                actual.View())

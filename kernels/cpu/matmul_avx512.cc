@@ -1,0 +1,412 @@
+// The AVX-512 variant of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
+// and VNNI. Element types: tiles of up to four rows by six output features, sixteen inputs a
+// step, tails under a mask; weights stay in L1
+// across a tile's rows and inputs in L2 across the tiles (rows and inputs are cut into passes
+// that fit). Block formats: two blocks a step, their bytes interleaved four at a time so that one
+// vpdpbusd gives both blocks' sums side by side, each scaled by its block's pair of scales.
+// Compiled for AVX-512 function by function (the target attribute), so that nothing else in the
+// binary needs more than the baseline x86-64.
+// GCC 12's AVX-512 intrinsics start from deliberately undefined registers, which it then warns
+// about wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/matmul.h"
+
+#define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
+
+namespace kvd::kernels::cpu {
+namespace {
+
+// Rows whose inputs stay in L2 while every output tile of the slice passes over them, and the
+// inputs of an element-type weight a pass covers, so that a tile's weights stay in L1.
+constexpr int64_t kInputBytesInL2 = int64_t{1} << 20;
+constexpr int64_t kTileWeightBytesInL1 = 24 << 10;
+
+// The rows of a product a pass covers and whether this pass adds to what earlier passes (over
+// earlier inputs) wrote.
+struct Pass {
+  int64_t row_end = 0;
+  int64_t in_begin = 0;
+  int64_t in_end = 0;
+  bool accumulate = false;
+};
+
+KVD_AVX512 __mmask16 TailMask(int64_t left) {
+  return left >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << left) - 1);
+}
+
+KVD_AVX512 float HorizontalSum(__m512 v) {
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+}
+
+// Sixteen 16-bit values from `at` on; under a mask, those it selects (the others zero).
+template <bool kMasked>
+KVD_AVX512 __m256i LoadHalves(const void* base, int64_t at, __mmask16 mask) {
+  const uint16_t* p = static_cast<const uint16_t*>(base) + at;
+  if constexpr (kMasked) return _mm256_maskz_loadu_epi16(mask, p);
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+template <bool kMasked>
+KVD_AVX512 __m512 LoadFloats(const float* p, __mmask16 mask) {
+  if constexpr (kMasked) return _mm512_maskz_loadu_ps(mask, p);
+  return _mm512_loadu_ps(p);
+}
+
+// Sixteen weights from index `at` on, as floats; under a mask, those it selects.
+struct F32Weights {
+  static constexpr int64_t kBytes = 4;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    return LoadFloats<kMasked>(static_cast<const float*>(base) + at, mask);
+  }
+};
+
+struct Bf16Weights {
+  static constexpr int64_t kBytes = 2;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    const __m256i bits = LoadHalves<kMasked>(base, at, mask);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+};
+
+struct F16Weights {
+  static constexpr int64_t kBytes = 2;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    return _mm512_cvtph_ps(LoadHalves<kMasked>(base, at, mask));
+  }
+};
+
+// Element-type tiles: Run adds the inputs of `pass` to output features [o, o + kOuts) of rows
+// [r, r + kRows). Widened, the 16-bit weights of a pass's output tile are first converted to f32
+// into a buffer in L1 (Prepare) that every row tile then reads: a conversion per weight per pass
+// instead of per weight and row tile, which pays on many rows.
+template <class Weights, bool kWidened>
+struct ElementTiles {
+  static constexpr int kWideOuts = 6;
+  static constexpr int64_t kTileBytes = kWidened ? 4 : Weights::kBytes;
+  static constexpr int64_t kInputsPerPass =
+      kTileWeightBytesInL1 / (kWideOuts * kTileBytes) / 16 * 16;
+
+  // The widened tile: output k's inputs [in_begin, in_end) from tile[k * kInputsPerPass] on.
+  alignas(64) static thread_local inline float tile[kWidened ? kWideOuts * kInputsPerPass : 1];
+
+  static int64_t InputsPerPass(int64_t) { return kInputsPerPass; }
+  static int64_t RowsPerPass(int64_t in) {
+    return std::max<int64_t>(4, kInputBytesInL2 / (std::min(in, InputsPerPass(in)) * 4));
+  }
+
+  template <int kOuts>
+  KVD_AVX512 static void Prepare(const MatmulArgs& a, const Pass& pass, int64_t o) {
+    if constexpr (kWidened) {
+      for (int k = 0; k < kOuts; ++k) {
+        for (int64_t i = pass.in_begin; i < pass.in_end; i += 16) {
+          _mm512_store_ps(&tile[k * kInputsPerPass + i - pass.in_begin],
+                          Weights::template Load<true>(a.weight, (o + k) * a.in + i,
+                                                       TailMask(pass.in_end - i)));
+        }
+      }
+    }
+  }
+
+  // One step of sixteen inputs from `i` on (under a mask, those it selects) of a tile's rows at
+  // `x`.
+  template <int kRows, int kOuts, bool kMasked>
+  KVD_AVX512 static inline __attribute__((always_inline)) void Step(
+      const MatmulArgs& a, const Pass& pass, const float* x, int64_t o, int64_t i, __mmask16 mask,
+      const char* next, bool prefetch, __m512 (&acc)[kRows][kOuts]) {
+    __m512 w[kOuts];
+#pragma GCC unroll 8
+    for (int k = 0; k < kOuts; ++k) {
+      if (prefetch) _mm_prefetch(next + (k * a.in + i) * Weights::kBytes, _MM_HINT_T0);
+      if constexpr (kWidened) {
+        w[k] = _mm512_load_ps(&tile[k * kInputsPerPass + i - pass.in_begin]);
+      } else {
+        w[k] = Weights::template Load<kMasked>(a.weight, (o + k) * a.in + i, mask);
+      }
+    }
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+      const __m512 xv = LoadFloats<kMasked>(x + rr * a.in + i, mask);
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_fmadd_ps(w[k], xv, acc[rr][k]);
+    }
+  }
+
+  template <int kRows, int kOuts>
+  KVD_AVX512 static void Run(const MatmulArgs& a, const Pass& pass, int64_t r, int64_t o,
+                             bool prefetch) {
+    __m512 acc[kRows][kOuts];
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
+    }
+    const float* x = a.x + r * a.in;
+    const auto* next =
+        static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
+    const int64_t vector_end = pass.in_begin + (pass.in_end - pass.in_begin) / 16 * 16;
+    for (int64_t i = pass.in_begin; i < vector_end; i += 16) {
+      Step<kRows, kOuts, false>(a, pass, x, o, i, 0xffff, next, prefetch, acc);
+    }
+    if (vector_end < pass.in_end) {
+      Step<kRows, kOuts, true>(a, pass, x, o, vector_end, TailMask(pass.in_end - vector_end), next,
+                               prefetch, acc);
+    }
+    for (int rr = 0; rr < kRows; ++rr) {
+      for (int k = 0; k < kOuts; ++k) {
+        float& out = a.out[(r + rr) * a.out_stride + o + k];
+        const float sum = HorizontalSum(acc[rr][k]);
+        out = pass.accumulate ? out + sum : sum;
+      }
+    }
+  }
+};
+
+// The block formats, two blocks (b, b + 1) at a time as 64 bytes whose four-byte groups
+// alternate between the blocks (group g of block b at dword 2g, of block b + 1 at 2g + 1), the
+// activations in the same order: vpdpbusd then leaves block b's sums in the even dwords and
+// b + 1's in the odd ones. `single` says only block b exists.
+KVD_AVX512 __m512i InterleaveBlocks(__m512i natural) {
+  const __m512i order = _mm512_set_epi32(15, 7, 14, 6, 13, 5, 12, 4, 11, 3, 10, 2, 9, 1, 8, 0);
+  return _mm512_permutexvar_epi32(order, natural);
+}
+
+KVD_AVX512 __m512i LoadActivationPair(const int8_t* q, bool single) {
+  return InterleaveBlocks(_mm512_maskz_loadu_epi8(single ? 0xffffffffull : ~0ull, q));
+}
+
+// int8 weights are signed, the activations too: vpdpbusd multiplies |w| by x with w's sign.
+struct Int8Format {
+  static constexpr bool kHasOffset = false;
+  struct Operands {
+    __m512i magnitude;
+    __mmask64 negative;
+  };
+  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, bool single) {
+    const __m512i w = InterleaveBlocks(
+        _mm512_maskz_loadu_epi8(single ? 0xffffffffull : ~0ull, row.q + b * kQuantBlock));
+    return {_mm512_abs_epi8(w), _mm512_movepi8_mask(w)};
+  }
+  KVD_AVX512 static __m512i Dot(const Operands& w, __m512i x) {
+    const __m512i signed_x = _mm512_mask_sub_epi8(x, w.negative, _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.magnitude, signed_x);
+  }
+  static const unsigned char* Prefetched(const ConstQuantizedRow& row, int64_t b) {
+    return row.q + b * kQuantBlock;
+  }
+};
+
+// int4 steps are unsigned already. Byte j of a block holds its weights j (low nibble) and
+// j + 16 (high): the pair's 32 bytes unpack into low nibbles then high nibbles, which one
+// two-source permute puts into the interleaved order.
+struct Int4Format {
+  static constexpr bool kHasOffset = true;
+  struct Operands {
+    __m512i steps;
+  };
+  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, bool single) {
+    const __m256i packed =
+        _mm256_maskz_loadu_epi8(single ? 0xffffu : 0xffffffffu, row.q + b * (kQuantBlock / 2));
+    const __m256i nibble = _mm256_set1_epi8(15);
+    const __m512i low = _mm512_castsi256_si512(_mm256_and_si256(packed, nibble));
+    const __m512i high =
+        _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble));
+    // Dword 2g + p: block b + p's group g, from the low nibbles (g < 4) or the high ones.
+    const __m512i order = _mm512_set_epi32(23, 19, 22, 18, 21, 17, 20, 16, 7, 3, 6, 2, 5, 1, 4, 0);
+    return {_mm512_permutex2var_epi32(low, order, high)};
+  }
+  KVD_AVX512 static __m512i Dot(const Operands& w, __m512i x) {
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.steps, x);
+  }
+  static const unsigned char* Prefetched(const ConstQuantizedRow& row, int64_t b) {
+    return row.q + b * (kQuantBlock / 2);
+  }
+};
+
+// The blocks whose combined scales are computed at once.
+constexpr int64_t kChunk = 16;
+
+template <class Format>
+struct BlockTiles {
+  static constexpr int kWideOuts = 4;
+
+  static int64_t InputsPerPass(int64_t in) { return in; }
+  static int64_t RowsPerPass(int64_t in) { return std::max<int64_t>(4, kInputBytesInL2 / in); }
+  template <int kOuts>
+  static void Prepare(const MatmulArgs&, const Pass&, int64_t) {}
+
+  template <int kRows, int kOuts>
+  KVD_AVX512 static void Run(const MatmulArgs& a, const Pass&, int64_t r, int64_t o,
+                             bool prefetch) {
+    const QuantizedActivations& act = *a.activations;
+    const int64_t blocks = act.blocks_per_row();
+    const QuantizedTileRows<kOuts> tile = ViewQuantizedTileRows<kOuts>(a, o, prefetch);
+    const ConstQuantizedRow(&rows)[kOuts] = tile.rows;
+    const ConstQuantizedRow(&next_rows)[kOuts] = tile.next;
+    __m512 acc[kRows][kOuts];
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
+    }
+    // scale_w · scale_x of each (row, output) pair for the chunk's blocks, read back two at a
+    // time (a 64-bit broadcast: block b's scale in the even lanes, b + 1's in the odd ones).
+    alignas(64) float scales[kRows][kOuts][kChunk];
+    for (int64_t chunk = 0; chunk < blocks; chunk += kChunk) {
+      const int64_t count = std::min(kChunk, blocks - chunk);
+      const __mmask16 mask = TailMask(count);
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) {
+        if (prefetch) {
+          _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].scales + chunk), _MM_HINT_T0);
+        }
+        const __m512 w_scale =
+            _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, rows[k].scales + chunk));
+#pragma GCC unroll 8
+        for (int rr = 0; rr < kRows; ++rr) {
+          const __m512 x_scale =
+              _mm512_maskz_loadu_ps(mask, &act.scales[(r + rr) * blocks + chunk]);
+          _mm512_store_ps(scales[rr][k], _mm512_mul_ps(w_scale, x_scale));
+        }
+      }
+      for (int64_t j = 0; j < count; j += 2) {
+        const int64_t b = chunk + j;
+        const bool single = j + 1 == count;
+        typename Format::Operands w[kOuts];
+#pragma GCC unroll 8
+        for (int k = 0; k < kOuts; ++k) {
+          if (prefetch) {
+            _mm_prefetch(reinterpret_cast<const char*>(Format::Prefetched(next_rows[k], b)),
+                         _MM_HINT_T0);
+          }
+          w[k] = Format::Load(rows[k], b, single);
+        }
+#pragma GCC unroll 8
+        for (int rr = 0; rr < kRows; ++rr) {
+          const __m512i x =
+              LoadActivationPair(act.q.data() + (r + rr) * act.in + b * kQuantBlock, single);
+#pragma GCC unroll 8
+          for (int k = 0; k < kOuts; ++k) {
+            double pair;
+            std::memcpy(&pair, &scales[rr][k][j], sizeof(pair));
+            const __m512 pair_scales = _mm512_castpd_ps(_mm512_set1_pd(pair));
+            acc[rr][k] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(Format::Dot(w[k], x)), pair_scales, acc[rr][k]);
+          }
+        }
+      }
+    }
+    for (int rr = 0; rr < kRows; ++rr) {
+      for (int k = 0; k < kOuts; ++k) {
+        float sum = HorizontalSum(acc[rr][k]);
+        if constexpr (Format::kHasOffset) sum += OffsetTerm(rows[k], act, r + rr);
+        a.out[(r + rr) * a.out_stride + o + k] = sum;
+      }
+    }
+  }
+
+  // Σ over blocks of offset_w · scale_x · Σ q_x: int4's offsets meet the activations' sums.
+  KVD_AVX512 static float OffsetTerm(const ConstQuantizedRow& row, const QuantizedActivations& act,
+                                     int64_t r) {
+    const int64_t blocks = act.blocks_per_row();
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; b += 16) {
+      const __mmask16 mask = TailMask(blocks - b);
+      sum = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, row.offsets + b)),
+                            _mm512_maskz_loadu_ps(mask, &act.sums[r * blocks + b]), sum);
+    }
+    return HorizontalSum(sum);
+  }
+};
+
+// The rows of a pass over output features [o, o + kOuts): four at a time, then what is left.
+// The first row tile prefetches the slice's next output tile.
+template <class Tiles, int kOuts>
+KVD_AVX512 void RunRows(const MatmulArgs& a, const Pass& pass, int64_t row_begin, int64_t o,
+                        int64_t slice_end) {
+  const bool prefetch = o + 2 * kOuts <= slice_end;
+  Tiles::template Prepare<kOuts>(a, pass, o);
+  int64_t r = row_begin;
+  for (; r + 4 <= pass.row_end; r += 4) {
+    Tiles::template Run<4, kOuts>(a, pass, r, o, prefetch && r == row_begin);
+  }
+  const bool first = prefetch && r == row_begin;
+  switch (pass.row_end - r) {
+    case 3:
+      return Tiles::template Run<3, kOuts>(a, pass, r, o, first);
+    case 2:
+      return Tiles::template Run<2, kOuts>(a, pass, r, o, first);
+    case 1:
+      return Tiles::template Run<1, kOuts>(a, pass, r, o, first);
+  }
+}
+
+// Passes over blocks of rows and of inputs; in each, output tiles of Tiles::kWideOuts, then of
+// four (slices are multiples of four), then single features.
+template <class Tiles>
+KVD_AVX512 void RunTiles(const MatmulArgs& a) {
+  constexpr int kWide = Tiles::kWideOuts;
+  const int64_t end = a.first + a.count;
+  const int64_t wide_end = a.first + a.count / kWide * kWide;
+  const int64_t four_end = wide_end + (end - wide_end) / 4 * 4;
+  const int64_t inputs_per_pass = Tiles::InputsPerPass(a.in);
+  const int64_t rows_per_pass = Tiles::RowsPerPass(a.in);
+  for (int64_t row_begin = 0; row_begin < a.rows; row_begin += rows_per_pass) {
+    for (int64_t in_begin = 0; in_begin < a.in; in_begin += inputs_per_pass) {
+      const Pass pass{.row_end = std::min(a.rows, row_begin + rows_per_pass),
+                      .in_begin = in_begin,
+                      .in_end = std::min(a.in, in_begin + inputs_per_pass),
+                      .accumulate = in_begin > 0};
+      int64_t o = a.first;
+      for (; o < wide_end; o += kWide) RunRows<Tiles, kWide>(a, pass, row_begin, o, wide_end);
+      if constexpr (kWide != 4) {
+        for (; o < four_end; o += 4) RunRows<Tiles, 4>(a, pass, row_begin, o, four_end);
+      }
+      for (; o < end; ++o) RunRows<Tiles, 1>(a, pass, row_begin, o, end);
+    }
+  }
+}
+
+// Products of at least this many rows widen their 16-bit weights tile by tile.
+constexpr int64_t kMinRowsToWiden = 64;
+
+void Run(const MatmulArgs& a) {
+  const bool widen = a.rows >= kMinRowsToWiden;
+  switch (a.dtype) {
+    case DType::kF32:
+      return RunTiles<ElementTiles<F32Weights, false>>(a);
+    case DType::kBF16:
+      return widen ? RunTiles<ElementTiles<Bf16Weights, true>>(a)
+                   : RunTiles<ElementTiles<Bf16Weights, false>>(a);
+    case DType::kF16:
+      return widen ? RunTiles<ElementTiles<F16Weights, true>>(a)
+                   : RunTiles<ElementTiles<F16Weights, false>>(a);
+    case DType::kInt8:
+      return RunTiles<BlockTiles<Int8Format>>(a);
+    case DType::kInt4:
+      return RunTiles<BlockTiles<Int4Format>>(a);
+  }
+}
+
+}  // namespace
+
+MatmulVariant Avx512Matmul() { return {.name = "avx512", .run = Run, .f32_gemm = true}; }
+
+}  // namespace kvd::kernels::cpu
