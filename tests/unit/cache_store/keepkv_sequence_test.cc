@@ -34,10 +34,22 @@ class KeepKvSequenceTest : public ::testing::Test {
   }
 
   // `count` entries around `clusters` directions: neighbours have keys of cosine near 1, and
-  // lengths that differ, so that the scores of one direction spread.
+  // lengths that differ, so that the scores of one direction spread. The lengths of each
+  // cluster's members are stratified over [0.2, 1) in a random order, so every cluster has
+  // short keys and long ones whatever the seed.
   Entries Clustered(int32_t count, int32_t clusters, float noise) {
     std::normal_distribution<float> normal;
-    std::uniform_real_distribution<float> length(0.2f, 1.0f);
+    std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+    auto cluster_of = [clusters](int32_t i) { return (i / 4) % clusters; };
+    std::vector<std::vector<int32_t>> strata(clusters);
+    for (int32_t i = 0; i < count; ++i) {
+      std::vector<int32_t>& order = strata[cluster_of(i)];
+      order.push_back(static_cast<int32_t>(order.size()));
+    }
+    for (std::vector<int32_t>& order : strata) {
+      std::shuffle(order.begin(), order.end(), rng_);
+    }
+    std::vector<int32_t> members(clusters, 0);
     // Orthogonal directions, each along its own axis.
     std::vector<std::vector<float>> centers(clusters, std::vector<float>(kHeadDim));
     for (int32_t c = 0; c < clusters; ++c) centers[c][c % kHeadDim] = 4.0f;
@@ -47,8 +59,12 @@ class KeepKvSequenceTest : public ::testing::Test {
       for (int32_t d = 0; d < kHeadDim; ++d) out.centers_sum[d] += center[d];
     }
     for (int32_t i = 0; i < count; ++i) {
-      const auto& center = centers[(i / 4) % clusters];
-      const float scale = length(rng_);
+      const int32_t cluster = cluster_of(i);
+      const auto& center = centers[cluster];
+      const std::vector<int32_t>& order = strata[cluster];
+      const int32_t stratum = order[members[cluster]++];
+      const float scale = 0.2f + 0.8f * (static_cast<float>(stratum) + unit(rng_)) /
+                                     static_cast<float>(order.size());
       for (int32_t d = 0; d < kHeadDim; ++d) {
         out.keys.push_back(center[d] * scale + noise * normal(rng_));
         out.values.push_back(normal(rng_));
