@@ -1,29 +1,15 @@
 // The AVX-512 variant of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
-// and VNNI. Element types: tiles of up to four rows by six output features, sixteen inputs a
-// step, tails under a mask; weights stay in L1
+// and VNNI. Element types on many rows: the packed GEMM (gemm_avx512.h); on fewer, tiles of up
+// to four rows by six output features, sixteen inputs a step, tails under a mask, weights in L1
 // across a tile's rows and inputs in L2 across the tiles (rows and inputs are cut into passes
 // that fit). Block formats: two blocks a step, their bytes interleaved four at a time so that one
 // vpdpbusd gives both blocks' sums side by side, each scaled by its block's pair of scales.
-// Compiled for AVX-512 function by function (the target attribute), so that nothing else in the
-// binary needs more than the baseline x86-64.
-// GCC 12's AVX-512 intrinsics start from deliberately undefined registers, which it then warns
-// about wherever they are inlined (GCC bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/cpu/avx512_vectors.h"
+#include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/matmul.h"
-
-#define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -42,104 +28,32 @@ struct Pass {
   bool accumulate = false;
 };
 
-KVD_AVX512 __mmask16 TailMask(int64_t left) {
-  return left >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << left) - 1);
-}
-
-KVD_AVX512 float HorizontalSum(__m512 v) {
-  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
-}
-
-// Sixteen 16-bit values from `at` on; under a mask, those it selects (the others zero).
-template <bool kMasked>
-KVD_AVX512 __m256i LoadHalves(const void* base, int64_t at, __mmask16 mask) {
-  const uint16_t* p = static_cast<const uint16_t*>(base) + at;
-  if constexpr (kMasked) return _mm256_maskz_loadu_epi16(mask, p);
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-template <bool kMasked>
-KVD_AVX512 __m512 LoadFloats(const float* p, __mmask16 mask) {
-  if constexpr (kMasked) return _mm512_maskz_loadu_ps(mask, p);
-  return _mm512_loadu_ps(p);
-}
-
-// Sixteen weights from index `at` on, as floats; under a mask, those it selects.
-struct F32Weights {
-  static constexpr int64_t kBytes = 4;
-  template <bool kMasked>
-  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
-    return LoadFloats<kMasked>(static_cast<const float*>(base) + at, mask);
-  }
-};
-
-struct Bf16Weights {
-  static constexpr int64_t kBytes = 2;
-  template <bool kMasked>
-  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
-    const __m256i bits = LoadHalves<kMasked>(base, at, mask);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-  }
-};
-
-struct F16Weights {
-  static constexpr int64_t kBytes = 2;
-  template <bool kMasked>
-  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
-    return _mm512_cvtph_ps(LoadHalves<kMasked>(base, at, mask));
-  }
-};
-
-// Element-type tiles: Run adds the inputs of `pass` to output features [o, o + kOuts) of rows
-// [r, r + kRows). Widened, the 16-bit weights of a pass's output tile are first converted to f32
-// into a buffer in L1 (Prepare) that every row tile then reads: a conversion per weight per pass
-// instead of per weight and row tile, which pays on many rows.
-template <class Weights, bool kWidened>
+// Element-type tiles, for products of fewer than kMinRowsToPack rows (gemm_avx512.h runs the
+// others): Run adds the inputs of `pass` to output features [o, o + kOuts) of rows [r, r + kRows).
+template <class Weights>
 struct ElementTiles {
   static constexpr int kWideOuts = 6;
-  static constexpr int64_t kTileBytes = kWidened ? 4 : Weights::kBytes;
   static constexpr int64_t kInputsPerPass =
-      kTileWeightBytesInL1 / (kWideOuts * kTileBytes) / 16 * 16;
-
-  // The widened tile: output k's inputs [in_begin, in_end) from tile[k * kInputsPerPass] on.
-  alignas(64) static thread_local inline float tile[kWidened ? kWideOuts * kInputsPerPass : 1];
+      kTileWeightBytesInL1 / (kWideOuts * Weights::kBytes) / 16 * 16;
 
   static int64_t InputsPerPass(int64_t) { return kInputsPerPass; }
   static int64_t RowsPerPass(int64_t in) {
     return std::max<int64_t>(4, kInputBytesInL2 / (std::min(in, InputsPerPass(in)) * 4));
   }
 
-  template <int kOuts>
-  KVD_AVX512 static void Prepare(const MatmulArgs& a, const Pass& pass, int64_t o) {
-    if constexpr (kWidened) {
-      for (int k = 0; k < kOuts; ++k) {
-        for (int64_t i = pass.in_begin; i < pass.in_end; i += 16) {
-          _mm512_store_ps(&tile[k * kInputsPerPass + i - pass.in_begin],
-                          Weights::template Load<true>(a.weight, (o + k) * a.in + i,
-                                                       TailMask(pass.in_end - i)));
-        }
-      }
-    }
-  }
-
   // One step of sixteen inputs from `i` on (under a mask, those it selects) of a tile's rows at
   // `x`.
   template <int kRows, int kOuts, bool kMasked>
-  KVD_AVX512 static inline __attribute__((always_inline)) void Step(
-      const MatmulArgs& a, const Pass& pass, const float* x, int64_t o, int64_t i, __mmask16 mask,
-      const char* next, bool prefetch, __m512 (&acc)[kRows][kOuts]) {
+  KVD_AVX512 static inline __attribute__((always_inline)) void Step(const MatmulArgs& a,
+                                                                    const float* x, int64_t o,
+                                                                    int64_t i, __mmask16 mask,
+                                                                    const char* next, bool prefetch,
+                                                                    __m512 (&acc)[kRows][kOuts]) {
     __m512 w[kOuts];
 #pragma GCC unroll 8
     for (int k = 0; k < kOuts; ++k) {
       if (prefetch) _mm_prefetch(next + (k * a.in + i) * Weights::kBytes, _MM_HINT_T0);
-      if constexpr (kWidened) {
-        w[k] = _mm512_load_ps(&tile[k * kInputsPerPass + i - pass.in_begin]);
-      } else {
-        w[k] = Weights::template Load<kMasked>(a.weight, (o + k) * a.in + i, mask);
-      }
+      w[k] = Weights::template Load<kMasked>(a.weight, (o + k) * a.in + i, mask);
     }
 #pragma GCC unroll 8
     for (int rr = 0; rr < kRows; ++rr) {
@@ -163,10 +77,10 @@ struct ElementTiles {
         static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
     const int64_t vector_end = pass.in_begin + (pass.in_end - pass.in_begin) / 16 * 16;
     for (int64_t i = pass.in_begin; i < vector_end; i += 16) {
-      Step<kRows, kOuts, false>(a, pass, x, o, i, 0xffff, next, prefetch, acc);
+      Step<kRows, kOuts, false>(a, x, o, i, 0xffff, next, prefetch, acc);
     }
     if (vector_end < pass.in_end) {
-      Step<kRows, kOuts, true>(a, pass, x, o, vector_end, TailMask(pass.in_end - vector_end), next,
+      Step<kRows, kOuts, true>(a, x, o, vector_end, TailMask(pass.in_end - vector_end), next,
                                prefetch, acc);
     }
     for (int rr = 0; rr < kRows; ++rr) {
@@ -249,8 +163,6 @@ struct BlockTiles {
 
   static int64_t InputsPerPass(int64_t in) { return in; }
   static int64_t RowsPerPass(int64_t in) { return std::max<int64_t>(4, kInputBytesInL2 / in); }
-  template <int kOuts>
-  static void Prepare(const MatmulArgs&, const Pass&, int64_t) {}
 
   template <int kRows, int kOuts>
   KVD_AVX512 static void Run(const MatmulArgs& a, const Pass&, int64_t r, int64_t o,
@@ -342,7 +254,6 @@ template <class Tiles, int kOuts>
 KVD_AVX512 void RunRows(const MatmulArgs& a, const Pass& pass, int64_t row_begin, int64_t o,
                         int64_t slice_end) {
   const bool prefetch = o + 2 * kOuts <= slice_end;
-  Tiles::template Prepare<kOuts>(a, pass, o);
   int64_t r = row_begin;
   for (; r + 4 <= pass.row_end; r += 4) {
     Tiles::template Run<4, kOuts>(a, pass, r, o, prefetch && r == row_begin);
@@ -384,20 +295,15 @@ KVD_AVX512 void RunTiles(const MatmulArgs& a) {
   }
 }
 
-// Products of at least this many rows widen their 16-bit weights tile by tile.
-constexpr int64_t kMinRowsToWiden = 64;
-
 void Run(const MatmulArgs& a) {
-  const bool widen = a.rows >= kMinRowsToWiden;
+  if (!IsQuantized(a.dtype) && a.rows >= kMinRowsToPack) return PackedGemmAvx512(a);
   switch (a.dtype) {
     case DType::kF32:
-      return RunTiles<ElementTiles<F32Weights, false>>(a);
+      return RunTiles<ElementTiles<F32Weights>>(a);
     case DType::kBF16:
-      return widen ? RunTiles<ElementTiles<Bf16Weights, true>>(a)
-                   : RunTiles<ElementTiles<Bf16Weights, false>>(a);
+      return RunTiles<ElementTiles<Bf16Weights>>(a);
     case DType::kF16:
-      return widen ? RunTiles<ElementTiles<F16Weights, true>>(a)
-                   : RunTiles<ElementTiles<F16Weights, false>>(a);
+      return RunTiles<ElementTiles<F16Weights>>(a);
     case DType::kInt8:
       return RunTiles<BlockTiles<Int8Format>>(a);
     case DType::kInt4:

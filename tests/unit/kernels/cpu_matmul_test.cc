@@ -1,7 +1,8 @@
 // Every matmul variant this CPU runs against the scalar reference, for each weight type, on
 // shapes with tails (inputs not a multiple of the vector width, slices not a multiple of the
-// tile), slices that start inside the matrix, enough rows for the tiles that widen 16-bit
-// weights first, and products larger than one pass over the caches; and OpenBLAS's for f32. Quantized formats:
+// tile), slices that start inside the matrix, enough rows for a packed GEMM (full and partial
+// tiles of rows, panels of output features and of inputs), and products larger than one pass
+// over the caches; and OpenBLAS's for f32. Quantized formats:
 // every variant against the scalar reference on the same quantized activations, and the whole
 // product against f32 within what quantization allows.
 #include <gtest/gtest.h>
@@ -66,13 +67,14 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
   for (const MatmulVariant& variant : variants) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
-      for (int64_t rows : {1, 2, 3, 5, 17}) {
+      for (int64_t rows : {1, 2, 3, 5, 17, 40, 47}) {
         for (int64_t in : {8, 37, 64, 200}) {
-          const int64_t out_features = 23;
+          const int64_t out_features = 101;
           const Weights weights = RandomWeights(out_features * in, dtype, random);
           std::vector<float> x(rows * in);
           for (float& v : x) v = normal(random);
-          for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 23}, {4, 8}, {5, 13}}) {
+          for (auto [first, count] :
+               {std::pair<int64_t, int64_t>{0, 101}, {4, 8}, {5, 13}, {16, 64}}) {
             // Sums of `in` products of unit normals, added in another order.
             ExpectVariantMatchesScalar(variant,
                                        {.x = x.data(),

@@ -1,0 +1,77 @@
+// What the AVX-512 kernels share: the target attribute their functions compile under, tail
+// masks, a horizontal sum, and loads of sixteen f32, bf16 or f16 weights as floats. Include only
+// from files whose AVX-512 functions carry KVD_AVX512, so that nothing else in the binary needs
+// more than the baseline x86-64.
+#pragma once
+
+// GCC 12's AVX-512 intrinsics start from deliberately undefined registers, which it then warns
+// about wherever they are inlined (GCC bug 105593, fixed in GCC 13).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <cstdint>
+
+#define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
+
+namespace kvd::kernels::cpu {
+
+// The first `left` of sixteen lanes (all sixteen from 16 on).
+KVD_AVX512 inline __mmask16 TailMask(int64_t left) {
+  return left >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << left) - 1);
+}
+
+KVD_AVX512 inline float HorizontalSum(__m512 v) {
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+}
+
+// Sixteen 16-bit values from `at` on; under a mask, those it selects (the others zero).
+template <bool kMasked>
+KVD_AVX512 inline __m256i LoadHalves(const void* base, int64_t at, __mmask16 mask) {
+  const uint16_t* p = static_cast<const uint16_t*>(base) + at;
+  if constexpr (kMasked) return _mm256_maskz_loadu_epi16(mask, p);
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+template <bool kMasked>
+KVD_AVX512 inline __m512 LoadFloats(const float* p, __mmask16 mask) {
+  if constexpr (kMasked) return _mm512_maskz_loadu_ps(mask, p);
+  return _mm512_loadu_ps(p);
+}
+
+// Sixteen weights from index `at` on, as floats; under a mask, those it selects.
+struct F32Weights {
+  static constexpr int64_t kBytes = 4;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    return LoadFloats<kMasked>(static_cast<const float*>(base) + at, mask);
+  }
+};
+
+struct Bf16Weights {
+  static constexpr int64_t kBytes = 2;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    const __m256i bits = LoadHalves<kMasked>(base, at, mask);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+};
+
+struct F16Weights {
+  static constexpr int64_t kBytes = 2;
+  template <bool kMasked>
+  KVD_AVX512 static __m512 Load(const void* base, int64_t at, __mmask16 mask) {
+    return _mm512_cvtph_ps(LoadHalves<kMasked>(base, at, mask));
+  }
+};
+
+}  // namespace kvd::kernels::cpu
