@@ -274,9 +274,10 @@ void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
   };
 
   backend_.RmsNorm(hidden, layer.input_norm.tensor, config_.rms_norm_eps, normed);
-  backend_.Linear(normed, layer.q_proj.tensor, bias(layer.q_bias), q);
-  backend_.Linear(normed, layer.k_proj.tensor, bias(layer.k_bias), k);
-  backend_.Linear(normed, layer.v_proj.tensor, bias(layer.v_bias), v);
+  const kernels::Projection qkv[] = {{&layer.q_proj.tensor, bias(layer.q_bias), q},
+                                     {&layer.k_proj.tensor, bias(layer.k_bias), k},
+                                     {&layer.v_proj.tensor, bias(layer.v_bias), v}};
+  backend_.LinearGroup(normed, qkv);
   backend_.ApplyRope(q, config_.num_heads, positions, inv_freq_);
   backend_.ApplyRope(k, config_.num_kv_heads, positions, inv_freq_);
 
@@ -306,9 +307,7 @@ void Model::RunLayer(const LayerWeights& layer, int32_t layer_index,
   backend_.Add(hidden, normed);
 
   backend_.RmsNorm(hidden, layer.post_attention_norm.tensor, config_.rms_norm_eps, normed);
-  backend_.Linear(normed, layer.gate_proj.tensor, nullptr, gate);
-  backend_.Linear(normed, layer.up_proj.tensor, nullptr, up);
-  backend_.SiluMul(gate, up, gate);
+  backend_.GatedLinear(normed, layer.gate_proj.tensor, layer.up_proj.tensor, up, gate);
   backend_.Linear(gate, layer.down_proj.tensor, nullptr, normed);
   backend_.Add(hidden, normed);
 }

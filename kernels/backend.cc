@@ -11,4 +11,17 @@ absl::Status Backend::CheckKvCacheType(DType dtype) const {
                                                  std::string(DTypeName(dtype))));
 }
 
+void Backend::LinearGroup(const Tensor& x, std::span<const Projection> projections) {
+  for (const Projection& projection : projections) {
+    Linear(x, *projection.weight, projection.bias, projection.out);
+  }
+}
+
+void Backend::GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight,
+                          Tensor up, Tensor out) {
+  Linear(x, gate_weight, nullptr, out);
+  Linear(x, up_weight, nullptr, up);
+  SiluMul(out, up, out);
+}
+
 }  // namespace kvd::kernels

@@ -33,6 +33,13 @@ struct PreparedWeight {
   std::unique_ptr<DeviceBuffer> storage;
 };
 
+// One product of Backend::LinearGroup: out = x · weightᵀ (+ bias).
+struct Projection {
+  const Tensor* weight = nullptr;
+  const Tensor* bias = nullptr;  // null: none
+  Tensor out;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -59,6 +66,14 @@ class Backend {
   virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) = 0;
   // out = x · weightᵀ (+ bias); weight is [out_features, in_features] as checkpoints store it.
   virtual void Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) = 0;
+  // Linear of several weights over the same x (q, k and v), as one operation where a backend
+  // can fuse them. The default runs Linear for each.
+  virtual void LinearGroup(const Tensor& x, std::span<const Projection> projections);
+  // out = silu(x · gate_weightᵀ) · (x · up_weightᵀ), the gated MLP's first half, as one
+  // operation where a backend can fuse it; `up` (out's shape) is scratch for the second
+  // product. The default runs Linear twice and SiluMul.
+  virtual void GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight,
+                           Tensor up, Tensor out);
   // Rotates each head of x ([rows, num_heads * head_dim]) in place by its row's position, in
   // the rotate_half convention: pairs (i, i + head_dim / 2) with frequencies inv_freq[i].
   virtual void ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,

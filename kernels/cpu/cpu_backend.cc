@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "kernels/cpu/attention.h"
@@ -47,6 +48,8 @@ constexpr int64_t kMinElementsPerTask = 1 << 14;
 // converting them for SGEMM at every row count measured (docs/benchmarks.md, "CPU weight formats
 // and matmul kernels").
 constexpr int64_t kMaxOwnMatmulRowsF32 = 16;
+
+float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 }  // namespace
 
@@ -190,26 +193,58 @@ const MatmulVariant& CpuBackend::MatmulFor(const Tensor& weight, int64_t rows) c
   return blas ? blas_ : matmul_;
 }
 
+MatmulProduct CpuBackend::ProductFor(const Tensor& x, const Tensor& weight, Tensor out) const {
+  KVD_CHECK(x.cols == weight.cols && out.rows == x.rows && out.cols == weight.rows);
+  return MatmulProduct{&MatmulFor(weight, x.rows), MatmulArgs{.x = x.f32(),
+                                                              .rows = x.rows,
+                                                              .in = x.cols,
+                                                              .weight = weight.data,
+                                                              .dtype = weight.dtype,
+                                                              .first = 0,
+                                                              .count = weight.rows,
+                                                              .out = out.f32(),
+                                                              .out_stride = weight.rows}};
+}
+
 void CpuBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {
-  const int64_t rows = x.rows;
-  const int64_t out_features = weight.rows;
-  ParallelMatmul(MatmulFor(weight, rows),
-                 MatmulArgs{.x = x.f32(),
-                            .rows = rows,
-                            .in = x.cols,
-                            .weight = weight.data,
-                            .dtype = weight.dtype,
-                            .first = 0,
-                            .count = out_features,
-                            .out = out.f32(),
-                            .out_stride = out_features},
-                 pool_);
-  if (bias != nullptr) {
-    for (int64_t r = 0; r < rows; ++r) {
-      float* dst = out.f32() + r * out_features;
-      for (int64_t i = 0; i < out_features; ++i) dst[i] += bias->f32()[i];
-    }
+  const Projection projection{&weight, bias, out};
+  LinearGroup(x, {&projection, 1});
+}
+
+void CpuBackend::LinearGroup(const Tensor& x, std::span<const Projection> projections) {
+  absl::InlinedVector<MatmulProduct, 3> products;
+  for (const Projection& projection : projections) {
+    products.push_back(ProductFor(x, *projection.weight, projection.out));
   }
+  ParallelMatmul(products, pool_, [&](std::span<const MatmulArgs> parts) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const Tensor* bias = projections[i].bias;
+      if (bias == nullptr) continue;
+      const MatmulArgs& part = parts[i];
+      for (int64_t r = 0; r < part.rows; ++r) {
+        float* dst = part.out + r * part.out_stride;
+        for (int64_t o = part.first; o < part.first + part.count; ++o) dst[o] += bias->f32()[o];
+      }
+    }
+  });
+}
+
+void CpuBackend::GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight,
+                             Tensor up, Tensor out) {
+  KVD_CHECK(gate_weight.rows == up_weight.rows && up.rows == out.rows && up.cols == out.cols);
+  const MatmulProduct products[] = {ProductFor(x, gate_weight, out), ProductFor(x, up_weight, up)};
+  // Both products have the same width, so each slice holds the same features of gate and up.
+  ParallelMatmul(products, pool_, [](std::span<const MatmulArgs> parts) {
+    const MatmulArgs& gate = parts[0];
+    const MatmulArgs& up_part = parts[1];
+    for (int64_t r = 0; r < gate.rows; ++r) {
+      float* gated = gate.out + r * gate.out_stride;
+      const float* ups = up_part.out + r * up_part.out_stride;
+      for (int64_t o = gate.first; o < gate.first + gate.count; ++o) {
+        gated[o] = Silu(gated[o]) * ups[o];
+      }
+    }
+  });
 }
 
 void CpuBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
@@ -244,8 +279,7 @@ void CpuBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
                     [&](int64_t task_begin, int64_t task_end) {
                       const int64_t end = std::min(count, task_end * kMinElementsPerTask);
                       for (int64_t i = task_begin * kMinElementsPerTask; i < end; ++i) {
-                        const float g = gate.f32()[i];
-                        out.f32()[i] = g / (1.0f + std::exp(-g)) * up.f32()[i];
+                        out.f32()[i] = Silu(gate.f32()[i]) * up.f32()[i];
                       }
                     });
 }

@@ -32,6 +32,9 @@ class CpuBackend final : public Backend {
   void GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override;
   void Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) override;
+  void LinearGroup(const Tensor& x, std::span<const Projection> projections) override;
+  void GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight, Tensor up,
+                   Tensor out) override;
   void ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
                  std::span<const float> inv_freq) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) override;
@@ -57,6 +60,8 @@ class CpuBackend final : public Backend {
   absl::Status Quantize(const Tensor& host, const Tensor& quantized);
   // The variant a projection of `rows` rows by `weight` runs on.
   const MatmulVariant& MatmulFor(const Tensor& weight, int64_t rows) const;
+  // out = x · weightᵀ as a product for ParallelMatmul.
+  MatmulProduct ProductFor(const Tensor& x, const Tensor& weight, Tensor out) const;
 
   ThreadPool pool_;
   const std::optional<DType> weight_dtype_;

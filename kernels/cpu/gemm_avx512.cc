@@ -13,6 +13,7 @@ namespace {
 // L1 (half of this CPU kind's 48 KiB, so that the rows' lines fit beside it).
 constexpr int kPanelVectors = 3;
 constexpr int64_t kPanelOutputs = 16 * kPanelVectors;
+static_assert(kPanelOutputs == kGemmPanelOutputs);
 constexpr int64_t kPanelInputs = 128;
 // Rows a tile reads the panel for: 24 accumulators, with three weight vectors and a broadcast
 // that is 28 of the 32 registers.

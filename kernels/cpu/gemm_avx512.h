@@ -13,6 +13,8 @@ namespace kvd::kernels::cpu {
 
 // Below this many rows the packing costs more than the dot-product tiles lose.
 inline constexpr int64_t kMinRowsToPack = 32;
+// The output features of a panel.
+inline constexpr int64_t kGemmPanelOutputs = 48;
 
 // Writes the slice [a.first, a.first + a.count) of every row; a.dtype is f32, bf16 or f16. The
 // CPU must have what KVD_AVX512 names (avx512_vectors.h).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "absl/container/inlined_vector.h"
 #include "base/check.h"
 
 namespace kvd::kernels::cpu {
@@ -57,10 +58,37 @@ void RunOpenBlas(const MatmulArgs& a) {
               a.out + a.first, static_cast<int>(a.out_stride));
 }
 
-// Multiply-adds below which a product runs on one thread, and the fewest output features worth
-// a slice of their own.
+// Multiply-adds below which a product runs on one thread.
 constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+// The fewest output features worth a slice of their own, and of a slice of a variant that packs
+// its rows: the packed GEMM transposes the rows' inputs once per slice, and 128-row products of
+// [512 x 2048] and [2048 x 8192] ran 1.2x faster in slices of 256-512 features than of 64-256
+// (docs/benchmarks.md, "Fused projections").
 constexpr int64_t kMinSliceFeatures = 64;
+constexpr int64_t kMinPackedSliceFeatures = 512;
+
+// How a group's products are cut: `slices` slices whose starts are multiples of `multiple`.
+struct Slicing {
+  int64_t slices = 1;
+  int64_t multiple = 4;
+
+  int64_t Start(int64_t out_features, int64_t slice) const {
+    return slice == slices ? out_features : out_features / multiple * slice / slices * multiple;
+  }
+};
+
+// Enough slices for every thread, and more for the threads that run to take over from those
+// the OS has not scheduled, as long as each slice stays wide enough.
+Slicing SliceProducts(const MatmulVariant& variant, int64_t work, int64_t rows, int64_t widest,
+                      int32_t threads) {
+  if (work < kMinParallelWork) return {};
+  const bool packed = variant.packed_rows > 0 && rows >= variant.packed_rows;
+  const int64_t narrowest = packed ? kMinPackedSliceFeatures : kMinSliceFeatures;
+  const int64_t fewest = std::clamp<int64_t>(widest / kMinSliceFeatures, 1, threads);
+  return {std::clamp<int64_t>(widest / narrowest, fewest, int64_t{threads} * 4),
+          packed ? variant.panel_features : 4};
+}
+
 // Activations quantized on the calling thread below this many, else on the pool.
 constexpr int64_t kMinParallelQuantize = int64_t{1} << 16;
 
@@ -90,31 +118,47 @@ MatmulVariant OpenBlasMatmul() {
   return {"openblas", RunOpenBlas};
 }
 
-void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& given, ThreadPool& pool) {
-  KVD_CHECK(given.first == 0);
-  MatmulArgs whole = given;
-  if (IsQuantized(whole.dtype)) {
-    KVD_CHECK(whole.activations == nullptr);
-    whole.activations = &QuantizeInput(whole, pool);
+void ParallelMatmul(std::span<const MatmulProduct> group, ThreadPool& pool, MatmulSliceDone done) {
+  KVD_CHECK(!group.empty());
+  absl::InlinedVector<MatmulProduct, 3> products(group.begin(), group.end());
+  const MatmulArgs& first = products.front().whole;
+  const QuantizedActivations* activations = nullptr;
+  int64_t work = 0;
+  int64_t widest = 0;
+  for (MatmulProduct& product : products) {
+    MatmulArgs& whole = product.whole;
+    KVD_CHECK(whole.first == 0 && whole.activations == nullptr);
+    KVD_CHECK(whole.x == first.x && whole.rows == first.rows && whole.in == first.in);
+    if (IsQuantized(whole.dtype)) {
+      if (activations == nullptr) activations = &QuantizeInput(whole, pool);
+      whole.activations = activations;
+    }
+    work += whole.rows * whole.in * whole.count;
+    widest = std::max(widest, whole.count);
   }
-  const int64_t out_features = whole.count;
   // Slices rather than one BLAS call on many threads: OpenBLAS's threads spin-wait for each
   // other and stall for seconds when the cores are shared, where a slice nobody has claimed yet
   // is simply taken by a running thread.
-  const int64_t slices = whole.rows * whole.in * out_features < kMinParallelWork
-                             ? 1
-                             : std::clamp<int64_t>(out_features / kMinSliceFeatures, 1,
-                                                   int64_t{pool.num_threads()} * 4);
-  const auto slice_start = [&](int64_t slice) {
-    return slice == slices ? out_features : out_features / 4 * slice / slices * 4;
+  const Slicing slicing =
+      SliceProducts(*products.front().variant, work, first.rows, widest, pool.num_threads());
+  const auto run_slices = [&](int64_t slice_begin, int64_t slice_end) {
+    absl::InlinedVector<MatmulArgs, 3> parts;
+    for (const MatmulProduct& product : products) {
+      MatmulArgs part = product.whole;
+      part.first = slicing.Start(part.count, slice_begin);
+      part.count = slicing.Start(part.count, slice_end) - part.first;
+      if (part.count > 0) product.variant->run(part);
+      parts.push_back(part);
+    }
+    done(parts);
   };
-  if (slices == 1) return variant.run(whole);
-  pool.ParallelFor(slices, [&](int64_t slice_begin, int64_t slice_end) {
-    MatmulArgs part = whole;
-    part.first = slice_start(slice_begin);
-    part.count = slice_start(slice_end) - part.first;
-    variant.run(part);
-  });
+  if (slicing.slices == 1) return run_slices(0, 1);
+  pool.ParallelFor(slicing.slices, run_slices);
+}
+
+void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, ThreadPool& pool) {
+  const MatmulProduct product{&variant, whole};
+  ParallelMatmul({&product, 1}, pool, [](std::span<const MatmulArgs>) {});
 }
 
 std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features) {

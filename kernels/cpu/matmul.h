@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
@@ -37,6 +39,11 @@ struct MatmulVariant {
   // Faster than OpenBLAS's SGEMM at f32 products of many rows (docs/benchmarks.md); a variant
   // that is not hands those to OpenBLAS.
   bool f32_gemm = false;
+  // From this many rows on, the variant packs each slice's rows and computes the slice's
+  // output features in panels of `panel_features`: ParallelMatmul then cuts fewer, wider slices
+  // that start at multiples of the panel. 0: the variant never packs.
+  int64_t packed_rows = 0;
+  int64_t panel_features = 0;
 };
 
 // Plain loops, for every CPU.
@@ -73,10 +80,26 @@ QuantizedTileRows<kOuts> ViewQuantizedTileRows(const MatmulArgs& a, int64_t o, b
 // Our variants a CPU with `features` runs, fastest first; the scalar one is always last.
 std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features);
 
-// Runs `whole` (every output feature of the weight, first = 0 and count = out_features) on
-// `pool`'s threads, in slices of output features that are multiples of four (the kernels'
-// tile); a product too small to be worth a hand-off runs on the calling thread. For quantized
-// weights it first quantizes x (whole.activations is null).
+// One product of a ParallelMatmul group: the variant it runs on and its whole args (first = 0,
+// count = every output feature of its weight).
+struct MatmulProduct {
+  const MatmulVariant* variant = nullptr;
+  MatmulArgs whole;
+};
+
+// Called once for each slice a ParallelMatmul group computed, on the thread that computed it:
+// the slice's part of every product, in the group's order (count 0 where a product had no
+// features in it), for an epilogue over outputs still in cache (a bias, a gate).
+using MatmulSliceDone = absl::FunctionRef<void(std::span<const MatmulArgs> parts)>;
+
+// Runs a group of products of the same x (rows and in) on `pool`'s threads in one loop: slice i
+// of n computes the i-th n-th of every product's output features (multiples of four, the
+// kernels' tile, or of the first product's variant's panel where it packs), so that products
+// of equal width get the same features in each slice, and then `done`. A group too small to be
+// worth a hand-off runs on the calling thread as one slice. Quantized weights meet x quantized once
+// for the whole group.
+void ParallelMatmul(std::span<const MatmulProduct> group, ThreadPool& pool, MatmulSliceDone done);
+// One product alone, without an epilogue.
 void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, ThreadPool& pool);
 
 }  // namespace kvd::kernels::cpu

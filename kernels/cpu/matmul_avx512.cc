@@ -313,6 +313,12 @@ void Run(const MatmulArgs& a) {
 
 }  // namespace
 
-MatmulVariant Avx512Matmul() { return {.name = "avx512", .run = Run, .f32_gemm = true}; }
+MatmulVariant Avx512Matmul() {
+  return {.name = "avx512",
+          .run = Run,
+          .f32_gemm = true,
+          .packed_rows = kMinRowsToPack,
+          .panel_features = kGemmPanelOutputs};
+}
 
 }  // namespace kvd::kernels::cpu

@@ -45,6 +45,15 @@ class FailingKvMovesBackend final : public kernels::Backend {
               kernels::Tensor out) override {
     inner_->Linear(x, weight, bias, out);
   }
+  void LinearGroup(const kernels::Tensor& x,
+                   std::span<const kernels::Projection> projections) override {
+    inner_->LinearGroup(x, projections);
+  }
+  void GatedLinear(const kernels::Tensor& x, const kernels::Tensor& gate_weight,
+                   const kernels::Tensor& up_weight, kernels::Tensor up,
+                   kernels::Tensor out) override {
+    inner_->GatedLinear(x, gate_weight, up_weight, up, out);
+  }
   void ApplyRope(kernels::Tensor x, int32_t num_heads, std::span<const int32_t> positions,
                  std::span<const float> inv_freq) override {
     inner_->ApplyRope(x, num_heads, positions, inv_freq);

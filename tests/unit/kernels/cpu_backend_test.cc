@@ -62,6 +62,75 @@ TEST_F(CpuBackendTest, LinearMultipliesByTransposedWeightAndAddsBias) {
   }
 }
 
+// A group's products are the same as each Linear alone, bit for bit: grouping changes which
+// thread computes which slice, never an output's sum. Shapes of q, k and v (one wide product and
+// two narrow ones) over rows that reach the kernels' one-row, few-row and many-row paths, large
+// enough to be split over the pool, in every weight format.
+TEST_F(CpuBackendTest, LinearGroupEqualsEachLinearAlone) {
+  constexpr int64_t kIn = 256;
+  const int64_t widths[] = {520, 136, 136};
+  for (DType format : {DType::kF32, DType::kBF16, DType::kInt8, DType::kInt4}) {
+    CpuBackend backend{BackendOptions{.num_threads = 2, .weight_dtype = format}};
+    // Prepared f32 weights borrow the host's memory.
+    std::vector<std::vector<float>> hosts;
+    std::vector<PreparedWeight> weights;
+    std::vector<std::vector<float>> biases;
+    for (int64_t w = 0; w < 3; ++w) {
+      hosts.push_back(RandomVector(widths[w] * kIn, 20 + w));
+      auto prepared = backend.PrepareWeight(View(hosts.back(), widths[w], kIn));
+      ASSERT_TRUE(prepared.ok()) << prepared.status();
+      weights.push_back(*std::move(prepared));
+      biases.push_back(RandomVector(widths[w], 30 + w));
+    }
+    for (int64_t rows : {1, 3, 40}) {
+      std::vector<float> x = RandomVector(rows * kIn, 40);
+      std::vector<std::vector<float>> grouped(3), alone(3);
+      std::vector<Projection> projections;
+      std::vector<Tensor> bias_views;
+      for (int64_t w = 0; w < 3; ++w) bias_views.push_back(View(biases[w], 1, widths[w]));
+      for (int64_t w = 0; w < 3; ++w) {
+        grouped[w].assign(rows * widths[w], 0.0f);
+        alone[w].assign(rows * widths[w], 0.0f);
+        // The middle product has no bias, as a group may mix them.
+        projections.push_back(Projection{&weights[w].tensor, w == 1 ? nullptr : &bias_views[w],
+                                         View(grouped[w], rows, widths[w])});
+        backend.Linear(View(x, rows, kIn), weights[w].tensor, projections.back().bias,
+                       View(alone[w], rows, widths[w]));
+      }
+      backend.LinearGroup(View(x, rows, kIn), projections);
+      for (int64_t w = 0; w < 3; ++w) {
+        EXPECT_EQ(grouped[w], alone[w])
+            << DTypeName(format) << " rows " << rows << " product " << w;
+      }
+    }
+  }
+}
+
+// GatedLinear is silu(gate) · up of the two products, the same as Linear, Linear and SiluMul.
+TEST_F(CpuBackendTest, GatedLinearEqualsTwoLinearsAndSiluMul) {
+  constexpr int64_t kIn = 128, kInner = 344;
+  for (DType format : {DType::kF32, DType::kBF16, DType::kInt8}) {
+    CpuBackend backend{BackendOptions{.num_threads = 2, .weight_dtype = format}};
+    std::vector<float> gate_host = RandomVector(kInner * kIn, 50);
+    std::vector<float> up_host = RandomVector(kInner * kIn, 51);
+    auto gate = backend.PrepareWeight(View(gate_host, kInner, kIn));
+    auto up = backend.PrepareWeight(View(up_host, kInner, kIn));
+    ASSERT_TRUE(gate.ok() && up.ok());
+    for (int64_t rows : {1, 5, 48}) {
+      std::vector<float> x = RandomVector(rows * kIn, 52);
+      std::vector<float> fused(rows * kInner), scratch(rows * kInner);
+      std::vector<float> gated(rows * kInner), ups(rows * kInner);
+      backend.GatedLinear(View(x, rows, kIn), gate->tensor, up->tensor, View(scratch, rows, kInner),
+                          View(fused, rows, kInner));
+      backend.Linear(View(x, rows, kIn), gate->tensor, nullptr, View(gated, rows, kInner));
+      backend.Linear(View(x, rows, kIn), up->tensor, nullptr, View(ups, rows, kInner));
+      backend.SiluMul(View(gated, rows, kInner), View(ups, rows, kInner),
+                      View(gated, rows, kInner));
+      EXPECT_EQ(fused, gated) << DTypeName(format) << " rows " << rows;
+    }
+  }
+}
+
 TEST_F(CpuBackendTest, RopeRotatesHalvesByPosition) {
   constexpr int kHeads = 2, kHeadDim = 8;
   auto x = RandomVector(3 * kHeads * kHeadDim, 6);
