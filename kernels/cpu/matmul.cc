@@ -58,8 +58,9 @@ void RunOpenBlas(const MatmulArgs& a) {
               a.out + a.first, static_cast<int>(a.out_stride));
 }
 
-// Multiply-adds below which a product runs on one thread.
-constexpr int64_t kMinParallelWork = int64_t{1} << 20;
+// Multiply-adds below which a product runs on one thread: a hand-off to the pool's spinning
+// workers costs about a microsecond (docs/benchmarks.md, "Thread hand-offs that spin").
+constexpr int64_t kMinParallelWork = int64_t{1} << 17;
 // The fewest output features worth a slice of their own, and of a slice of a variant that packs
 // its rows: the packed GEMM transposes the rows' inputs once per slice, and 128-row products of
 // [512 x 2048] and [2048 x 8192] ran 1.2x faster in slices of 256-512 features than of 64-256

@@ -25,8 +25,9 @@ class ThreadPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, count) and returns when all are
   // done. The ranges are claimed dynamically, so a worker the OS has not scheduled yet delays
-  // nothing: the threads that run take its share. One loop at a time: not reentrant, and
-  // callers on different threads must not overlap.
+  // nothing: the threads that run take its share. Workers spin a while after each loop before
+  // they sleep, so loops that follow each other closely hand off without a wake-up. One loop at
+  // a time: not reentrant, and callers on different threads must not overlap.
   void ParallelFor(int64_t count, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
@@ -43,6 +44,9 @@ class ThreadPool {
   void WorkerLoop();
   // Runs chunks of `task` until none is left; true if this call finished the last one.
   static bool RunChunks(Task& task);
+  // Spins until `done` holds or the spin time is up.
+  template <class Done>
+  static void SpinUntil(Done done);
 
   std::vector<std::thread> workers_;
   base::Mutex mu_;
@@ -50,6 +54,8 @@ class ThreadPool {
   std::condition_variable work_done_;
   std::shared_ptr<Task> task_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // generation_, readable without the lock by workers that spin for the next loop.
+  std::atomic<uint64_t> published_generation_ = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
