@@ -49,8 +49,6 @@ constexpr int64_t kMinElementsPerTask = 1 << 14;
 // and matmul kernels").
 constexpr int64_t kMaxOwnMatmulRowsF32 = 16;
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
-
 }  // namespace
 
 std::string CpuKernelSummary() {
@@ -72,7 +70,8 @@ CpuBackend::CpuBackend(const BackendOptions& options)
     : pool_(ResolveThreads(options.num_threads)),
       weight_dtype_(options.weight_dtype),
       matmul_(MatmulVariants(HostCpuFeatures()).front()),
-      blas_(OpenBlasMatmul()) {}
+      blas_(OpenBlasMatmul()),
+      silu_mul_(FastestSiluMul(HostCpuFeatures())) {}
 
 size_t CpuBackend::MemoryBytes() const {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -234,15 +233,12 @@ void CpuBackend::GatedLinear(const Tensor& x, const Tensor& gate_weight, const T
   KVD_CHECK(gate_weight.rows == up_weight.rows && up.rows == out.rows && up.cols == out.cols);
   const MatmulProduct products[] = {ProductFor(x, gate_weight, out), ProductFor(x, up_weight, up)};
   // Both products have the same width, so each slice holds the same features of gate and up.
-  ParallelMatmul(products, pool_, [](std::span<const MatmulArgs> parts) {
+  ParallelMatmul(products, pool_, [&](std::span<const MatmulArgs> parts) {
     const MatmulArgs& gate = parts[0];
     const MatmulArgs& up_part = parts[1];
     for (int64_t r = 0; r < gate.rows; ++r) {
-      float* gated = gate.out + r * gate.out_stride;
-      const float* ups = up_part.out + r * up_part.out_stride;
-      for (int64_t o = gate.first; o < gate.first + gate.count; ++o) {
-        gated[o] = Silu(gated[o]) * ups[o];
-      }
+      float* gated = gate.out + r * gate.out_stride + gate.first;
+      silu_mul_(gated, up_part.out + r * up_part.out_stride + gate.first, gated, gate.count);
     }
   });
 }
@@ -275,13 +271,12 @@ void CpuBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t>
 
 void CpuBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {
   const int64_t count = gate.num_elements();
-  pool_.ParallelFor((count + kMinElementsPerTask - 1) / kMinElementsPerTask,
-                    [&](int64_t task_begin, int64_t task_end) {
-                      const int64_t end = std::min(count, task_end * kMinElementsPerTask);
-                      for (int64_t i = task_begin * kMinElementsPerTask; i < end; ++i) {
-                        out.f32()[i] = Silu(gate.f32()[i]) * up.f32()[i];
-                      }
-                    });
+  pool_.ParallelFor((count + kMinElementsPerTask - 1) / kMinElementsPerTask, [&](int64_t task_begin,
+                                                                                 int64_t task_end) {
+    const int64_t begin = task_begin * kMinElementsPerTask;
+    const int64_t end = std::min(count, task_end * kMinElementsPerTask);
+    silu_mul_(gate.f32() + begin, up.f32() + begin, out.f32() + begin, end - begin);
+  });
 }
 
 void CpuBackend::Add(Tensor x, const Tensor& y) {

@@ -9,6 +9,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::kernels::cpu {
@@ -67,6 +68,7 @@ class CpuBackend final : public Backend {
   const std::optional<DType> weight_dtype_;
   const MatmulVariant matmul_;
   const MatmulVariant blas_;
+  const SiluMulKernel silu_mul_;
 };
 
 }  // namespace kvd::kernels::cpu
