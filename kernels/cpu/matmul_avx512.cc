@@ -2,8 +2,10 @@
 // and VNNI. Element types on many rows: the packed GEMM (gemm_avx512.h); on fewer, tiles of up
 // to four rows by six output features, sixteen inputs a step, tails under a mask, weights in L1
 // across a tile's rows and inputs in L2 across the tiles (rows and inputs are cut into passes
-// that fit). Block formats: two blocks a step, their bytes interleaved four at a time so that one
-// vpdpbusd gives both blocks' sums side by side, each scaled by its block's pair of scales.
+// that fit). Block formats: int8 two blocks a step, their bytes interleaved four at a time so that
+// one vpdpbusd gives both blocks' sums side by side; int4 four blocks a step, one 128-bit lane
+// each, so that the nibbles need no reordering, only the activations; each block's sums are
+// scaled by its block's scales.
 #include <algorithm>
 #include <cstring>
 
@@ -102,25 +104,39 @@ KVD_AVX512 __m512i InterleaveBlocks(__m512i natural) {
   return _mm512_permutexvar_epi32(order, natural);
 }
 
-KVD_AVX512 __m512i LoadActivationPair(const int8_t* q, bool single) {
-  return InterleaveBlocks(_mm512_maskz_loadu_epi8(single ? 0xffffffffull : ~0ull, q));
+// The first `bytes` bytes from `p` (at most 64).
+KVD_AVX512 __m512i LoadBytes(const void* p, int64_t bytes) {
+  return _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ull : (1ull << bytes) - 1, p);
 }
 
 // int8 weights are signed, the activations too: vpdpbusd multiplies |w| by x with w's sign.
 struct Int8Format {
   static constexpr bool kHasOffset = false;
+  static constexpr int kBlocksPerStep = 2;
   struct Operands {
     __m512i magnitude;
     __mmask64 negative;
   };
-  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, bool single) {
-    const __m512i w = InterleaveBlocks(
-        _mm512_maskz_loadu_epi8(single ? 0xffffffffull : ~0ull, row.q + b * kQuantBlock));
+  // Blocks [b, b + blocks) of a row.
+  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, int blocks) {
+    const __m512i w = InterleaveBlocks(LoadBytes(row.q + b * kQuantBlock, blocks * kQuantBlock));
     return {_mm512_abs_epi8(w), _mm512_movepi8_mask(w)};
   }
-  KVD_AVX512 static __m512i Dot(const Operands& w, __m512i x) {
+  // The activations of those blocks, in the weights' order.
+  using Activations = __m512i;
+  KVD_AVX512 static Activations LoadActivations(const int8_t* q, int blocks) {
+    return InterleaveBlocks(LoadBytes(q, blocks * kQuantBlock));
+  }
+  KVD_AVX512 static __m512i Dot(const Operands& w, const Activations& x) {
     const __m512i signed_x = _mm512_mask_sub_epi8(x, w.negative, _mm512_setzero_si512(), x);
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.magnitude, signed_x);
+  }
+  // The step's combined scales (`scales`: one a block) under Dot's dwords: block b's in the
+  // even ones, b + 1's in the odd ones.
+  KVD_AVX512 static __m512 StepScales(const float* scales) {
+    double pair;
+    std::memcpy(&pair, scales, sizeof(pair));
+    return _mm512_castpd_ps(_mm512_set1_pd(pair));
   }
   static const unsigned char* Prefetched(const ConstQuantizedRow& row, int64_t b) {
     return row.q + b * kQuantBlock;
@@ -128,26 +144,42 @@ struct Int8Format {
 };
 
 // int4 steps are unsigned already. Byte j of a block holds its weights j (low nibble) and
-// j + 16 (high): the pair's 32 bytes unpack into low nibbles then high nibbles, which one
-// two-source permute puts into the interleaved order.
+// j + 16 (high), so four blocks' 64 bytes are four 128-bit lanes whose low nibbles are each
+// block's first sixteen weights and whose high nibbles its last sixteen: two vpdpbusd, one
+// against each half of every block's activations, leave block b + l's sums in lane l.
 struct Int4Format {
   static constexpr bool kHasOffset = true;
+  static constexpr int kBlocksPerStep = 4;
   struct Operands {
-    __m512i steps;
+    __m512i first_halves;
+    __m512i second_halves;
   };
-  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, bool single) {
-    const __m256i packed =
-        _mm256_maskz_loadu_epi8(single ? 0xffffu : 0xffffffffu, row.q + b * (kQuantBlock / 2));
-    const __m256i nibble = _mm256_set1_epi8(15);
-    const __m512i low = _mm512_castsi256_si512(_mm256_and_si256(packed, nibble));
-    const __m512i high =
-        _mm512_castsi256_si512(_mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble));
-    // Dword 2g + p: block b + p's group g, from the low nibbles (g < 4) or the high ones.
-    const __m512i order = _mm512_set_epi32(23, 19, 22, 18, 21, 17, 20, 16, 7, 3, 6, 2, 5, 1, 4, 0);
-    return {_mm512_permutex2var_epi32(low, order, high)};
+  KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, int blocks) {
+    const __m512i packed = LoadBytes(row.q + b * (kQuantBlock / 2), blocks * (kQuantBlock / 2));
+    const __m512i nibble = _mm512_set1_epi8(15);
+    return {_mm512_and_si512(packed, nibble),
+            _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble)};
   }
-  KVD_AVX512 static __m512i Dot(const Operands& w, __m512i x) {
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.steps, x);
+  struct Activations {
+    __m512i first_halves;   // lane l: the first sixteen activations of block b + l
+    __m512i second_halves;  // lane l: its last sixteen
+  };
+  KVD_AVX512 static Activations LoadActivations(const int8_t* q, int blocks) {
+    const int64_t bytes = int64_t{blocks} * kQuantBlock;
+    const __m512i early = LoadBytes(q, std::min<int64_t>(bytes, 64));  // blocks b, b + 1
+    const __m512i late = LoadBytes(q + 64, std::max<int64_t>(bytes - 64, 0));
+    return {_mm512_shuffle_i64x2(early, late, _MM_SHUFFLE(2, 0, 2, 0)),
+            _mm512_shuffle_i64x2(early, late, _MM_SHUFFLE(3, 1, 3, 1))};
+  }
+  KVD_AVX512 static __m512i Dot(const Operands& w, const Activations& x) {
+    const __m512i first =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.first_halves, x.first_halves);
+    return _mm512_dpbusd_epi32(first, w.second_halves, x.second_halves);
+  }
+  // Block b + l's scale under lane l's four dwords.
+  KVD_AVX512 static __m512 StepScales(const float* scales) {
+    const __m512i lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+    return _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(_mm_loadu_ps(scales)));
   }
   static const unsigned char* Prefetched(const ConstQuantizedRow& row, int64_t b) {
     return row.q + b * (kQuantBlock / 2);
@@ -178,8 +210,8 @@ struct BlockTiles {
 #pragma GCC unroll 8
       for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
     }
-    // scale_w · scale_x of each (row, output) pair for the chunk's blocks, read back two at a
-    // time (a 64-bit broadcast: block b's scale in the even lanes, b + 1's in the odd ones).
+    // scale_w · scale_x of each (row, output) pair for the chunk's blocks, read back a step's
+    // blocks at a time (Format::StepScales).
     alignas(64) float scales[kRows][kOuts][kChunk];
     for (int64_t chunk = 0; chunk < blocks; chunk += kChunk) {
       const int64_t count = std::min(kChunk, blocks - chunk);
@@ -188,6 +220,9 @@ struct BlockTiles {
       for (int k = 0; k < kOuts; ++k) {
         if (prefetch) {
           _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].scales + chunk), _MM_HINT_T0);
+          if constexpr (Format::kHasOffset) {
+            _mm_prefetch(reinterpret_cast<const char*>(next_rows[k].offsets + chunk), _MM_HINT_T0);
+          }
         }
         const __m512 w_scale =
             _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, rows[k].scales + chunk));
@@ -198,9 +233,9 @@ struct BlockTiles {
           _mm512_store_ps(scales[rr][k], _mm512_mul_ps(w_scale, x_scale));
         }
       }
-      for (int64_t j = 0; j < count; j += 2) {
+      for (int64_t j = 0; j < count; j += Format::kBlocksPerStep) {
         const int64_t b = chunk + j;
-        const bool single = j + 1 == count;
+        const int blocks = static_cast<int>(std::min<int64_t>(Format::kBlocksPerStep, count - j));
         typename Format::Operands w[kOuts];
 #pragma GCC unroll 8
         for (int k = 0; k < kOuts; ++k) {
@@ -208,19 +243,16 @@ struct BlockTiles {
             _mm_prefetch(reinterpret_cast<const char*>(Format::Prefetched(next_rows[k], b)),
                          _MM_HINT_T0);
           }
-          w[k] = Format::Load(rows[k], b, single);
+          w[k] = Format::Load(rows[k], b, blocks);
         }
 #pragma GCC unroll 8
         for (int rr = 0; rr < kRows; ++rr) {
-          const __m512i x =
-              LoadActivationPair(act.q.data() + (r + rr) * act.in + b * kQuantBlock, single);
+          const typename Format::Activations x =
+              Format::LoadActivations(act.q.data() + (r + rr) * act.in + b * kQuantBlock, blocks);
 #pragma GCC unroll 8
           for (int k = 0; k < kOuts; ++k) {
-            double pair;
-            std::memcpy(&pair, &scales[rr][k][j], sizeof(pair));
-            const __m512 pair_scales = _mm512_castpd_ps(_mm512_set1_pd(pair));
-            acc[rr][k] =
-                _mm512_fmadd_ps(_mm512_cvtepi32_ps(Format::Dot(w[k], x)), pair_scales, acc[rr][k]);
+            acc[rr][k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(Format::Dot(w[k], x)),
+                                         Format::StepScales(&scales[rr][k][j]), acc[rr][k]);
           }
         }
       }

@@ -124,7 +124,8 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     for (DType format : {DType::kInt8, DType::kInt4}) {
       for (int64_t rows : {1, 2, 3, 5}) {
-        for (int64_t in : {32, 96, 256, 320}) {
+        // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk of 16.
+        for (int64_t in : {32, 64, 96, 256, 320, 608}) {
           const int64_t out_features = 23;
           const QuantizedWeights weights = RandomQuantized(format, out_features, in, random);
           std::vector<float> x(rows * in);
