@@ -3,8 +3,6 @@
 // function by function.
 #include <immintrin.h>
 
-#include <cmath>
-
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/vector_exp_avx2.h"
 

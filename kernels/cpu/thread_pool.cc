@@ -14,7 +14,7 @@ constexpr int64_t kChunksPerThread = 4;
 // How long a worker spins for the next loop, and the caller for the workers' last chunks,
 // before sleeping on a condition variable. The loops of one forward step follow each other
 // within microseconds, while waking a sleeping thread took about 20 us on a 2-vCPU VM
-// (docs/benchmarks.md, "Thread hand-offs").
+// (docs/benchmarks.md, "Thread hand-offs that spin").
 constexpr auto kSpinTime = std::chrono::microseconds(50);
 
 }  // namespace
