@@ -250,7 +250,7 @@ absl::StatusOr<BatchResult> MeasureBatch(engine::Model& model, const engine::Tok
     request.ignore_eos = true;
     if (keepkv) {
       KeepKvParams params;
-      params.budget_fraction = 0.1;
+      params.budget.fraction = 0.1;
       request.keepkv = params;
     }
     auto handle = engine.Submit(request);
@@ -315,7 +315,7 @@ absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
          {MergeMethod::kGqaFit, MergeMethod::kGroupMean, MergeMethod::kWeightedMean,
           MergeMethod::kConvex, MergeMethod::kEvict}) {
       KeepKvParams params;
-      params.budget_fraction = budget;
+      params.budget.fraction = budget;
       params.method = method;
       auto row = Average(model, **pool, prompts, references, params);
       if (!row.ok()) return row.status();
@@ -324,11 +324,11 @@ absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
   }
   for (double budget : {0.2, 0.1}) {
     KeepKvParams base;
-    base.budget_fraction = budget;
+    base.budget.fraction = budget;
     for (const auto& [label, params] : SweepVariants(base)) {
       auto row = Average(model, **pool, prompts, references, params);
       if (!row.ok()) return row.status();
-      result.sweep.push_back({label, params.budget_fraction, *row});
+      result.sweep.push_back({label, params.budget.fraction, *row});
     }
   }
   for (bool keepkv : {false, true}) {

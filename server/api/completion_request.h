@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "cache_store/keepkv/keepkv_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::server {
@@ -24,13 +25,8 @@ using PromptInput = std::variant<std::string, std::vector<int64_t>>;
 // A request's KeepKV fields over its tenant's defaults (docs/api.md, KeepKV).
 struct KeepKvRequest {
   bool disabled = false;  // HTTP "keepkv": null, gRPC KeepKv.disabled: off for this request
-  std::optional<int64_t> budget_tokens;
-  std::optional<double> budget_fraction;
-  std::optional<double> alpha;
-  std::optional<int64_t> window;
-  std::optional<int64_t> refresh_every;
-  std::optional<int64_t> recent;
-  std::optional<std::string> method;
+  // The rows of cache_store::kKeepKvFields the client set, each as it wrote it.
+  std::vector<std::pair<const cache_store::KeepKvField*, cache_store::KeepKvValue>> settings;
 };
 
 struct CompletionRequest {

@@ -60,9 +60,6 @@ const std::set<std::string>& ChatKeys() {
   return keys;
 }
 
-constexpr std::string_view kKeepKvKeys[] = {"budget",        "alpha",  "window",
-                                            "refresh_every", "recent", "method"};
-
 absl::Status Invalid(std::string_view param, std::string message) {
   return WithParam(absl::InvalidArgumentError(std::move(message)), param);
 }
@@ -354,23 +351,32 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
   return absl::OkStatus();
 }
 
-absl::Status ReadKeepKvBudget(const json& value, KeepKvRequest& keepkv) {
-  if (!value.is_number()) {
-    return Invalid("keepkv.budget", absl::StrCat("'keepkv.budget' ", KeepKvBudgetRule(), ", got ",
-                                                 std::string(value.type_name())));
+// The value of a KeepKV row as the JSON `value` writes it, when its type fits the row's.
+absl::StatusOr<cache_store::KeepKvValue> KeepKvValueOf(const cache_store::KeepKvField& field,
+                                                       const json& value) {
+  const std::string param = "keepkv." + std::string(field.name);
+  auto mistyped = [&](std::string_view type) {
+    return Invalid(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
+                                       std::string(value.type_name())));
+  };
+  switch (cache_store::ValueTypeOf(field)) {
+    case cache_store::KeepKvValueType::kBudget:
+      if (!value.is_number()) {
+        return mistyped("a positive token count or a fraction in (0, 1]");
+      }
+      break;
+    case cache_store::KeepKvValueType::kNumber:
+      if (!value.is_number()) return mistyped("a number");
+      break;
+    case cache_store::KeepKvValueType::kInteger:
+      if (!value.is_number_integer()) return mistyped("an integer");
+      break;
+    case cache_store::KeepKvValueType::kName:
+      if (!value.is_string()) return mistyped("a string");
+      return value.get<std::string>();
   }
-  if (value.is_number_integer() && IntegerOf(value) != 1) {
-    keepkv.budget_tokens = IntegerOf(value);
-    return absl::OkStatus();
-  }
-  if (value.get<double>() > 1.0) {
-    return Invalid("keepkv.budget",
-                   absl::StrCat("'keepkv.budget' over 1 is a token count and must be an integer, "
-                                "got ",
-                                value.dump()));
-  }
-  keepkv.budget_fraction = value.get<double>();
-  return absl::OkStatus();
+  if (value.is_number_integer()) return IntegerOf(value);
+  return value.get<double>();
 }
 
 }  // namespace
@@ -388,27 +394,16 @@ absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
                                           std::string(it->type_name())));
   }
   for (const auto& [key, value] : it->items()) {
-    bool known = false;
-    for (std::string_view name : kKeepKvKeys) known = known || key == name;
-    if (!known) {
-      return Invalid("keepkv." + key,
-                     absl::StrCat("unsupported parameter 'keepkv.", key,
-                                  "' (keepkv takes budget, alpha, window, refresh_every, recent, "
-                                  "method)"));
+    const cache_store::KeepKvField* field = cache_store::FindKeepKvField(key);
+    if (field == nullptr || !cache_store::MaySet(cache_store::KeepKvScope::kRequest, *field)) {
+      return Invalid(
+          "keepkv." + key,
+          absl::StrCat("unsupported parameter 'keepkv.", key, "' (keepkv takes ",
+                       cache_store::KeepKvKeys(cache_store::KeepKvScope::kRequest), ")"));
     }
-  }
-  const Fields fields(*it, "keepkv.");
-  if (const json* budget = fields.Get("budget")) {
-    KVD_RETURN_IF_ERROR(ReadKeepKvBudget(*budget, keepkv));
-  }
-  KVD_RETURN_IF_ERROR(fields.Number("alpha", keepkv.alpha));
-  KVD_RETURN_IF_ERROR(fields.Integer("window", keepkv.window));
-  KVD_RETURN_IF_ERROR(fields.Integer("refresh_every", keepkv.refresh_every));
-  KVD_RETURN_IF_ERROR(fields.Integer("recent", keepkv.recent));
-  if (fields.Get("method") != nullptr) {
-    std::string method;
-    KVD_RETURN_IF_ERROR(fields.String("method", method));
-    keepkv.method = std::move(method);
+    if (value.is_null()) continue;  // the default
+    KVD_ASSIGN_OR_RETURN(cache_store::KeepKvValue given, KeepKvValueOf(*field, value));
+    keepkv.settings.emplace_back(field, std::move(given));
   }
   return keepkv;
 }

@@ -14,10 +14,11 @@ namespace kvd::server {
 [[nodiscard]] absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(
     const nlohmann::json& body, ApiKind kind);
 
-// `body`'s "keepkv": absent, none (the tenant's default); null, disabled; an object of
-// budget, alpha, window, refresh_every, recent, method (a null key counts as absent). A
-// `budget` in (0, 1] is a fraction of the prompt (so that 1 and 1.0, which many JSON writers
-// do not tell apart, both mean the whole prompt); a larger one an integer token count.
+// `body`'s "keepkv": absent, none (the tenant's default); null, disabled; an object of the
+// keys of cache_store::kKeepKvFields a request may set (a null key counts as absent), each of
+// its row's type. A `budget` in (0, 1] is a fraction of the prompt (so that 1 and 1.0, which
+// many JSON writers do not tell apart, both mean the whole prompt); a larger one an integer
+// token count.
 [[nodiscard]] absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(
     const nlohmann::json& body);
 

@@ -28,8 +28,5 @@ inline std::string LogitBiasRule(std::string_view token) {
 inline std::string DocumentsRule() {
   return "'documents' must be an array of at most one document id";
 }
-inline std::string KeepKvBudgetRule() {
-  return "must be a positive token count or a fraction in (0, 1]";
-}
 
 }  // namespace kvd::server

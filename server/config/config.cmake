@@ -3,6 +3,5 @@ set(kvd_server_config_sources
   ${CMAKE_CURRENT_LIST_DIR}/api_key.cc
   ${CMAKE_CURRENT_LIST_DIR}/byte_size.cc
   ${CMAKE_CURRENT_LIST_DIR}/config_loader.cc
-  ${CMAKE_CURRENT_LIST_DIR}/keepkv_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/server_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/yaml_reader.cc)

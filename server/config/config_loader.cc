@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "cache_store/keepkv/keepkv_fields.h"
 #include "kernels/kv_layout.h"
 #include "server/config/api_key.h"
 #include "server/config/yaml_reader.h"
@@ -82,47 +83,41 @@ void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::Sc
   r.Finish();
 }
 
+// A KeepKV value of `field` as the YAML mapping `r` writes it, when it is there and well typed.
+std::optional<cache_store::KeepKvValue> ReadKeepKvValue(YamlMapReader& r,
+                                                        const cache_store::KeepKvField& field) {
+  switch (cache_store::ValueTypeOf(field)) {
+    case cache_store::KeepKvValueType::kBudget:
+      if (std::variant<int64_t, double> number; r.Read(field.name, &number)) {
+        return std::visit([](auto value) { return cache_store::KeepKvValue(value); }, number);
+      }
+      return std::nullopt;
+    case cache_store::KeepKvValueType::kNumber:
+      if (double number = 0; r.Read(field.name, &number)) return number;
+      return std::nullopt;
+    case cache_store::KeepKvValueType::kInteger:
+      if (int64_t integer = 0; r.Read(field.name, &integer)) return integer;
+      return std::nullopt;
+    case cache_store::KeepKvValueType::kName:
+      if (std::string name; r.Read(field.name, &name)) return name;
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 // A KeepKV mapping at `path` over `c`: keys left out keep c's values, so a tenant's starts
 // from the server's section.
 void ReadKeepKv(YamlDocument& document, const YAML::Node& node, std::string path, KeepKvConfig& c) {
   YamlMapReader r(document, node, std::move(path));
   r.Read("enabled", &c.enabled);
-  std::variant<int64_t, double> budget;
-  if (r.Read("budget", &budget)) {
-    const int64_t* tokens = std::get_if<int64_t>(&budget);
-    if (tokens != nullptr && *tokens != 1) {
-      // An integer over 1 is a token count; 1 is the whole prompt, as 1.0 is.
-      if (*tokens < 1) {
-        document.FailAtPath(r.PathOf("budget"),
-                            absl::StrCat("must be a positive token count or a fraction in (0, 1], "
-                                         "got ",
-                                         *tokens));
-      } else if (*tokens > std::numeric_limits<int32_t>::max()) {
-        document.FailAtPath(r.PathOf("budget"),
-                            absl::StrCat("must be at most ", std::numeric_limits<int32_t>::max(),
-                                         " tokens, got ", *tokens));
-      } else {
-        c.budget_tokens = static_cast<int32_t>(*tokens);
-      }
-    } else if (const double fraction = tokens != nullptr ? 1.0 : std::get<double>(budget);
-               fraction > 1.0) {
-      document.FailAtPath(
-          r.PathOf("budget"),
-          absl::StrCat("over 1 is a token count and must be an integer, got ", fraction));
-    } else {
-      c.budget_tokens = 0;
-      c.budget_fraction = fraction;
+  for (const cache_store::KeepKvField& field : cache_store::kKeepKvFields) {
+    if (!cache_store::MaySet(cache_store::KeepKvScope::kOperator, field)) continue;
+    const std::optional<cache_store::KeepKvValue> value = ReadKeepKvValue(r, field);
+    if (!value) continue;
+    if (auto violation = cache_store::SetKeepKvField(field, *value, c.params)) {
+      document.FailAtPath(r.PathOf(field.name), violation->message);
     }
   }
-  r.Read("alpha", &c.alpha);
-  r.Read("window", &c.window);
-  r.Read("pool", &c.pool);
-  r.Read("refresh_every", &c.refresh_every);
-  r.Read("recent", &c.recent);
-  r.Read("sink", &c.sink);
-  r.Read("method", &c.method);
-  r.Read("min_cosine", &c.min_cosine);
-  r.Read("selection", &c.selection);
   r.Finish();
 }
 

@@ -168,31 +168,12 @@ absl::Status ValidateModel(const ModelSection& c) {
   return CheckRange("model.threads", c.threads, 0, 1024);
 }
 
-// A KeepKV section at `path` ("keepkv", "tenants[0].keepkv") against KeepKvParams' own rules:
-// its "keepkv.alpha must be in [0, 1)" reads "<path>.alpha: must be in [0, 1), got 1.5".
+// A KeepKV section at `path` ("keepkv", "tenants[0].keepkv") against the rules of
+// cache_store::kKeepKvFields: "<path>.alpha: must be in [0, 1), got 1.5".
 absl::Status ValidateKeepKv(const std::string& path, const KeepKvConfig& c) {
-  absl::Status status = cache_store::ParseMergeMethod(c.method).status();
-  if (status.ok()) status = cache_store::ParseMergeSelection(c.selection).status();
-  if (status.ok()) status = c.Params().Validate();
-  if (status.ok()) return status;
-  const KeepKvViolation violation = SplitKeepKvError(status);
-  if (violation.field.empty()) return KeyError(path, violation.rule);
-  const std::pair<std::string_view, std::string> values[] = {
-      {"budget",
-       c.budget_tokens != 0 ? absl::StrCat(c.budget_tokens) : absl::StrCat(c.budget_fraction)},
-      {"alpha", absl::StrCat(c.alpha)},
-      {"window", absl::StrCat(c.window)},
-      {"pool", absl::StrCat(c.pool)},
-      {"refresh_every", absl::StrCat(c.refresh_every)},
-      {"recent", absl::StrCat(c.recent)},
-      {"sink", absl::StrCat(c.sink)},
-      {"min_cosine", absl::StrCat(c.min_cosine)},
-  };
-  std::string message = violation.rule;
-  for (const auto& [field, value] : values) {
-    if (field == violation.field) absl::StrAppend(&message, ", got ", value);
-  }
-  return KeyError(absl::StrCat(path, ".", violation.field), message);
+  const std::optional<cache_store::KeepKvViolation> violation = c.params.Check();
+  if (!violation) return absl::OkStatus();
+  return KeyError(absl::StrCat(path, ".", std::string(violation->field)), violation->message);
 }
 
 absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {

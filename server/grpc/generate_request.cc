@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "base/check.h"
 #include "engine/bounded_json.h"
 #include "server/http/error_response.h"
 
@@ -21,21 +22,36 @@ auto OptionalOf(bool has, const Field& value) {
 KeepKvRequest ReadKeepKv(const v1::KeepKv& keepkv) {
   KeepKvRequest out;
   out.disabled = keepkv.disabled();
-  switch (keepkv.budget_case()) {
-    case v1::KeepKv::kBudgetTokens:
-      out.budget_tokens = keepkv.budget_tokens();
-      break;
-    case v1::KeepKv::kBudgetFraction:
-      out.budget_fraction = keepkv.budget_fraction();
-      break;
-    case v1::KeepKv::BUDGET_NOT_SET:
-      break;
+  const google::protobuf::Descriptor& descriptor = *keepkv.GetDescriptor();
+  const google::protobuf::Reflection& reflection = *keepkv.GetReflection();
+  for (const cache_store::KeepKvField& field : cache_store::kKeepKvFields) {
+    if (!cache_store::MaySet(cache_store::KeepKvScope::kRequest, field)) continue;
+    if (cache_store::ValueTypeOf(field) == cache_store::KeepKvValueType::kBudget) {
+      if (keepkv.has_budget_tokens()) {
+        out.settings.emplace_back(&field, cache_store::KeepKvTokenCount{keepkv.budget_tokens()});
+      } else if (keepkv.has_budget_fraction()) {
+        out.settings.emplace_back(&field, keepkv.budget_fraction());
+      }
+      continue;
+    }
+    const google::protobuf::FieldDescriptor* proto_field =
+        descriptor.FindFieldByName(std::string(field.name));
+    KVD_CHECK(proto_field != nullptr);  // generate_request_test holds KeepKv to the table
+    if (!reflection.HasField(keepkv, proto_field)) continue;
+    switch (proto_field->cpp_type()) {
+      case google::protobuf::FieldDescriptor::CPPTYPE_INT32:
+        out.settings.emplace_back(&field, int64_t{reflection.GetInt32(keepkv, proto_field)});
+        break;
+      case google::protobuf::FieldDescriptor::CPPTYPE_DOUBLE:
+        out.settings.emplace_back(&field, reflection.GetDouble(keepkv, proto_field));
+        break;
+      case google::protobuf::FieldDescriptor::CPPTYPE_STRING:
+        out.settings.emplace_back(&field, reflection.GetString(keepkv, proto_field));
+        break;
+      default:
+        KVD_CHECK(false && "a KeepKv field is an int32, a double or a string");
+    }
   }
-  out.alpha = OptionalOf(keepkv.has_alpha(), keepkv.alpha());
-  out.window = OptionalOf(keepkv.has_window(), keepkv.window());
-  out.refresh_every = OptionalOf(keepkv.has_refresh_every(), keepkv.refresh_every());
-  out.recent = OptionalOf(keepkv.has_recent(), keepkv.recent());
-  if (keepkv.has_method()) out.method = keepkv.method();
   return out;
 }
 

@@ -173,7 +173,7 @@ class KeepKvSequenceTest : public ::testing::Test {
 
   KeepKvParams Params(MergeMethod method, int32_t budget) {
     KeepKvParams params;
-    params.budget_tokens = budget;
+    params.budget.tokens = budget;
     params.window = 1;
     params.pool = 1;  // the exact scores of the window's query
     params.sink = 2;

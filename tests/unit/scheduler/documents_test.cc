@@ -157,7 +157,7 @@ TEST_F(DocumentsTest, KeepKvQuestionsMergeOnlyTheirOwnEntries) {
     request.max_tokens = 24;
     request.ignore_eos = true;
     cache_store::KeepKvParams params;
-    params.budget_tokens = 4;
+    params.budget.tokens = 4;
     params.recent = 0;
     params.sink = 0;
     request.keepkv = params;

@@ -16,7 +16,7 @@ class KeepKvSchedulerTest : public SchedulerTest {
   static Request Bounded(std::mt19937& random, int32_t prompt, int32_t max_tokens, int32_t budget) {
     Request request = Greedy(RandomPrompt(random, prompt), max_tokens);
     KeepKvParams params;
-    params.budget_tokens = budget;
+    params.budget.tokens = budget;
     request.keepkv = params;
     return request;
   }

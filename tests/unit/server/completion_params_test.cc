@@ -63,16 +63,11 @@ ErrorShape ErrorOf(const absl::StatusOr<CompletionParams>& params) {
 }
 
 void ExpectSameParams(const cache_store::KeepKvParams& a, const cache_store::KeepKvParams& b) {
-  EXPECT_EQ(a.budget_tokens, b.budget_tokens);
-  EXPECT_EQ(a.budget_fraction, b.budget_fraction);
-  EXPECT_EQ(a.alpha, b.alpha);
-  EXPECT_EQ(a.window, b.window);
-  EXPECT_EQ(a.refresh_every, b.refresh_every);
-  EXPECT_EQ(a.recent, b.recent);
-  EXPECT_EQ(a.sink, b.sink);
-  EXPECT_EQ(a.protected_prefix, b.protected_prefix);
-  EXPECT_EQ(a.method, b.method);
-  EXPECT_EQ(a.min_cosine, b.min_cosine);
+  for (const cache_store::KeepKvField& field : cache_store::kKeepKvFields) {
+    EXPECT_EQ(cache_store::KeepKvFieldText(field, a), cache_store::KeepKvFieldText(field, b))
+        << field.name;
+  }
+  EXPECT_TRUE(a == b);
 }
 
 TEST_F(CompletionParamsTest, AbsentKeepKvTakesTheTenantDefault) {
@@ -80,16 +75,18 @@ TEST_F(CompletionParamsTest, AbsentKeepKvTakesTheTenantDefault) {
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_FALSE(params->request.keepkv.has_value());
 
-  const KeepKvConfig off{.budget_tokens = 64};
+  const KeepKvConfig off{.params = {.budget = {.tokens = 64}}};
   params = Completion(json::object(), &off);
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_FALSE(params->request.keepkv.has_value());
 
-  const KeepKvConfig on{.enabled = true, .budget_tokens = 64, .sink = 2, .method = "convex"};
+  const KeepKvConfig on{
+      .enabled = true,
+      .params = {.budget = {.tokens = 64}, .sink = 2, .method = cache_store::MergeMethod::kConvex}};
   params = Completion(json::object(), &on);
   ASSERT_TRUE(params.ok()) << params.status();
   ASSERT_TRUE(params->request.keepkv.has_value());
-  ExpectSameParams(*params->request.keepkv, on.Params());
+  ExpectSameParams(*params->request.keepkv, on.params);
   EXPECT_EQ(params->request.keepkv->protected_prefix, 0);
 }
 
@@ -102,11 +99,12 @@ TEST_F(CompletionParamsTest, NullKeepKvTurnsItOff) {
 
 TEST_F(CompletionParamsTest, AnObjectTurnsItOnOverTheDefaults) {
   // Off by default: {} turns it on with the tenant's values.
-  const KeepKvConfig tenant{.budget_fraction = 0.25, .alpha = 0.5, .sink = 1, .min_cosine = 0.3};
+  const KeepKvConfig tenant{
+      .params = {.budget = {.fraction = 0.25}, .alpha = 0.5, .sink = 1, .min_cosine = 0.3f}};
   auto params = Completion({{"keepkv", json::object()}}, &tenant);
   ASSERT_TRUE(params.ok()) << params.status();
   ASSERT_TRUE(params->request.keepkv.has_value());
-  ExpectSameParams(*params->request.keepkv, tenant.Params());
+  ExpectSameParams(*params->request.keepkv, tenant.params);
 
   params = Completion({{"keepkv",
                         {{"budget", 128},
@@ -117,8 +115,8 @@ TEST_F(CompletionParamsTest, AnObjectTurnsItOnOverTheDefaults) {
                          {"method", "weighted_mean"}}}},
                       &tenant);
   ASSERT_TRUE(params.ok()) << params.status();
-  cache_store::KeepKvParams expected = tenant.Params();
-  expected.budget_tokens = 128;
+  cache_store::KeepKvParams expected = tenant.params;
+  expected.budget.tokens = 128;
   expected.alpha = 0.75;
   expected.window = 4;
   expected.refresh_every = 64;
@@ -128,26 +126,26 @@ TEST_F(CompletionParamsTest, AnObjectTurnsItOnOverTheDefaults) {
 
   // A fraction replaces a token count; a null key keeps the default; 1 is 1.0, the whole
   // prompt; 2 is two tokens.
-  const KeepKvConfig tokens{.budget_tokens = 512};
+  const KeepKvConfig tokens{.params = {.budget = {.tokens = 512}}};
   params = Completion({{"keepkv", {{"budget", 1.0}, {"alpha", nullptr}}}}, &tokens);
   ASSERT_TRUE(params.ok()) << params.status();
-  EXPECT_EQ(params->request.keepkv->budget_tokens, 0);
-  EXPECT_EQ(params->request.keepkv->budget_fraction, 1.0);
+  EXPECT_EQ(params->request.keepkv->budget.tokens, 0);
+  EXPECT_EQ(params->request.keepkv->budget.fraction, 1.0);
   EXPECT_EQ(params->request.keepkv->alpha, 0.9);
   params = Completion({{"keepkv", {{"budget", 1}}}});
   ASSERT_TRUE(params.ok()) << params.status();
-  EXPECT_EQ(params->request.keepkv->budget_tokens, 0);
-  EXPECT_EQ(params->request.keepkv->budget_fraction, 1.0);
+  EXPECT_EQ(params->request.keepkv->budget.tokens, 0);
+  EXPECT_EQ(params->request.keepkv->budget.fraction, 1.0);
   params = Completion({{"keepkv", {{"budget", 2}}}});
   ASSERT_TRUE(params.ok()) << params.status();
-  EXPECT_EQ(params->request.keepkv->budget_tokens, 2);
+  EXPECT_EQ(params->request.keepkv->budget.tokens, 2);
   params = Completion({{"keepkv", {{"budget", 2.5}}}});
   ASSERT_FALSE(params.ok());
   EXPECT_NE(params.status().message().find("must be an integer"), std::string::npos);
   // Without tenant defaults: the built-in ones.
   params = Completion({{"keepkv", json::object()}});
   ASSERT_TRUE(params.ok()) << params.status();
-  ExpectSameParams(*params->request.keepkv, KeepKvConfig{}.Params());
+  ExpectSameParams(*params->request.keepkv, KeepKvConfig{}.params);
 }
 
 TEST_F(CompletionParamsTest, PartsAndFormatsOfAnyShapeAre400) {

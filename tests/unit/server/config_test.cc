@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/sha256.h"
+#include "cache_store/keepkv/keepkv_fields.h"
 #include "server/config/api_key.h"
 #include "server/config/config_loader.h"
 #include "server/config/server_config.h"
@@ -60,17 +61,11 @@ void ExpectSchedulerEq(const scheduler::SchedulerConfig& a, const scheduler::Sch
 
 void ExpectKeepKvEq(const KeepKvConfig& a, const KeepKvConfig& b) {
   EXPECT_EQ(a.enabled, b.enabled);
-  EXPECT_EQ(a.budget_tokens, b.budget_tokens);
-  EXPECT_EQ(a.budget_fraction, b.budget_fraction);
-  EXPECT_EQ(a.alpha, b.alpha);
-  EXPECT_EQ(a.window, b.window);
-  EXPECT_EQ(a.pool, b.pool);
-  EXPECT_EQ(a.refresh_every, b.refresh_every);
-  EXPECT_EQ(a.recent, b.recent);
-  EXPECT_EQ(a.sink, b.sink);
-  EXPECT_EQ(a.method, b.method);
-  EXPECT_EQ(a.min_cosine, b.min_cosine);
-  EXPECT_EQ(a.selection, b.selection);
+  for (const cache_store::KeepKvField& field : cache_store::kKeepKvFields) {
+    EXPECT_EQ(cache_store::KeepKvFieldText(field, a.params),
+              cache_store::KeepKvFieldText(field, b.params))
+        << field.name;
+  }
   EXPECT_TRUE(a == b);
 }
 
@@ -216,12 +211,13 @@ TEST(ConfigLoaderTest, ExampleTenantParses) {
   EXPECT_EQ(tenant.key_env, "KVD_TEAM_A_KEY");
   EXPECT_EQ(tenant.key_env_sha256, base::Sha256Hex("team-a-secret"));
   EXPECT_TRUE(tenant.keepkv.enabled);
-  EXPECT_EQ(tenant.keepkv.budget_tokens, 512);
-  EXPECT_TRUE((tenant == TenantConfig{.id = "team-a",
-                                      .key_sha256 = {kDigestAbc},
-                                      .key_env = "KVD_TEAM_A_KEY",
-                                      .key_env_sha256 = base::Sha256Hex("team-a-secret"),
-                                      .keepkv = {.enabled = true, .budget_tokens = 512}}));
+  EXPECT_EQ(tenant.keepkv.params.budget.tokens, 512);
+  EXPECT_TRUE(
+      (tenant == TenantConfig{.id = "team-a",
+                              .key_sha256 = {kDigestAbc},
+                              .key_env = "KVD_TEAM_A_KEY",
+                              .key_env_sha256 = base::Sha256Hex("team-a-secret"),
+                              .keepkv = {.enabled = true, .params = {.budget = {.tokens = 512}}}}));
 }
 
 TEST(ConfigLoaderTest, ReadsEverySection) {
@@ -741,19 +737,9 @@ keepkv:
   min_cosine: 0.6
   selection: similar_pairs
 )");
-  ExpectKeepKvEq(config.keepkv, KeepKvConfig{.enabled = true,
-                                             .budget_tokens = 256,
-                                             .budget_fraction = 0.5,
-                                             .alpha = 0.5,
-                                             .window = 4,
-                                             .refresh_every = 32,
-                                             .recent = 8,
-                                             .sink = 2,
-                                             .method = "evict",
-                                             .min_cosine = 0.6,
-                                             .selection = "similar_pairs"});
-  const cache_store::KeepKvParams params = config.keepkv.Params();
-  EXPECT_EQ(params.budget_tokens, 256);
+  const cache_store::KeepKvParams params = config.keepkv.params;
+  EXPECT_TRUE(config.keepkv.enabled);
+  EXPECT_EQ(params.budget.tokens, 256);
   EXPECT_DOUBLE_EQ(params.alpha, 0.5);
   EXPECT_EQ(params.window, 4);
   EXPECT_EQ(params.refresh_every, 32);
@@ -765,18 +751,18 @@ keepkv:
   EXPECT_EQ(params.selection, cache_store::MergeSelection::kSimilarPairs);
 
   // A number in (0, 1] is a fraction, 1 included (the whole prompt); a larger one a count.
-  EXPECT_EQ(ParseOk("keepkv: {budget: 1}").keepkv.budget_tokens, 0);
-  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 1}").keepkv.budget_fraction, 1.0);
-  EXPECT_EQ(ParseOk("keepkv: {budget: 2}").keepkv.budget_tokens, 2);
+  EXPECT_EQ(ParseOk("keepkv: {budget: 1}").keepkv.params.budget.tokens, 0);
+  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 1}").keepkv.params.budget.fraction, 1.0);
+  EXPECT_EQ(ParseOk("keepkv: {budget: 2}").keepkv.params.budget.tokens, 2);
   const KeepKvConfig whole = ParseOk("keepkv: {budget: 1.0}").keepkv;
-  EXPECT_EQ(whole.budget_tokens, 0);
-  EXPECT_DOUBLE_EQ(whole.budget_fraction, 1.0);
-  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 0.25}").keepkv.budget_fraction, 0.25);
+  EXPECT_EQ(whole.params.budget.tokens, 0);
+  EXPECT_DOUBLE_EQ(whole.params.budget.fraction, 1.0);
+  EXPECT_DOUBLE_EQ(ParseOk("keepkv: {budget: 0.25}").keepkv.params.budget.fraction, 0.25);
   EXPECT_FALSE(ParseOk("keepkv: {budget: 0.25}").keepkv.enabled);
   // The defaults.
-  const cache_store::KeepKvParams defaults = KeepKvConfig{}.Params();
-  EXPECT_EQ(defaults.budget_tokens, 0);
-  EXPECT_DOUBLE_EQ(defaults.budget_fraction, 0.5);
+  const cache_store::KeepKvParams defaults = KeepKvConfig{}.params;
+  EXPECT_EQ(defaults.budget.tokens, 0);
+  EXPECT_DOUBLE_EQ(defaults.budget.fraction, 0.5);
   EXPECT_DOUBLE_EQ(defaults.alpha, 0.9);
   EXPECT_EQ(defaults.window, 8);
   EXPECT_EQ(defaults.refresh_every, 0);
@@ -813,25 +799,24 @@ keepkv:
 )");
   ASSERT_EQ(config.tenants.size(), 3u);
   KeepKvConfig section;
-  section.budget_tokens = 128;
-  section.alpha = 0.8;
-  section.method = "group_mean";
+  section.params.budget.tokens = 128;
+  section.params.alpha = 0.8;
+  section.params.method = cache_store::MergeMethod::kGroupMean;
   ExpectKeepKvEq(config.keepkv, section);
 
   KeepKvConfig a = section;  // a fraction replaces the section's token count
   a.enabled = true;
-  a.budget_tokens = 0;
-  a.budget_fraction = 0.25;
+  a.params.budget = {.tokens = 0, .fraction = 0.25};
   ExpectKeepKvEq(config.tenants[0].keepkv, a);
   KeepKvConfig b = section;
-  b.method = "convex";
+  b.params.method = cache_store::MergeMethod::kConvex;
   ExpectKeepKvEq(config.tenants[1].keepkv, b);
   ExpectKeepKvEq(config.tenants[2].keepkv, section);
 
   // Without a section, tenants start from the defaults.
   const ServerConfig alone = ParseOk(std::string("tenants:\n  - id: a\n    key_sha256: [") +
                                      kDigestAbc + "]\n    keepkv: {recent: 0}\n");
-  ExpectKeepKvEq(alone.tenants[0].keepkv, KeepKvConfig{.recent = 0});
+  ExpectKeepKvEq(alone.tenants[0].keepkv, KeepKvConfig{.params = {.recent = 0}});
 }
 
 TEST(ConfigLoaderTest, KeepKvErrorsNameKeyAndLine) {
@@ -861,7 +846,7 @@ TEST(ConfigLoaderTest, KeepKvErrorsNameKeyAndLine) {
       {"\nkeepkv:\n  alpha: 1\n", "config.yaml:3: keepkv.alpha: must be in [0, 1), got 1"},
       {"keepkv:\n  alpha: -0.1\n", "config.yaml:2: keepkv.alpha: must be in [0, 1), got -0.1"},
       {"keepkv:\n  window: 0\n", "config.yaml:2: keepkv.window: must be >= 1, got 0"},
-      {"keepkv:\n  pool: 4\n", "config.yaml:2: keepkv.pool: must be odd and >= 1, got 4"},
+      {"keepkv:\n  pool: 4\n", "config.yaml:2: keepkv.pool: must be odd and >= 1 (1: none), got 4"},
       {"keepkv:\n  window: 2.5\n", "config.yaml:2: keepkv.window: must be an integer, got \"2.5\""},
       {"keepkv:\n  refresh_every: -1\n",
        "config.yaml:2: keepkv.refresh_every: must be >= 0 (0: never), got -1"},
@@ -911,13 +896,13 @@ TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   EXPECT_EQ(status.message(), "tenants[0].key_env: variable SOME_VAR has not been read");
 
   config = ServerConfig{};
-  config.keepkv.alpha = 1.0;
+  config.keepkv.params.alpha = 1.0;
   status = config.Validate();
   EXPECT_EQ(status.message(), "keepkv.alpha: must be in [0, 1), got 1");
   EXPECT_EQ(ConfigErrorKeyPath(status), "keepkv.alpha");
   config = ServerConfig{};
-  config.tenants.push_back(
-      TenantConfig{.id = "a", .key_sha256 = {kDigestAbc}, .keepkv = {.budget_tokens = -1}});
+  config.tenants.push_back(TenantConfig{
+      .id = "a", .key_sha256 = {kDigestAbc}, .keepkv = {.params = {.budget = {.tokens = -1}}}});
   status = config.Validate();
   EXPECT_EQ(status.message(),
             "tenants[0].keepkv.budget: must be a positive token count or a fraction in (0, 1], "

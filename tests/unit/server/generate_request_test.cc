@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -108,13 +109,13 @@ TEST(ReadGenerateRequestTest, KeepKvBudgetOfOneTokenIsOneToken) {
   auto params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
   ASSERT_TRUE(params.ok()) << params.status();
   ASSERT_TRUE(params->has_value());
-  EXPECT_EQ((*params)->budget_tokens, 1);
+  EXPECT_EQ((*params)->budget.tokens, 1);
   EXPECT_EQ((*params)->Budget(256), 1);
 
   keepkv.set_budget_fraction(1.0);
   params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
   ASSERT_TRUE(params.ok() && params->has_value());
-  EXPECT_EQ((*params)->budget_tokens, 0);
+  EXPECT_EQ((*params)->budget.tokens, 0);
   EXPECT_EQ((*params)->Budget(256), 256);
 }
 
@@ -128,7 +129,7 @@ TEST(ReadGenerateRequestTest, KeepKvFieldsOverTheTenantsDefaults) {
   keepkv.set_method("evict");
   auto params = ResolveKeepKv(ReadKeepKv(keepkv), KeepKvConfig{});
   ASSERT_TRUE(params.ok() && params->has_value()) << params.status();
-  EXPECT_EQ((*params)->budget_tokens, 256);
+  EXPECT_EQ((*params)->budget.tokens, 256);
   EXPECT_EQ((*params)->alpha, 0.5);
   EXPECT_EQ((*params)->window, 4);
   EXPECT_EQ((*params)->recent, 8);
@@ -150,6 +151,46 @@ TEST(ReadGenerateRequestTest, KeepKvFieldsOverTheTenantsDefaults) {
   EXPECT_EQ(
       ErrorFields(status),
       (std::vector<std::pair<std::string, std::string>>{{"kvd-error-param", "keepkv.disabled"}}));
+}
+
+// The proto's KeepKv has a field for each row of the table a request may set, of the row's
+// type and with presence (the budget a oneof of a token count and a fraction), and no other
+// but `disabled`: the reader finds each by its row's name.
+TEST(ReadGenerateRequestTest, KeepKvMessageHoldsTheTablesRequestRows) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor& message = *v1::KeepKv::descriptor();
+  std::set<std::string> expected = {"disabled"};
+  for (const cache_store::KeepKvField& field : cache_store::kKeepKvFields) {
+    if (!cache_store::MaySet(cache_store::KeepKvScope::kRequest, field)) continue;
+    SCOPED_TRACE(std::string(field.name));
+    switch (cache_store::ValueTypeOf(field)) {
+      case cache_store::KeepKvValueType::kBudget: {
+        const auto* oneof = message.FindOneofByName(std::string(field.name));
+        ASSERT_NE(oneof, nullptr);
+        ASSERT_EQ(oneof->field_count(), 2);
+        EXPECT_EQ(oneof->field(0)->cpp_type(), FieldDescriptor::CPPTYPE_INT32);
+        EXPECT_EQ(oneof->field(1)->cpp_type(), FieldDescriptor::CPPTYPE_DOUBLE);
+        expected.insert({oneof->field(0)->name(), oneof->field(1)->name()});
+        continue;
+      }
+      case cache_store::KeepKvValueType::kNumber:
+      case cache_store::KeepKvValueType::kInteger:
+      case cache_store::KeepKvValueType::kName:
+        break;
+    }
+    const FieldDescriptor* proto_field = message.FindFieldByName(std::string(field.name));
+    ASSERT_NE(proto_field, nullptr);
+    EXPECT_TRUE(proto_field->has_presence());
+    const auto type = cache_store::ValueTypeOf(field);
+    EXPECT_EQ(proto_field->cpp_type(),
+              type == cache_store::KeepKvValueType::kNumber    ? FieldDescriptor::CPPTYPE_DOUBLE
+              : type == cache_store::KeepKvValueType::kInteger ? FieldDescriptor::CPPTYPE_INT32
+                                                               : FieldDescriptor::CPPTYPE_STRING);
+    expected.insert(proto_field->name());
+  }
+  std::set<std::string> actual;
+  for (int i = 0; i < message.field_count(); ++i) actual.insert(message.field(i)->name());
+  EXPECT_EQ(actual, expected);
 }
 
 class BothProtocolsTest : public TinyModelTest {};
@@ -175,11 +216,11 @@ void ExpectSameRequest(const CompletionParams& http, const CompletionParams& grp
   EXPECT_EQ(a.sampling.top_logprobs, b.sampling.top_logprobs);
   ASSERT_EQ(a.keepkv.has_value(), b.keepkv.has_value());
   if (a.keepkv) {
-    EXPECT_EQ(a.keepkv->budget_tokens, b.keepkv->budget_tokens);
-    EXPECT_EQ(a.keepkv->budget_fraction, b.keepkv->budget_fraction);
+    EXPECT_EQ(a.keepkv->budget, b.keepkv->budget);
     EXPECT_EQ(a.keepkv->window, b.keepkv->window);
     EXPECT_EQ(a.keepkv->method, b.keepkv->method);
     EXPECT_EQ(a.keepkv->protected_prefix, b.keepkv->protected_prefix);
+    EXPECT_TRUE(*a.keepkv == *b.keepkv);
   }
 }
 
