@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_store/keepkv/keepkv_fields.h"
 #include "cache_store/store/document_payload.h"
 #include "engine/chat_document.h"
 #include "server/http/error_response.h"
@@ -212,16 +213,16 @@ TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
       {{{"method", 1}}, "keepkv.method", "'keepkv.method' must be a string, got number"},
       {{{"sink", 0}},
        "keepkv.sink",
-       "unsupported parameter 'keepkv.sink' (keepkv takes budget, alpha, window, refresh_every, "
-       "recent, method)"},
+       "unsupported parameter 'keepkv.sink' (keepkv takes " +
+           cache_store::KeepKvKeys(cache_store::KeepKvScope::kRequest) + ")"},
       {{{"min_cosine", 0.5}},
        "keepkv.min_cosine",
-       "unsupported parameter 'keepkv.min_cosine' (keepkv takes budget, alpha, window, "
-       "refresh_every, recent, method)"},
+       "unsupported parameter 'keepkv.min_cosine' (keepkv takes " +
+           cache_store::KeepKvKeys(cache_store::KeepKvScope::kRequest) + ")"},
       {{{"protected_prefix", 4}},
        "keepkv.protected_prefix",
-       "unsupported parameter 'keepkv.protected_prefix' (keepkv takes budget, alpha, window, "
-       "refresh_every, recent, method)"},
+       "unsupported parameter 'keepkv.protected_prefix' (keepkv takes " +
+           cache_store::KeepKvKeys(cache_store::KeepKvScope::kRequest) + ")"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.keepkv.dump());

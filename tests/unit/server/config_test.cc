@@ -487,8 +487,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "max_running_sequences, requests_per_minute, tokens_per_minute, max_documents, "
             "max_stored_bytes, keepkv)");
   EXPECT_EQ(ParseError("keepkv:\n  sinks: 4\n"),
-            "config.yaml:2: keepkv.sinks: unknown key (expected one of enabled, budget, alpha, "
-            "window, pool, refresh_every, recent, sink, method, min_cosine, selection)");
+            "config.yaml:2: keepkv.sinks: unknown key (expected one of enabled, " +
+                cache_store::KeepKvKeys(cache_store::KeepKvScope::kOperator) + ")");
   // key_env_sha256 is filled by the loader, never read from the file.
   EXPECT_THAT(ParseError(std::string("tenants:\n  - id: a\n    key_env_sha256: ") + kDigestAbc),
               HasSubstr("config.yaml:3: tenants[0].key_env_sha256: unknown key"));
@@ -870,8 +870,8 @@ TEST(ConfigLoaderTest, KeepKvErrorsNameKeyAndLine) {
        "config.yaml:5: tenants[0].keepkv.method: must be one of gqa_fit, group_mean, "
        "weighted_mean, convex, evict; got \"x\""},
       {tenant + "      windows: 2\n",
-       "config.yaml:5: tenants[0].keepkv.windows: unknown key (expected one of enabled, budget, "
-       "alpha, window, pool, refresh_every, recent, sink, method, min_cosine, selection)"},
+       "config.yaml:5: tenants[0].keepkv.windows: unknown key (expected one of enabled, " +
+           cache_store::KeepKvKeys(cache_store::KeepKvScope::kOperator) + ")"},
       // A bad section is reported there, not at the tenants that inherit it.
       {tenant + "      enabled: true\nkeepkv:\n  window: 0\n",
        "config.yaml:7: keepkv.window: must be >= 1, got 0"},
