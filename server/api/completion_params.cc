@@ -51,7 +51,7 @@ absl::StatusOr<std::vector<int32_t>> TokenIds(const std::vector<int64_t>& ids,
   return tokens;
 }
 
-absl::Status TokenizePrompts(const CompletionRequest& request, const ModelInfo& model,
+absl::Status TokenizePrompts(const CompletionRequest& request, const engine::ServedModel& model,
                              bool continues_document, CompletionParams& params) {
   if (request.prompts.empty()) return Invalid("prompt", "'prompt' is required");
   for (const PromptInput& prompt : request.prompts) {
@@ -84,7 +84,7 @@ json MessagesThrough(const json& messages, int64_t last) {
 }
 
 // The prompt of `messages`; with KeepKV on (resolved before), also its protected system turns.
-absl::Status RenderMessages(const CompletionRequest& request, const ModelInfo& model,
+absl::Status RenderMessages(const CompletionRequest& request, const engine::ServedModel& model,
                             const DocumentContext* document, CompletionParams& params) {
   if (model.chat_template == nullptr) {
     return Invalid("messages", "this model has no chat template; use /v1/completions");
@@ -153,7 +153,7 @@ absl::Status RenderMessages(const CompletionRequest& request, const ModelInfo& m
   return absl::OkStatus();
 }
 
-absl::Status ResolveStop(const CompletionRequest& request, const ModelInfo& model,
+absl::Status ResolveStop(const CompletionRequest& request, const engine::ServedModel& model,
                          scheduler::Request& out) {
   if (request.stop.size() > scheduler::kMaxStopStrings) return Invalid("stop", StopRule());
   for (const std::string& entry : request.stop) {
@@ -223,7 +223,7 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
 }  // namespace
 
 absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest& in,
-                                                         const ModelInfo& model,
+                                                         const engine::ServedModel& model,
                                                          const DocumentContext* document,
                                                          const KeepKvConfig* keepkv) {
   CompletionParams params;
@@ -293,7 +293,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest
 }
 
 absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind kind,
-                                                       const ModelInfo& model,
+                                                       const engine::ServedModel& model,
                                                        const DocumentContext* document,
                                                        const KeepKvConfig* keepkv) {
   KVD_ASSIGN_OR_RETURN(const CompletionRequest request, ReadCompletionRequestJson(body, kind));

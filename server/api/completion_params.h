@@ -10,9 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/chat_document.h"
-#include "engine/chat_template.h"
-#include "engine/model_config.h"
-#include "engine/tokenizer.h"
+#include "engine/served_model.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
 #include "server/api/completion_request.h"
@@ -35,14 +33,6 @@ struct CompletionParams {
   std::string user;
 };
 
-// What parsing needs to know about the served model.
-struct ModelInfo {
-  const engine::ModelConfig* config = nullptr;
-  const engine::Tokenizer* tokenizer = nullptr;
-  const engine::ChatTemplate* chat_template = nullptr;  // null: chat is refused
-  std::string name;
-};
-
 // A stored document the prompt continues (the request's `documents`, resolved). Completions:
 // the prompt's text follows the document's cache directly (no BOS of its own). Chat: the
 // document opens the conversation's `role` turn (engine/chat_document.h) and the rendering
@@ -59,12 +49,12 @@ struct DocumentContext {
 // request asks); a chat request with KeepKV protects its system turns
 // (request.keepkv->protected_prefix).
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
-    const CompletionRequest& request, const ModelInfo& model,
+    const CompletionRequest& request, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
 
 // ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(
-    const nlohmann::json& body, ApiKind kind, const ModelInfo& model,
+    const nlohmann::json& body, ApiKind kind, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
 
 }  // namespace kvd::server

@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "documents/document_service.h"
 #include "server/api/completion_rules.h"
-#include "server/documents/document_service.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {

@@ -92,14 +92,14 @@ absl::Status ParseCompression(const json& value, cache_store::CompressionSpec& s
 
 }  // namespace
 
-absl::StatusOr<DocumentUpload> ParseDocumentUpload(const json& body,
-                                                   const DocumentsConfig& config) {
+absl::StatusOr<documents::DocumentUpload> ParseDocumentUpload(
+    const json& body, const documents::DocumentsConfig& config) {
   if (auto status = RefuseUnknownKeys(
           body, {"text", "compression", "keep_full", "ttl_seconds", "metadata"}, "");
       !status.ok()) {
     return status;
   }
-  DocumentUpload upload;
+  documents::DocumentUpload upload;
   const json* text = Member(body, "text");
   if (text == nullptr || !text->is_string()) {
     return Invalid("text", "'text' is required: the document, as a string");
@@ -161,7 +161,7 @@ absl::StatusOr<RecutRequest> ParseRecut(const json& body) {
   return recut;
 }
 
-json DocumentJson(const DocumentView& view) {
+json DocumentJson(const documents::DocumentView& view) {
   const cache_store::DocumentMeta& meta = view.meta;
   json document = {
       {"id", meta.id},

@@ -6,16 +6,16 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "documents/document_service.h"
 #include "nlohmann/json.hpp"
 #include "server/config/server_config.h"
-#include "server/documents/document_service.h"
 
 namespace kvd::server {
 
 // POST /v1/documents: {"text", "compression": {"method", "ratio" | "budget_tokens", "query"},
 // "keep_full", "ttl_seconds", "metadata"}; what is left out comes from `config`.
-[[nodiscard]] absl::StatusOr<DocumentUpload> ParseDocumentUpload(const nlohmann::json& body,
-                                                                 const DocumentsConfig& config);
+[[nodiscard]] absl::StatusOr<documents::DocumentUpload> ParseDocumentUpload(
+    const nlohmann::json& body, const documents::DocumentsConfig& config);
 
 struct RecutRequest {
   std::optional<double> ratio;
@@ -28,6 +28,6 @@ struct RecutRequest {
 //  "expires_at", "token_count", "kept_entries", "stored_bytes", "ratio", "method",
 //  "keep_full", "metadata", "replica"}; times in Unix seconds, expires_at null for never;
 // replica (the one that stores it) only when the id names one.
-nlohmann::json DocumentJson(const DocumentView& view);
+nlohmann::json DocumentJson(const documents::DocumentView& view);
 
 }  // namespace kvd::server

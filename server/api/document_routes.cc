@@ -10,10 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
+#include "documents/document_service.h"
 #include "server/api/document_json.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
-#include "server/documents/document_service.h"
+#include "server/auth/document_quota.h"
 #include "server/http/error_response.h"
 #include "server/http/query_string.h"
 #include "server/metrics/metrics_exporter.h"
@@ -89,11 +90,11 @@ class DocumentApi {
   HandlerResult Upload(HttpRequest& request) {
     const absl::Time start = absl::Now();
     auto tenant = AuthenticateRequest(context_, request);
-    absl::StatusOr<DocumentUpload> upload = absl::UnknownError("not parsed");
+    absl::StatusOr<documents::DocumentUpload> upload = absl::UnknownError("not parsed");
     if (tenant.ok()) {
       auto body = ParseJsonObjectBody(request.body);
       upload = body.ok() ? ParseDocumentUpload(*body, documents_.config())
-                         : absl::StatusOr<DocumentUpload>(body.status());
+                         : absl::StatusOr<documents::DocumentUpload>(body.status());
     }
     if (!tenant.ok() || !upload.ok()) {
       const absl::Status status = tenant.ok() ? upload.status() : tenant.status();
@@ -103,19 +104,19 @@ class DocumentApi {
       return response;
     }
     auto reply = std::make_unique<UploadReply>();
-    documents_.Upload((*tenant)->id(), documents_.QuotaOf(**tenant), *std::move(upload),
-                      [this, state = reply->state(), method = request.method, path = request.path,
-                       tenant_id = (*tenant)->id(), start](absl::StatusOr<DocumentView> view) {
-                        HttpResponse response = ErrorResponse(view.status());
-                        if (view.ok()) {
-                          const bool processing =
-                              view->meta.status == cache_store::DocumentStatus::kProcessing;
-                          response = HttpResponse{.status = processing ? 202 : 201,
-                                                  .body = Dump(DocumentJson(*view))};
-                        }
-                        Finished(method, path, tenant_id, view.status(), start, response);
-                        UploadReply::Complete(*state, std::move(response));
-                      });
+    documents_.Upload(
+        (*tenant)->id(), DocumentQuotaOf(**tenant, documents_.config()), *std::move(upload),
+        [this, state = reply->state(), method = request.method, path = request.path,
+         tenant_id = (*tenant)->id(), start](absl::StatusOr<documents::DocumentView> view) {
+          HttpResponse response = ErrorResponse(view.status());
+          if (view.ok()) {
+            const bool processing = view->meta.status == cache_store::DocumentStatus::kProcessing;
+            response =
+                HttpResponse{.status = processing ? 202 : 201, .body = Dump(DocumentJson(*view))};
+          }
+          Finished(method, path, tenant_id, view.status(), start, response);
+          UploadReply::Complete(*state, std::move(response));
+        });
     return reply;
   }
 
@@ -144,7 +145,8 @@ class DocumentApi {
       auto page = documents_.List(tenant.id(), after, limit);
       if (!page.ok()) return ErrorResponse(page.status());
       json data = json::array();
-      for (const DocumentView& view : page->documents) data.push_back(DocumentJson(view));
+      for (const documents::DocumentView& view : page->documents)
+        data.push_back(DocumentJson(view));
       json list = {{"object", "list"},
                    {"data", data},
                    {"has_more", !page->next_page_token.empty()},
@@ -220,7 +222,7 @@ class DocumentApi {
   }
 
   ServingContext& context_;
-  DocumentService& documents_;
+  documents::DocumentService& documents_;
 };
 
 }  // namespace

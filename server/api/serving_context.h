@@ -9,17 +9,20 @@
 #include "server/api/completion_params.h"
 #include "server/auth/tenants.h"
 
+namespace kvd::documents {
+class DocumentService;
+}  // namespace kvd::documents
+
 namespace kvd::server {
 
-class DocumentService;
 class MetricsExporter;
 
 struct ServingContext {
-  ModelInfo model;
+  engine::ServedModel model;
   scheduler::Scheduler* scheduler = nullptr;
   const TenantDirectory* tenants = nullptr;
-  MetricsExporter* metrics = nullptr;    // null when metrics are off
-  DocumentService* documents = nullptr;  // null when documents are off
+  MetricsExporter* metrics = nullptr;               // null when metrics are off
+  documents::DocumentService* documents = nullptr;  // null when documents are off
   bool log_requests = true;
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "documents/document_service.h"
 #include "engine/chat_template.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -24,7 +25,6 @@
 #include "server/cli/signal_watch.h"
 #include "server/cli/type_choices.h"
 #include "server/config/config_loader.h"
-#include "server/documents/document_service.h"
 #include "server/grpc/grpc_server.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
@@ -203,13 +203,13 @@ absl::Status RunServe(const ServeFlags& flags) {
                                                 [engine] { return engine->Metrics(); });
     context.metrics = metrics.get();
   }
-  std::unique_ptr<DocumentService> documents;
+  std::unique_ptr<documents::DocumentService> documents;
   if (config->documents.enabled) {
-    auto opened = DocumentService::Open(config->documents, config->store,
-                                        {.scheduler = scheduler->get(),
-                                         .model = context.model,
-                                         .model_dir = config->model.path,
-                                         .kv_dtype = "f32"});
+    auto opened = documents::DocumentService::Open(config->documents, config->store,
+                                                   {.scheduler = scheduler->get(),
+                                                    .model = context.model,
+                                                    .model_dir = config->model.path,
+                                                    .kv_dtype = "f32"});
     if (!opened.ok()) return opened.status();
     documents = *std::move(opened);
     context.documents = documents.get();

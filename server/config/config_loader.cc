@@ -156,7 +156,7 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
   return keepkv;
 }
 
-void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
+void ReadStore(YamlDocument& document, const YAML::Node& node, documents::StoreConfig& c) {
   YamlMapReader r(document, node, "store");
   r.Read("data_dir", &c.data_dir);
   r.Read("replica", &c.replica);
@@ -175,7 +175,7 @@ void ReadStore(YamlDocument& document, const YAML::Node& node, StoreConfig& c) {
   r.Finish();
 }
 
-void ReadDocuments(YamlDocument& document, const YAML::Node& node, DocumentsConfig& c) {
+void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::DocumentsConfig& c) {
   YamlMapReader r(document, node, "documents");
   r.Read("enabled", &c.enabled);
   r.Read("chat_role", &c.chat_role);

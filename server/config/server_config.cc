@@ -236,7 +236,7 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateDocuments(const DocumentsConfig& d) {
+absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
   if (auto s = CheckOneOf("documents.chat_role", d.chat_role, {"user", "system"}); !s.ok()) {
     return s;
   }

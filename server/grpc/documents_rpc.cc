@@ -4,10 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "documents/document_service.h"
 #include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 #include "server/api/document_json.h"
-#include "server/documents/document_service.h"
+#include "server/auth/document_quota.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/grpc_status.h"
 #include "server/http/error_response.h"
@@ -31,7 +32,7 @@ v1::DocumentStatus ToProto(cache_store::DocumentStatus status) {
 }
 
 // The same fields as the HTTP API's document JSON (api/document_json.h).
-void ToProto(const DocumentView& view, v1::Document& out) {
+void ToProto(const documents::DocumentView& view, v1::Document& out) {
   const json document = DocumentJson(view);
   out.set_id(view.meta.id);
   out.set_status(ToProto(view.meta.status));
@@ -154,11 +155,11 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
       Fail(upload.status());
       return;
     }
-    DocumentService& documents = *context_.documents;
+    documents::DocumentService& documents = *context_.documents;
     // The answer comes from the document service's worker (or at once, for a refusal); this
     // reactor lives until OnDone, which follows the Finish.
-    documents.Upload(tenant_->id(), documents.QuotaOf(*tenant_), *std::move(upload),
-                     [this](absl::StatusOr<DocumentView> view) {
+    documents.Upload(tenant_->id(), DocumentQuotaOf(*tenant_, documents.config()),
+                     *std::move(upload), [this](absl::StatusOr<documents::DocumentView> view) {
                        if (view.ok()) ToProto(*view, *response_);
                        Count(context_, tenant_->id(), view.status());
                        Finish(ToGrpcStatus(view.status(), *call_));
@@ -211,7 +212,8 @@ grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
   }
   auto page = context_.documents->List((*tenant)->id(), request->after(), limit);
   if (!page.ok()) return Finish(call, (*tenant)->id(), page.status());
-  for (const DocumentView& view : page->documents) ToProto(view, *response->add_documents());
+  for (const documents::DocumentView& view : page->documents)
+    ToProto(view, *response->add_documents());
   response->set_has_more(!page->next_page_token.empty());
   return Finish(call, (*tenant)->id(), absl::OkStatus());
 }

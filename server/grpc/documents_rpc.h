@@ -1,5 +1,5 @@
-// kvd.v1.DocumentService on gRPC's callback API, through the same DocumentService and JSON
-// checks as /v1/documents: Upload (client-streaming: a header, then the text in pieces), Get,
+// kvd.v1.DocumentService on gRPC's callback API, through the same documents::DocumentService and
+// JSON checks as /v1/documents: Upload (client-streaming: a header, then the text in pieces), Get,
 // List, Delete, Recut.
 #pragma once
 

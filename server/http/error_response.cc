@@ -1,19 +1,9 @@
 #include "server/http/error_response.h"
 
-#include "absl/strings/cord.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::server {
 namespace {
-
-constexpr char kParamUrl[] = "kvd.dev/param";
-constexpr char kCodeUrl[] = "kvd.dev/code";
-constexpr char kRetryAfterUrl[] = "kvd.dev/retry-after";
-
-std::string Payload(const absl::Status& status, const char* url) {
-  const auto payload = status.GetPayload(url);
-  return payload ? std::string(*payload) : std::string();
-}
 
 // OpenAI's error `type` strings by HTTP status.
 const char* ErrorType(int http_status) {
@@ -41,21 +31,6 @@ const char* ErrorType(int http_status) {
 
 }  // namespace
 
-absl::Status WithParam(absl::Status status, std::string_view param) {
-  status.SetPayload(kParamUrl, absl::Cord(std::string(param)));
-  return status;
-}
-
-absl::Status WithErrorCode(absl::Status status, std::string_view code) {
-  status.SetPayload(kCodeUrl, absl::Cord(std::string(code)));
-  return status;
-}
-
-absl::Status WithRetryAfter(absl::Status status, int seconds) {
-  status.SetPayload(kRetryAfterUrl, absl::Cord(std::to_string(seconds)));
-  return status;
-}
-
 int HttpStatusFor(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kOk:
@@ -63,7 +38,7 @@ int HttpStatusFor(const absl::Status& status) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kFailedPrecondition: {
-      const std::string code = Payload(status, kCodeUrl);
+      const std::string code = ErrorCodeOf(status);
       if (code == "request_too_large") return 413;
       return code == "misdirected_request" ? 421 : 400;
     }
@@ -85,8 +60,8 @@ int HttpStatusFor(const absl::Status& status) {
 }
 
 std::string ErrorJson(const absl::Status& status) {
-  const std::string param = Payload(status, kParamUrl);
-  const std::string code = Payload(status, kCodeUrl);
+  const std::string param = ParamOf(status);
+  const std::string code = ErrorCodeOf(status);
   nlohmann::json error = {{"message", std::string(status.message())},
                           {"type", ErrorType(HttpStatusFor(status))},
                           {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
@@ -99,17 +74,16 @@ HttpResponse ErrorResponse(const absl::Status& status) {
   HttpResponse response;
   response.status = HttpStatusFor(status);
   response.body = ErrorJson(status);
-  const std::string retry_after = Payload(status, kRetryAfterUrl);
+  const std::string retry_after = RetryAfterOf(status);
   if (!retry_after.empty()) response.headers.emplace_back("Retry-After", retry_after);
   return response;
 }
 
 std::vector<std::pair<std::string, std::string>> ErrorFields(const absl::Status& status) {
   std::vector<std::pair<std::string, std::string>> fields;
-  for (const auto& [name, url] :
-       {std::pair{"kvd-error-param", kParamUrl}, std::pair{"kvd-error-code", kCodeUrl},
-        std::pair{"retry-after", kRetryAfterUrl}}) {
-    std::string value = Payload(status, url);
+  for (auto [name, value] : {std::pair{"kvd-error-param", ParamOf(status)},
+                             std::pair{"kvd-error-code", ErrorCodeOf(status)},
+                             std::pair{"retry-after", RetryAfterOf(status)}}) {
     if (!value.empty()) fields.emplace_back(name, std::move(value));
   }
   return fields;

@@ -1,7 +1,8 @@
 // The one mapping from a Status to an HTTP error (and the fields a gRPC status carries): status
 // code, OpenAI-style JSON body
 // {"error": {"message", "type", "param", "code"}}, and Retry-After for 429. Details travel with
-// the Status as payloads, so the code that finds the problem also names the parameter.
+// the Status as payloads (base/status_details.h), so the code that finds the problem also names
+// the parameter.
 #pragma once
 
 #include <string>
@@ -10,16 +11,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/status_details.h"
 #include "server/http/http_message.h"
 
 namespace kvd::server {
-
-// Attach the request parameter at fault (OpenAI's `param`).
-absl::Status WithParam(absl::Status status, std::string_view param);
-// Attach a machine-readable `code` (e.g. "context_length_exceeded", "rate_limit_exceeded").
-absl::Status WithErrorCode(absl::Status status, std::string_view code);
-// Attach the seconds after which a retry may succeed (429 and 503 get a Retry-After header).
-absl::Status WithRetryAfter(absl::Status status, int seconds);
 
 // 400 InvalidArgument, OutOfRange, FailedPrecondition; 401 Unauthenticated; 403
 // PermissionDenied; 404 NotFound; 413 when the code is "request_too_large"; 421 for

@@ -16,13 +16,13 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 DocumentCollector::DocumentCollector(std::string model_name, TenantLabels tenants,
-                                     std::function<DocumentStats()> stats)
+                                     std::function<documents::DocumentStats()> stats)
     : labels_{{"model_name", std::move(model_name)}},
       tenants_(std::move(tenants)),
       stats_(std::move(stats)) {}
 
 std::vector<MetricFamily> DocumentCollector::Collect() const {
-  const DocumentStats s = stats_();
+  const documents::DocumentStats s = stats_();
   const auto gauge = MetricType::Gauge;
   const auto counter = MetricType::Counter;
   std::vector<MetricFamily> out;
@@ -32,10 +32,10 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
                        gauge, labels_, static_cast<double>(s.stored_bytes)));
 
   // Per tenant, ids outside the configured ones summed under "other".
-  std::map<std::string, TenantDocuments> tenants;
+  std::map<std::string, documents::TenantDocuments> tenants;
   for (const std::string& tenant : tenants_.values()) tenants[tenant];
   for (const auto& [id, usage] : s.tenants) {
-    TenantDocuments& total = tenants[tenants_.Of(id)];
+    documents::TenantDocuments& total = tenants[tenants_.Of(id)];
     total.documents += usage.documents;
     total.bytes += usage.bytes;
   }
@@ -56,17 +56,17 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
                        static_cast<double>(s.compressions_running)));
   out.push_back(Single("kvd_document_compressions_failed_total",
                        "Document compressions that ended in failure (documents).", counter, labels_,
-                       static_cast<double>(s.compressions_failed)));
+                       static_cast<double>(s.metrics.compressions_failed)));
   out.push_back(Histogram("kvd_document_compression_seconds",
                           "Time from upload to a stored compressed cache (seconds).", labels_,
-                          s.compression_seconds));
+                          s.metrics.compression_seconds));
   out.push_back(Histogram("kvd_document_kept_ratio",
                           "Fraction of document KV entries kept per stored cache (ratio).", labels_,
-                          s.kept_ratio));
+                          s.metrics.kept_ratio));
   out.push_back(Histogram("kvd_document_load_seconds",
                           "Time to read and check a cache from the store on a memory-tier miss "
                           "(seconds).",
-                          labels_, s.load_seconds));
+                          labels_, s.metrics.load_seconds));
   MetricFamily tier =
       Family("kvd_document_tier_requests_total",
              "Memory-tier lookups of document caches, by result (lookups).", counter);

@@ -1,14 +1,14 @@
-// The document store's metrics as Prometheus families, built from a fresh DocumentStats at
-// each scrape.
+// The document store's metrics as Prometheus families, built from a fresh documents::DocumentStats
+// at each scrape.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "documents/document_service.h"
 #include "prometheus/collectable.h"
 #include "prometheus/metric_family.h"
-#include "server/documents/document_service.h"
 #include "server/metrics/tenant_labels.h"
 
 namespace kvd::server {
@@ -30,14 +30,14 @@ class DocumentCollector : public prometheus::Collectable {
  public:
   // `stats` is called once per Collect, from the scraping thread; it must be thread-safe.
   DocumentCollector(std::string model_name, TenantLabels tenants,
-                    std::function<DocumentStats()> stats);
+                    std::function<documents::DocumentStats()> stats);
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   std::vector<prometheus::ClientMetric::Label> labels_;  // model_name
   TenantLabels tenants_;
-  std::function<DocumentStats()> stats_;
+  std::function<documents::DocumentStats()> stats_;
 };
 
 }  // namespace kvd::server

@@ -77,7 +77,7 @@ MetricsExporter::MetricsExporter(std::string model_name, std::vector<std::string
 
 MetricsExporter::~MetricsExporter() = default;
 
-void MetricsExporter::AddDocuments(std::function<DocumentStats()> stats) {
+void MetricsExporter::AddDocuments(std::function<documents::DocumentStats()> stats) {
   documents_ = std::make_unique<DocumentCollector>(model_name_, tenants_, std::move(stats));
 }
 

@@ -18,10 +18,13 @@ template <typename T>
 class Family;
 }  // namespace prometheus
 
+namespace kvd::documents {
+struct DocumentStats;
+}  // namespace kvd::documents
+
 namespace kvd::server {
 
 class DocumentCollector;
-struct DocumentStats;
 class SchedulerCollector;
 
 // The API a request came through: the `protocol` label, "http" or "grpc".
@@ -60,7 +63,7 @@ class MetricsExporter {
 
   // Adds the document store's families (document_collector.h), read from `stats` at each
   // scrape. Call before the first Render.
-  void AddDocuments(std::function<DocumentStats()> stats);
+  void AddDocuments(std::function<documents::DocumentStats()> stats);
 
   // A request answered with `http_status` (a gRPC call: its status's HTTP equivalent).
   // Thread-safe.

@@ -1,4 +1,4 @@
-// The bundled model as the server's request parsers see it (server::ModelInfo), for the fuzz
+// The bundled model as the server's request parsers see it (engine::ServedModel), for the fuzz
 // targets of request bodies.
 #pragma once
 
@@ -7,13 +7,13 @@
 
 namespace kvd::fuzz {
 
-inline const server::ModelInfo& BundledModelInfo() {
-  static const server::ModelInfo* info = [] {
+inline const engine::ServedModel& BundledModelInfo() {
+  static const engine::ServedModel* info = [] {
     const BundledModel& bundled = Bundled();
-    return new server::ModelInfo{.config = &bundled.config,
-                                 .tokenizer = bundled.tokenizer.get(),
-                                 .chat_template = bundled.chat_template.get(),
-                                 .name = "kvd-tiny"};
+    return new engine::ServedModel{.config = &bundled.config,
+                                   .tokenizer = bundled.tokenizer.get(),
+                                   .chat_template = bundled.chat_template.get(),
+                                   .name = "kvd-tiny"};
   }();
   return *info;
 }

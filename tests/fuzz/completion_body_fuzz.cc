@@ -6,7 +6,7 @@
 #include "server/api/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const kvd::server::ModelInfo& model = kvd::fuzz::BundledModelInfo();
+  const kvd::engine::ServedModel& model = kvd::fuzz::BundledModelInfo();
   static const kvd::server::KeepKvConfig keepkv_on{.enabled = true};
   auto body = kvd::server::ParseJsonObjectBody(kvd::fuzz::AsText(data, size));
   if (!body.ok()) return 0;

@@ -5,7 +5,7 @@
 #include "server/api/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const kvd::server::DocumentsConfig config;
+  static const kvd::documents::DocumentsConfig config;
   auto body = kvd::server::ParseJsonObjectBody(kvd::fuzz::AsText(data, size));
   if (!body.ok()) return 0;
   (void)kvd::server::ParseDocumentUpload(*body, config);

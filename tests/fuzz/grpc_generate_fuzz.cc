@@ -6,7 +6,7 @@
 #include "server/grpc/generate_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const kvd::server::ModelInfo& model = kvd::fuzz::BundledModelInfo();
+  const kvd::engine::ServedModel& model = kvd::fuzz::BundledModelInfo();
   static const kvd::server::KeepKvConfig keepkv_on{.enabled = true};
   kvd::v1::GenerateRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;

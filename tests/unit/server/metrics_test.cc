@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/documents/document_service.h"
+#include "documents/document_service.h"
 #include "server/metrics/metrics_exporter.h"
 
 namespace kvd::server {
@@ -134,19 +134,19 @@ MetricsSnapshot SampleSnapshot() {
   return s;
 }
 
-DocumentStats SampleDocumentStats() {
-  DocumentStats s;
+documents::DocumentStats SampleDocumentStats() {
+  documents::DocumentStats s;
   s.documents = 7;
   s.stored_bytes = 9000;
   s.tenants["alpha"] = {.documents = 4, .bytes = 5000};
   s.tenants["stranger"] = {.documents = 2, .bytes = 3000};
   s.tenants["intruder"] = {.documents = 1, .bytes = 1000};
   s.compressions_running = 2;
-  s.compressions_failed = 1;
+  s.metrics.compressions_failed = 1;
   s.tier = {.hits = 30, .misses = 6, .documents = 3, .bytes = 4000};
-  s.compression_seconds = MakeHistogram({0.1, 1}, {2, 3, 0}, 2.5);
-  s.load_seconds = MakeHistogram({0.01}, {5, 1}, 0.04);
-  s.kept_ratio = MakeHistogram({0.2, 0.5}, {1, 4, 0}, 1.6);
+  s.metrics.compression_seconds = MakeHistogram({0.1, 1}, {2, 3, 0}, 2.5);
+  s.metrics.load_seconds = MakeHistogram({0.01}, {5, 1}, 0.04);
+  s.metrics.kept_ratio = MakeHistogram({0.2, 0.5}, {1, 4, 0}, 1.6);
   return s;
 }
 

@@ -1,5 +1,5 @@
 // A test fixture holding the bundled model's config, tokenizer and chat template (loaded once
-// per suite), and the ModelInfo that request parsing takes.
+// per suite), and the engine::ServedModel that request parsing takes.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -34,7 +34,7 @@ class TinyModelTest : public testing::Test {
   }
 
   // The served model "kvd-tiny", with `chat_template` in place of its own when given.
-  static ModelInfo Model(const engine::ChatTemplate* chat_template = nullptr) {
+  static engine::ServedModel Model(const engine::ChatTemplate* chat_template = nullptr) {
     return {config_, tokenizer_, chat_template != nullptr ? chat_template : chat_template_,
             "kvd-tiny"};
   }

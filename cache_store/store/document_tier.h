@@ -12,7 +12,7 @@
 #include "base/mutex.h"
 #include "cache_store/store/document_payload.h"
 
-namespace kvd::server {
+namespace kvd::cache_store {
 
 struct TierStats {
   int64_t hits = 0;
@@ -26,24 +26,23 @@ class DocumentTier {
   explicit DocumentTier(size_t capacity_bytes) : capacity_(capacity_bytes) {}
 
   // The cache of (tenant, id) if loaded and computed with `fingerprint`; counts a hit or miss.
-  std::shared_ptr<const cache_store::DocumentPayload> Get(const std::string& tenant,
-                                                          const std::string& id,
-                                                          const std::string& fingerprint);
+  std::shared_ptr<const DocumentPayload> Get(const std::string& tenant, const std::string& id,
+                                             const std::string& fingerprint);
   // Keeps `payload` as (tenant, id)'s cache, replacing any other, then evicts down to the
   // budget (a payload larger than the whole budget is not kept).
   void Put(const std::string& tenant, const std::string& id, const std::string& fingerprint,
-           std::shared_ptr<const cache_store::DocumentPayload> payload);
+           std::shared_ptr<const DocumentPayload> payload);
   // Forgets (tenant, id).
   void Erase(const std::string& tenant, const std::string& id);
   TierStats Stats() const;
 
   // Host bytes a payload holds.
-  static int64_t PayloadBytes(const cache_store::DocumentPayload& payload);
+  static int64_t PayloadBytes(const DocumentPayload& payload);
 
  private:
   struct Entry {
     std::string fingerprint;
-    std::shared_ptr<const cache_store::DocumentPayload> payload;
+    std::shared_ptr<const DocumentPayload> payload;
     int64_t bytes = 0;
     std::list<std::string>::iterator recency;
   };
@@ -57,4 +56,4 @@ class DocumentTier {
   TierStats stats_ ABSL_GUARDED_BY(mu_);                 // (documents, bytes kept current)
 };
 
-}  // namespace kvd::server
+}  // namespace kvd::cache_store

@@ -1,4 +1,4 @@
-#include "server/documents/cache_fingerprint.h"
+#include "engine/model_fingerprint.h"
 
 #include <openssl/evp.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace kvd::server {
+namespace kvd::engine {
 namespace {
 
 constexpr int kSampleWindows = 16;
@@ -96,7 +96,7 @@ absl::Status AddSafetensors(Digest& digest, const std::filesystem::path& path) {
 }  // namespace
 
 absl::StatusOr<CacheFingerprint> FingerprintModel(const std::filesystem::path& model_dir,
-                                                  engine::DocumentRole role) {
+                                                  DocumentRole role) {
   Digest model;
   if (auto status = AddFile(model, model_dir / "config.json"); !status.ok()) return status;
   std::vector<std::filesystem::path> shards;
@@ -115,8 +115,8 @@ absl::StatusOr<CacheFingerprint> FingerprintModel(const std::filesystem::path& m
       if (auto status = AddFile(text, model_dir / name); !status.ok()) return status;
     }
   }
-  text.Add(engine::DocumentRoleName(role));
+  text.Add(DocumentRoleName(role));
   return CacheFingerprint{model.Hex(), text.Hex()};
 }
 
-}  // namespace kvd::server
+}  // namespace kvd::engine

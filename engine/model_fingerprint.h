@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "engine/chat_document.h"
 
-namespace kvd::server {
+namespace kvd::engine {
 
 struct CacheFingerprint {
   std::string model_digest;
@@ -23,6 +23,6 @@ struct CacheFingerprint {
 // in full at each start. The tokenizer digest covers tokenizer.json, tokenizer_config.json
 // (the chat template) and the document role. IO errors name the file.
 [[nodiscard]] absl::StatusOr<CacheFingerprint> FingerprintModel(
-    const std::filesystem::path& model_dir, engine::DocumentRole role);
+    const std::filesystem::path& model_dir, DocumentRole role);
 
-}  // namespace kvd::server
+}  // namespace kvd::engine

@@ -1,17 +1,17 @@
-#include "server/documents/document_tier.h"
+#include "cache_store/store/document_tier.h"
 
 #include <utility>
 
 #include "base/mutex.h"
 
-namespace kvd::server {
+namespace kvd::cache_store {
 
 std::string DocumentTier::Key(const std::string& tenant, const std::string& id) {
   // Tenant ids cannot hold a newline, so the key is unambiguous.
   return tenant + "\n" + id;
 }
 
-int64_t DocumentTier::PayloadBytes(const cache_store::DocumentPayload& payload) {
+int64_t DocumentTier::PayloadBytes(const DocumentPayload& payload) {
   int64_t bytes = static_cast<int64_t>(payload.prefix_text.size() +
                                        payload.prefix_token_ids.size() * sizeof(int32_t));
   for (const cache_store::HeadKv& head : payload.heads) {
@@ -23,8 +23,9 @@ int64_t DocumentTier::PayloadBytes(const cache_store::DocumentPayload& payload) 
   return bytes;
 }
 
-std::shared_ptr<const cache_store::DocumentPayload> DocumentTier::Get(
-    const std::string& tenant, const std::string& id, const std::string& fingerprint) {
+std::shared_ptr<const DocumentPayload> DocumentTier::Get(const std::string& tenant,
+                                                         const std::string& id,
+                                                         const std::string& fingerprint) {
   base::MutexLock lock(mu_);
   const auto it = entries_.find(Key(tenant, id));
   if (it == entries_.end() || it->second.fingerprint != fingerprint) {
@@ -38,7 +39,7 @@ std::shared_ptr<const cache_store::DocumentPayload> DocumentTier::Get(
 
 void DocumentTier::Put(const std::string& tenant, const std::string& id,
                        const std::string& fingerprint,
-                       std::shared_ptr<const cache_store::DocumentPayload> payload) {
+                       std::shared_ptr<const DocumentPayload> payload) {
   const int64_t bytes = PayloadBytes(*payload);
   base::MutexLock lock(mu_);
   const std::string key = Key(tenant, id);
@@ -70,4 +71,4 @@ TierStats DocumentTier::Stats() const {
   return stats_;
 }
 
-}  // namespace kvd::server
+}  // namespace kvd::cache_store

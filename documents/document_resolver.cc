@@ -1,0 +1,87 @@
+#include "documents/document_resolver.h"
+
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cache_store/kvzip/recut.h"
+
+namespace kvd::documents {
+
+using cache_store::CompressionMethod;
+using cache_store::DocumentMeta;
+using cache_store::DocumentPayload;
+
+DocumentResolver::DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
+                                   engine::CacheFingerprint fingerprint, std::string kv_dtype,
+                                   std::string template_prefix, size_t tier_bytes)
+    : store_(store),
+      metrics_(metrics),
+      fingerprint_(std::move(fingerprint)),
+      kv_dtype_(std::move(kv_dtype)),
+      template_prefix_(std::move(template_prefix)),
+      tier_(tier_bytes) {}
+
+cache_store::CacheIdentity DocumentResolver::Identity(const std::string& method,
+                                                      double ratio) const {
+  absl::StatusOr<CompressionMethod> parsed = cache_store::ParseCompressionMethod(method);
+  return cache_store::CacheIdentity{
+      .model_digest = fingerprint_.model_digest,
+      .tokenizer_digest = fingerprint_.tokenizer_digest,
+      .kv_dtype = kv_dtype_,
+      .method = method,
+      .method_version = parsed.ok() ? cache_store::CompressionMethodVersion(*parsed) : "unknown",
+      .ratio = ratio};
+}
+
+absl::StatusOr<DocumentPayload> DocumentResolver::Read(const DocumentMeta& meta) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<DocumentPayload> payload =
+      store_->GetPayload(meta.tenant, meta.id, Identity(meta.method, meta.ratio));
+  if (payload.ok()) metrics_->ObserveLoad(absl::ToDoubleSeconds(absl::Now() - start));
+  return payload;
+}
+
+absl::StatusOr<DocumentPayload> DocumentResolver::Served(const DocumentMeta& meta,
+                                                         DocumentPayload stored) {
+  absl::StatusOr<CompressionMethod> method = cache_store::ParseCompressionMethod(meta.method);
+  if (!method.ok()) return method.status();
+  if (!meta.keep_full || *method == CompressionMethod::kNone) return stored;
+  const int64_t heads = int64_t{stored.num_layers} * stored.num_kv_heads;
+  const int64_t keep = std::llround(meta.ratio * cache_store::DocumentTokens(stored) * heads);
+  return cache_store::CutPayload(stored, *method, keep);
+}
+
+void DocumentResolver::Keep(const DocumentMeta& meta, DocumentPayload served) {
+  tier_.Put(meta.tenant, meta.id, meta.identity.Fingerprint(),
+            std::make_shared<const DocumentPayload>(std::move(served)));
+}
+
+void DocumentResolver::Forget(const std::string& tenant, const std::string& id) {
+  tier_.Erase(tenant, id);
+}
+
+absl::StatusOr<ResolvedDocument> DocumentResolver::Resolve(const DocumentMeta& meta) {
+  const std::string fingerprint = meta.identity.Fingerprint();
+  std::shared_ptr<const DocumentPayload> payload = tier_.Get(meta.tenant, meta.id, fingerprint);
+  if (payload == nullptr) {
+    absl::StatusOr<DocumentPayload> stored = Read(meta);
+    if (!stored.ok()) return stored.status();
+    absl::StatusOr<DocumentPayload> served = Served(meta, *std::move(stored));
+    if (!served.ok()) return served.status();
+    payload = std::make_shared<const DocumentPayload>(*std::move(served));
+    tier_.Put(meta.tenant, meta.id, fingerprint, payload);
+  }
+  if (!payload->prefix_text.starts_with(template_prefix_)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "document ", meta.id, " was placed by another chat template; upload it again"));
+  }
+  ResolvedDocument resolved;
+  resolved.text = payload->prefix_text.substr(template_prefix_.size());
+  resolved.prefix = scheduler::DocumentPrefix{
+      absl::StrCat(meta.tenant, "/", meta.id, "/", fingerprint), std::move(payload)};
+  return resolved;
+}
+
+}  // namespace kvd::documents

@@ -1,0 +1,65 @@
+// The caches requests are served: a ready document's cache from the memory tier, or read from
+// the store, checked against the identity it must have, cut to the document's ratio when it
+// was stored whole, and kept in the tier for the next request. Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cache_store/store/cache_identity.h"
+#include "cache_store/store/document_meta.h"
+#include "cache_store/store/document_payload.h"
+#include "cache_store/store/document_store.h"
+#include "cache_store/store/document_tier.h"
+#include "documents/document_metrics.h"
+#include "engine/model_fingerprint.h"
+#include "scheduler/request.h"
+
+namespace kvd::documents {
+
+// A ready document as a request uses it.
+struct ResolvedDocument {
+  scheduler::DocumentPrefix prefix;
+  std::string text;  // the document's own text, for placing it in a chat
+};
+
+class DocumentResolver {
+ public:
+  // `store` and `metrics` outlive the resolver. `template_prefix` is the rendered chat text
+  // before any document, which every served cache must start with.
+  DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
+                   engine::CacheFingerprint fingerprint, std::string kv_dtype,
+                   std::string template_prefix, size_t tier_bytes);
+
+  // The identity a cache of `method` kept at `ratio` has on this model and pipeline.
+  cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
+
+  // The cache a request continues for ready document `meta`. FailedPrecondition when it was
+  // computed by another model or pipeline or placed by another chat template; DataLoss when
+  // the stored cache is corrupt.
+  [[nodiscard]] absl::StatusOr<ResolvedDocument> Resolve(const cache_store::DocumentMeta& meta);
+
+  // The stored payload of a ready document (all entries when keep_full).
+  [[nodiscard]] absl::StatusOr<cache_store::DocumentPayload> Read(
+      const cache_store::DocumentMeta& meta);
+  // The payload a request is served: `stored`, cut to meta.ratio when meta.keep_full.
+  [[nodiscard]] static absl::StatusOr<cache_store::DocumentPayload> Served(
+      const cache_store::DocumentMeta& meta, cache_store::DocumentPayload stored);
+
+  // Keeps `served` in the tier as `meta`'s cache.
+  void Keep(const cache_store::DocumentMeta& meta, cache_store::DocumentPayload served);
+  void Forget(const std::string& tenant, const std::string& id);
+
+  cache_store::TierStats TierStats() const { return tier_.Stats(); }
+
+ private:
+  cache_store::DocumentStore* const store_;
+  DocumentMetrics* const metrics_;
+  const engine::CacheFingerprint fingerprint_;
+  const std::string kv_dtype_;
+  const std::string template_prefix_;
+  cache_store::DocumentTier tier_;
+};
+
+}  // namespace kvd::documents

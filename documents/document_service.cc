@@ -1,0 +1,315 @@
+#include "documents/document_service.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/status_details.h"
+#include "cache_store/kvzip/recut.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::documents {
+
+using cache_store::CompressionMethod;
+using cache_store::DocumentMeta;
+using cache_store::DocumentPayload;
+using cache_store::DocumentStatus;
+
+absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
+    const DocumentsConfig& config, const StoreConfig& store_config, Dependencies deps) {
+  absl::StatusOr<engine::DocumentRole> role = engine::ParseDocumentRole(config.chat_role);
+  if (!role.ok()) return role.status();
+  if (deps.model.chat_template == nullptr) {
+    return absl::InvalidArgumentError(
+        "documents need a chat template; this model has none (set documents.enabled: false)");
+  }
+  absl::StatusOr<cache_store::DocumentPrompts> prompts =
+      cache_store::PrepareDocumentPrompts(*deps.model.chat_template, *deps.model.tokenizer, *role);
+  absl::StatusOr<cache_store::DocumentInput> probe =
+      cache_store::PrepareDocument(*deps.model.chat_template, *deps.model.tokenizer, "kvd", *role);
+  if (!prompts.ok() || !probe.ok()) {
+    const absl::Status& status = prompts.ok() ? probe.status() : prompts.status();
+    return absl::InvalidArgumentError(
+        absl::StrCat("the chat template cannot hold a document in the ", config.chat_role,
+                     " turn (documents.chat_role): ", std::string(status.message())));
+  }
+  std::string template_prefix = probe->prefix_text.substr(0, probe->prefix_text.size() - 3);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<engine::CacheFingerprint> fingerprint =
+      engine::FingerprintModel(deps.model_dir, *role);
+  if (!fingerprint.ok()) return fingerprint.status();
+  spdlog::info("documents: model fingerprint {} in {:.3f}s",
+               fingerprint->model_digest.substr(0, 16), absl::ToDoubleSeconds(absl::Now() - start));
+  absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
+      cache_store::DocumentStore::Open(std::filesystem::path(store_config.data_dir) / "documents",
+                                       {.sync_writes = store_config.sync_writes});
+  if (!store.ok()) return store.status();
+
+  // A document a previous process was compressing will never finish: it fails, stays
+  // listed for the retention period and counts against no quota.
+  std::vector<DocumentMeta> abandoned;
+  auto unreadable = (*store)->ForEachMeta([&](const DocumentMeta& meta) {
+    if (meta.status == DocumentStatus::kProcessing) abandoned.push_back(meta);
+  });
+  if (!unreadable.ok()) return unreadable.status();
+  if (*unreadable > 0) spdlog::warn("documents: {} stored metas are unreadable", *unreadable);
+  const absl::Time now = absl::Now();
+  for (DocumentMeta& meta : abandoned) {
+    MarkFailed(meta, "the server stopped before the compression finished", now,
+               config.failed_retention_seconds);
+    if (auto status = (*store)->PutMeta(meta); !status.ok()) return status;
+  }
+  if (!abandoned.empty()) {
+    spdlog::warn("documents: {} compressions a previous process left unfinished marked failed",
+                 abandoned.size());
+  }
+  absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(**store);
+  if (!stored.ok()) return stored.status();
+
+  std::unique_ptr<DocumentService> service(new DocumentService(
+      config, *role, store_config.replica, std::move(deps), *std::move(store),
+      *std::move(fingerprint), *std::move(prompts), std::move(template_prefix)));
+  service->usage_.Recount(*std::move(stored));
+  DocumentService* raw = service.get();
+  service->writer_ = std::make_unique<DocumentWriter>(
+      DocumentWriter::Parts{.config = &raw->config_,
+                            .store = raw->store_.get(),
+                            .jobs = &raw->jobs_,
+                            .usage = &raw->usage_,
+                            .resolver = &raw->resolver_,
+                            .metrics = &raw->metrics_,
+                            .view_of = [raw](const std::string& tenant, const std::string& id) {
+                              return raw->Get(tenant, id);
+                            }});
+  return service;
+}
+
+DocumentService::DocumentService(const DocumentsConfig& config, engine::DocumentRole role,
+                                 std::string replica, Dependencies deps,
+                                 std::unique_ptr<cache_store::DocumentStore> store,
+                                 engine::CacheFingerprint fingerprint,
+                                 cache_store::DocumentPrompts prompts, std::string template_prefix)
+    : config_(config),
+      role_(role),
+      replica_(std::move(replica)),
+      deps_(std::move(deps)),
+      store_(std::move(store)),
+      prompts_(std::move(prompts)),
+      resolver_(store_.get(), &metrics_, std::move(fingerprint), deps_.kv_dtype,
+                std::move(template_prefix), config.memory_tier_bytes) {}
+
+DocumentService::~DocumentService() { Shutdown(); }
+
+absl::Status DocumentService::CheckReplica(const std::string& id) const {
+  if (replica_.empty()) return absl::OkStatus();
+  const std::string home = cache_store::DocumentStore::ReplicaOfDocumentId(id);
+  if (home.empty() || home == replica_) return absl::OkStatus();
+  return WithErrorCode(absl::FailedPreconditionError(absl::StrCat(
+                           "document ", id, " lives on replica ", home, ", not on ", replica_,
+                           "; send its requests with the header X-Kvd-Replica: ", home)),
+                       "misdirected_request");
+}
+
+void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quota,
+                             DocumentUpload upload, UploadCallback done) {
+  absl::StatusOr<std::shared_ptr<CompressionJob>> job =
+      StartUpload(tenant, quota, std::move(upload));
+  if (!job.ok()) {
+    done(job.status());
+    return;
+  }
+  writer_->Await(*std::move(job), absl::Now() + absl::Seconds(config_.upload_wait_seconds),
+                 std::move(done));
+}
+
+absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
+    const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload) {
+  absl::StatusOr<UploadPlan> plan = PlanUpload(upload, config_, deps_.model, prompts_, role_);
+  if (!plan.ok()) return plan.status();
+
+  auto job = std::make_shared<CompressionJob>();
+  DocumentMeta& meta = job->meta;
+  absl::StatusOr<std::string> id = cache_store::DocumentStore::NewDocumentId(replica_);
+  if (!id.ok()) return id.status();
+  meta.id = *id;
+  meta.tenant = tenant;
+  meta.status = DocumentStatus::kProcessing;
+  meta.created = absl::Now();
+  const absl::Duration ttl = upload.ttl ? *upload.ttl
+                             : config_.default_ttl_seconds > 0
+                                 ? absl::Seconds(config_.default_ttl_seconds)
+                                 : absl::InfiniteDuration();
+  meta.expires = ttl == absl::InfiniteDuration() ? absl::InfiniteFuture() : meta.created + ttl;
+  meta.token_count = plan->token_count;
+  meta.method = cache_store::CompressionMethodName(upload.compression.method);
+  meta.ratio = plan->kept_ratio;
+  meta.keep_full = upload.keep_full;
+  meta.metadata = std::move(upload.metadata);
+  meta.identity = resolver_.Identity(meta.method, meta.ratio);
+  job->started = meta.created;
+
+  if (jobs_.stopping()) return absl::UnavailableError("the server is shutting down");
+  if (auto status = usage_.Reserve(tenant, meta.id, quota, plan->estimated_bytes); !status.ok()) {
+    return status;
+  }
+  if (auto status = store_->PutMeta(meta); !status.ok()) {
+    usage_.Release(meta.id);
+    return status;
+  }
+  absl::StatusOr<scheduler::CompressionHandle> handle =
+      deps_.scheduler->SubmitCompression(std::move(plan->compressor));
+  absl::Status submitted = handle.ok() ? absl::OkStatus() : handle.status();
+  if (handle.ok()) {
+    job->handle = *std::move(handle);
+    submitted = jobs_.Add(job);  // Unavailable when a shutdown began meanwhile
+  }
+  if (!submitted.ok()) {
+    usage_.Release(meta.id);
+    (void)store_->Delete(tenant, meta.id);
+    return submitted.code() == absl::StatusCode::kInvalidArgument ? WithParam(submitted, "text")
+                                                                  : submitted;
+  }
+  // Only now may the result arrive: the job is registered and has its handle.
+  writer_->Watch(job);
+  spdlog::info("document {} tenant={} tokens={} method={} ratio={:.3f}: compressing", meta.id,
+               tenant, meta.token_count, meta.method, meta.ratio);
+  return job;
+}
+
+absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
+                                                  const std::string& id) const {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
+  if (auto running = jobs_.Running(tenant, id)) {
+    return DocumentView{std::move(running->first), running->second};
+  }
+  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  if (!meta.ok()) return meta.status();
+  const double progress = meta->status == DocumentStatus::kReady ? 1.0 : 0.0;
+  return DocumentView{*std::move(meta), progress};
+}
+
+absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant,
+                                                       const std::string& page_token,
+                                                       int32_t limit) const {
+  absl::StatusOr<cache_store::DocumentPage> page = store_->List(tenant, page_token, limit);
+  if (!page.ok()) return page.status();
+  DocumentViewPage views;
+  views.next_page_token = page->next_page_token;
+  for (DocumentMeta& meta : page->documents) {
+    double progress = meta.status == DocumentStatus::kReady ? 1.0 : 0.0;
+    if (auto running = jobs_.Progress(tenant, meta.id)) progress = *running;
+    views.documents.push_back({std::move(meta), progress});
+  }
+  return views;
+}
+
+absl::Status DocumentService::Delete(const std::string& tenant, const std::string& id) {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
+  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  if (!meta.ok()) return meta.status();
+  // A running compression is cancelled and its reservation released; one the writer has
+  // already stored is a stored document like any other.
+  const bool released = jobs_.Delete(tenant, id) && usage_.Release(id);
+  // A compression that ended since the first read has changed the meta and the usage: count
+  // what it left, not what it was.
+  if (!released && meta->status == DocumentStatus::kProcessing) {
+    meta = store_->GetMeta(tenant, id);
+    if (!meta.ok()) return meta.status();
+  }
+  if (auto status = store_->Delete(tenant, id); !status.ok()) return status;
+  resolver_.Forget(tenant, id);
+  if (!released && meta->status != DocumentStatus::kFailed) {
+    usage_.Remove(tenant, meta->stored_bytes);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
+                                                    const std::string& id,
+                                                    std::optional<double> ratio,
+                                                    std::optional<int64_t> budget_tokens) {
+  if (auto status = CheckReplica(id); !status.ok()) return status;
+  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  if (!meta.ok()) return meta.status();
+  if (meta->status != DocumentStatus::kReady) {
+    return absl::FailedPreconditionError(absl::StrCat("document ", id, " is ",
+                                                      cache_store::DocumentStatusName(meta->status),
+                                                      "; only a ready document can be re-cut"));
+  }
+  absl::StatusOr<CompressionMethod> method = cache_store::ParseCompressionMethod(meta->method);
+  if (!method.ok()) return method.status();
+  cache_store::CompressionSpec spec{.method = *method, .budget_tokens = budget_tokens};
+  if (ratio) spec.ratio = *ratio;
+  if (*method == CompressionMethod::kNone) {
+    return absl::InvalidArgumentError(
+        "a document stored with method none has no scores to re-cut by");
+  }
+  if (auto status = spec.Validate(); !status.ok()) return WithParam(status, "ratio");
+  absl::StatusOr<DocumentPayload> stored = resolver_.Read(*meta);
+  if (!stored.ok()) return stored.status();
+  const int64_t heads = int64_t{stored->num_layers} * stored->num_kv_heads;
+  const int64_t document_entries = int64_t{cache_store::DocumentTokens(*stored)} * heads;
+  const int64_t keep = spec.KeptEntries(document_entries, heads);
+  DocumentMeta updated = *meta;
+  updated.ratio = static_cast<double>(keep) / static_cast<double>(document_entries);
+  updated.identity = resolver_.Identity(updated.method, updated.ratio);
+  DocumentPayload next;
+  if (meta->keep_full) {
+    next = *std::move(stored);
+  } else {
+    absl::StatusOr<DocumentPayload> cut = cache_store::CutPayload(*stored, *method, keep);
+    if (!cut.ok()) return WithParam(cut.status(), "ratio");
+    next = *std::move(cut);
+  }
+  absl::StatusOr<DocumentPayload> served = DocumentResolver::Served(updated, next);
+  if (!served.ok()) return served.status();
+  if (auto status = store_->Put(updated, next); !status.ok()) return status;
+  resolver_.Keep(updated, *std::move(served));
+  absl::StatusOr<DocumentMeta> written = store_->GetMeta(tenant, id);
+  if (!written.ok()) return written.status();
+  usage_.Resize(tenant, written->stored_bytes - meta->stored_bytes);
+  metrics_.ObserveRecut(written->ratio);
+  spdlog::info("document {} re-cut: ratio {:.3f} -> {:.3f}", id, meta->ratio, written->ratio);
+  return DocumentView{*std::move(written), 1.0};
+}
+
+absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& tenant,
+                                                          const std::string& id) {
+  absl::StatusOr<DocumentView> view = Get(tenant, id);
+  if (!view.ok()) return view.status();
+  const DocumentMeta& meta = view->meta;
+  if (meta.status == DocumentStatus::kProcessing) {
+    return absl::FailedPreconditionError(absl::StrCat("document ", id, " is still processing (",
+                                                      static_cast<int>(view->progress * 100),
+                                                      "% done); try again shortly"));
+  }
+  if (meta.status == DocumentStatus::kFailed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("document ", id, " failed: ", meta.failure_reason));
+  }
+  return resolver_.Resolve(meta);
+}
+
+void DocumentService::Shutdown() {
+  jobs_.Stop();
+  if (writer_ != nullptr) writer_->Stop();
+  if (auto status = store_->Flush(); !status.ok()) {
+    spdlog::error("documents: flushing the store failed: {}", status.ToString());
+  }
+}
+
+DocumentStats DocumentService::Stats() const {
+  DocumentStats stats;
+  stats.tenants = usage_.Snapshot();
+  for (const auto& [tenant, usage] : stats.tenants) {
+    stats.documents += usage.documents;
+    stats.stored_bytes += usage.bytes;
+  }
+  stats.compressions_running = jobs_.running();
+  stats.tier = resolver_.TierStats();
+  stats.metrics = metrics_.Snapshot();
+  return stats;
+}
+
+}  // namespace kvd::documents

@@ -1,0 +1,126 @@
+// Upload-once documents as the HTTP and gRPC handlers see them: upload, get, list, delete,
+// re-cut and resolve, each validated, authorised and mapped to a status in one place. The work
+// is split by job: upload_plan.h checks and sizes an upload, usage_ledger.h charges quotas,
+// compression_jobs.h tracks the running compressions, document_writer.h stores their results
+// and sweeps expiry on its own thread, document_resolver.h serves the caches. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "cache_store/kvzip/document_prompts.h"
+#include "cache_store/store/document_store.h"
+#include "documents/compression_jobs.h"
+#include "documents/document_metrics.h"
+#include "documents/document_resolver.h"
+#include "documents/document_view.h"
+#include "documents/document_writer.h"
+#include "documents/documents_config.h"
+#include "documents/upload_plan.h"
+#include "documents/usage_ledger.h"
+#include "engine/served_model.h"
+#include "scheduler/scheduler.h"
+
+namespace kvd::documents {
+
+struct DocumentStats {
+  int64_t documents = 0;     // stored, every tenant, processing or ready (not failed)
+  int64_t stored_bytes = 0;  // encoded payloads
+  std::map<std::string, TenantDocuments> tenants;
+  int64_t compressions_running = 0;
+  cache_store::TierStats tier;
+  DocumentMetricsSnapshot metrics;
+};
+
+class DocumentService {
+ public:
+  // What the service borrows; everything must outlive it.
+  struct Dependencies {
+    scheduler::Scheduler* scheduler = nullptr;
+    engine::ServedModel model;
+    std::filesystem::path model_dir;
+    std::string kv_dtype;  // the dtype KV caches are computed in, part of their identity
+  };
+
+  // Opens (or creates) the store in `store.data_dir`/documents (writes synced as
+  // store.sync_writes says), fingerprints the model, marks documents a previous process left
+  // processing as failed, and starts the writer. New ids carry `store.replica`; other
+  // replicas' ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
+  // when the chat template cannot hold a document in `config.chat_role`.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentService>> Open(
+      const DocumentsConfig& config, const StoreConfig& store, Dependencies deps);
+  ~DocumentService();
+  DocumentService(const DocumentService&) = delete;
+  DocumentService& operator=(const DocumentService&) = delete;
+
+  engine::DocumentRole role() const { return role_; }
+  const std::string& replica() const { return replica_; }
+  const DocumentsConfig& config() const { return config_; }
+
+  using UploadCallback = DocumentWriter::UploadCallback;
+  // Starts compressing and never blocks on the compression: `done` runs once, with the
+  // document as it is when the compression ends or documents.upload_wait_seconds have passed,
+  // whichever is first (ready, processing or failed), on the writer's thread; or at once, on
+  // the caller's thread, with the error of a refused upload: InvalidArgument for a bad upload
+  // (code request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted
+  // over the tenant's quota, Unavailable while shutting down.
+  void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
+              UploadCallback done);
+  // NotFound for another tenant's document exactly as for a missing one. Every call that
+  // takes an id answers FailedPrecondition with code misdirected_request (HTTP 421) when the id
+  // names another replica than this one: the gateway sent it to the wrong place.
+  [[nodiscard]] absl::StatusOr<DocumentView> Get(const std::string& tenant,
+                                                 const std::string& id) const;
+  [[nodiscard]] absl::StatusOr<DocumentViewPage> List(const std::string& tenant,
+                                                      const std::string& page_token,
+                                                      int32_t limit) const;
+  // Deletes the document, cancelling its compression if one runs.
+  [[nodiscard]] absl::Status Delete(const std::string& tenant, const std::string& id);
+  // Keeps another fraction (or token budget) of a ready document from its stored scores,
+  // without rescoring. InvalidArgument when it would grow a cache stored without keep_full
+  // or the method has no scores; FailedPrecondition when the document is not ready.
+  [[nodiscard]] absl::StatusOr<DocumentView> Recut(const std::string& tenant, const std::string& id,
+                                                   std::optional<double> ratio,
+                                                   std::optional<int64_t> budget_tokens);
+  // The cache a request continues: from the memory tier, or read, checked and kept there.
+  // NotFound as Get; FailedPrecondition when not ready or computed by another model or
+  // pipeline; DataLoss when the stored cache is corrupt.
+  [[nodiscard]] absl::StatusOr<ResolvedDocument> Resolve(const std::string& tenant,
+                                                         const std::string& id);
+
+  // Refuses new uploads, cancels running compressions (their documents end failed), waits
+  // for the writer to store what it has, and flushes the store. Idempotent.
+  void Shutdown();
+  DocumentStats Stats() const;
+
+ private:
+  DocumentService(const DocumentsConfig& config, engine::DocumentRole role, std::string replica,
+                  Dependencies deps, std::unique_ptr<cache_store::DocumentStore> store,
+                  engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
+                  std::string template_prefix);
+
+  // Plans, reserves the quota, stores the processing meta and submits the compression.
+  absl::StatusOr<std::shared_ptr<CompressionJob>> StartUpload(const std::string& tenant,
+                                                              const DocumentQuota& quota,
+                                                              DocumentUpload upload);
+  absl::Status CheckReplica(const std::string& id) const;
+
+  const DocumentsConfig config_;
+  const engine::DocumentRole role_;
+  const std::string replica_;  // store.replica
+  const Dependencies deps_;
+  const std::unique_ptr<cache_store::DocumentStore> store_;
+  const cache_store::DocumentPrompts prompts_;
+  DocumentMetrics metrics_;
+  UsageLedger usage_;
+  CompressionJobs jobs_;
+  DocumentResolver resolver_;
+  std::unique_ptr<DocumentWriter> writer_;  // started last, stopped first
+};
+
+}  // namespace kvd::documents

@@ -1,0 +1,73 @@
+// The config sections of uploaded documents and of where they are stored, as the config file
+// sets them (server/config reads and validates them; docs/operations.md documents them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace kvd::documents {
+
+// Section `store`: where the daemon keeps its files. Not reloadable.
+struct StoreConfig {
+  // Directory for persistent state, created when missing; relative paths are relative to the
+  // working directory. Non-empty. Default "data".
+  std::string data_dir = "data";
+  // This replica's name, carried in the ids of the documents it stores so that a gateway can
+  // route questions to the replica that holds the document (deploy/k8s/README.md);
+  // [A-Za-z0-9._-]{0,63}, "" for a single server. Default "".
+  std::string replica;
+  // Name of an environment variable holding the replica's name (a StatefulSet passes the pod
+  // name), read at start into `replica` when that is empty. "" reads none. Default "".
+  std::string replica_env;
+  // Sync the document store's write-ahead log to disk before a write returns, so an upload
+  // answered ready survives an OS crash or power loss, not only a process crash. Off trades
+  // that for lower upload latency (docs/benchmarks.md). Default true.
+  bool sync_writes = true;
+
+  bool operator==(const StoreConfig&) const = default;
+};
+
+// Section `documents`: uploaded documents (POST /v1/documents), their compression and the
+// memory tier that keeps hot ones loaded. The store lives in store.data_dir. Not reloadable.
+struct DocumentsConfig {
+  // Serve /v1/documents and `documents` in completions. Default true.
+  bool enabled = true;
+  // The chat turn a document opens: "user" (KVzip's prompts; the bundled model's format; a
+  // conversation with a document then has no system message) or "system". Default "user".
+  std::string chat_role = "user";
+  // Compression when an upload names none: "none", "kvzip", "h2o" or "streaming" ("snapkv"
+  // needs a query, so it is never a default). Default "kvzip".
+  std::string default_method = "kvzip";
+  // Fraction of document entries kept when an upload sets neither ratio nor budget_tokens,
+  // in (0, 1]. Default 0.3.
+  double default_ratio = 0.3;
+  // Largest document text accepted, in bytes (larger: 413), at least 1. Default 1 MiB.
+  size_t max_document_bytes = size_t{1} << 20;
+  // Seconds an upload waits for its compression before answering 202 (processing) instead
+  // of 201 (ready), in [0, 600]. Default 2.
+  double upload_wait_seconds = 2.0;
+  // Bytes of compressed caches kept loaded in memory, least recently used leaving first;
+  // 0 keeps none (every question reads the store). Default 512 MiB.
+  size_t memory_tier_bytes = size_t{512} << 20;
+  // Lifetime of a document whose upload sets no ttl_seconds, in seconds; 0: forever.
+  // Default 0.
+  double default_ttl_seconds = 0.0;
+  // Seconds between sweeps that delete expired documents, in (0, 86400]. Default 60.
+  double expiry_sweep_seconds = 60.0;
+  // Seconds a failed document (its compression ended in an error, was cut off by a stop, or
+  // was left unfinished by a crash) stays listed with its reason before the expiry sweep
+  // removes it, at least 0 (0: at the next sweep). Failed documents count against no quota.
+  // Default 3600.
+  double failed_retention_seconds = 3600.0;
+  // Documents a tenant may store at once (more: 429); 0: unlimited. A tenant's
+  // max_documents overrides it. Default 1000.
+  int64_t max_documents_per_tenant = 1000;
+  // Bytes of compressed caches a tenant may store (more: 429; one document alone over it:
+  // 413); 0: unlimited. A tenant's max_stored_bytes overrides it. Default 4 GiB.
+  size_t max_stored_bytes_per_tenant = size_t{4} << 30;
+
+  bool operator==(const DocumentsConfig&) const = default;
+};
+
+}  // namespace kvd::documents

@@ -1,0 +1,69 @@
+#include "documents/upload_plan.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_details.h"
+
+namespace kvd::documents {
+namespace {
+
+// Bytes a payload of `entries` kept entries and `scores` scores encodes to, roughly: what a
+// quota is checked against before the compression runs.
+int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim) {
+  return entries * (2 * int64_t{head_dim} * 4 + 8) + scores * 4;
+}
+
+}  // namespace
+
+absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const DocumentsConfig& config,
+                                      const engine::ServedModel& model,
+                                      const cache_store::DocumentPrompts& prompts,
+                                      engine::DocumentRole role) {
+  if (upload.text.empty()) {
+    return WithParam(absl::InvalidArgumentError("'text' must be a non-empty string"), "text");
+  }
+  if (upload.text.size() > config.max_document_bytes) {
+    return WithParam(
+        WithErrorCode(absl::InvalidArgumentError(absl::StrCat(
+                          "the document has ", upload.text.size(),
+                          " bytes; this server accepts at most ", config.max_document_bytes)),
+                      "request_too_large"),
+        "text");
+  }
+  if (auto status = upload.compression.Validate(); !status.ok()) {
+    return WithParam(status, "compression");
+  }
+  absl::StatusOr<cache_store::DocumentInput> input =
+      cache_store::PrepareDocument(*model.chat_template, *model.tokenizer, upload.text, role);
+  if (!input.ok()) return WithParam(input.status(), "text");
+  std::vector<int32_t> query;
+  if (!upload.compression.query.empty()) {
+    query = cache_store::QuestionTokens(*model.tokenizer, prompts, upload.compression.query);
+  }
+  const cache_store::CompressionSpec& asked = upload.compression;
+  cache_store::CompressionSpec run = asked;
+  if (upload.keep_full && run.method != cache_store::CompressionMethod::kNone) {
+    run.ratio = 1.0;
+    run.budget_tokens.reset();
+  }
+  const engine::ModelConfig& shape = *model.config;
+  const int64_t heads = int64_t{shape.num_layers} * shape.num_kv_heads;
+  const int64_t document_entries = static_cast<int64_t>(input->document_ids.size()) * heads;
+  const int64_t stored_entries = static_cast<int64_t>(input->prefix_ids.size()) * heads +
+                                 run.KeptEntries(document_entries, heads);
+  UploadPlan plan;
+  plan.token_count = input->length();
+  plan.kept_ratio = static_cast<double>(asked.KeptEntries(document_entries, heads)) /
+                    static_cast<double>(document_entries);
+  plan.estimated_bytes =
+      EstimateBytes(stored_entries, int64_t{input->length()} * heads, shape.head_dim);
+  auto compressor =
+      cache_store::DocumentCompressor::Create(shape, *input, prompts, std::move(query), run);
+  if (!compressor.ok()) return WithParam(compressor.status(), "text");
+  plan.compressor = *std::move(compressor);
+  return plan;
+}
+
+}  // namespace kvd::documents
