@@ -10,6 +10,15 @@
 #include "spdlog/spdlog.h"
 
 namespace kvd::documents {
+namespace {
+
+// Threads for uploads' checks and first writes and for requests' document reads: two keep one
+// slow read from delaying every other request's start.
+constexpr int kRequestWorkers = 2;
+
+absl::Status ShuttingDown() { return absl::UnavailableError("the server is shutting down"); }
+
+}  // namespace
 
 using cache_store::CompressionMethod;
 using cache_store::DocumentMeta;
@@ -97,7 +106,8 @@ DocumentService::DocumentService(const DocumentsConfig& config, engine::Document
       store_(std::move(store)),
       prompts_(std::move(prompts)),
       resolver_(store_.get(), &metrics_, std::move(fingerprint), deps_.kv_dtype,
-                std::move(template_prefix), config.memory_tier_bytes) {}
+                std::move(template_prefix), config.memory_tier_bytes),
+      workers_(kRequestWorkers) {}
 
 DocumentService::~DocumentService() { Shutdown(); }
 
@@ -113,14 +123,17 @@ absl::Status DocumentService::CheckReplica(const std::string& id) const {
 
 void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quota,
                              DocumentUpload upload, UploadCallback done) {
-  absl::StatusOr<std::shared_ptr<CompressionJob>> job =
-      StartUpload(tenant, quota, std::move(upload));
-  if (!job.ok()) {
-    done(job.status());
-    return;
-  }
-  writer_->Await(*std::move(job), absl::Now() + absl::Seconds(config_.upload_wait_seconds),
-                 std::move(done));
+  auto start = [this, tenant, quota, upload = std::move(upload), done]() mutable {
+    absl::StatusOr<std::shared_ptr<CompressionJob>> job =
+        StartUpload(tenant, quota, std::move(upload));
+    if (!job.ok()) {
+      done(job.status());
+      return;
+    }
+    writer_->Await(*std::move(job), absl::Now() + absl::Seconds(config_.upload_wait_seconds),
+                   std::move(done));
+  };
+  if (!workers_.Post(std::move(start))) done(ShuttingDown());
 }
 
 absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
@@ -149,7 +162,7 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   meta.identity = resolver_.Identity(meta.method, meta.ratio);
   job->started = meta.created;
 
-  if (jobs_.stopping()) return absl::UnavailableError("the server is shutting down");
+  if (jobs_.stopping()) return ShuttingDown();
   if (auto status = usage_.Reserve(tenant, meta.id, quota, plan->estimated_bytes); !status.ok()) {
     return status;
   }
@@ -274,8 +287,8 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   return DocumentView{*std::move(written), 1.0};
 }
 
-absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& tenant,
-                                                          const std::string& id) {
+absl::StatusOr<ResolvedDocument> DocumentService::ResolveNow(const std::string& tenant,
+                                                             const std::string& id) {
   absl::StatusOr<DocumentView> view = Get(tenant, id);
   if (!view.ok()) return view.status();
   const DocumentMeta& meta = view->meta;
@@ -291,7 +304,15 @@ absl::StatusOr<ResolvedDocument> DocumentService::Resolve(const std::string& ten
   return resolver_.Resolve(meta);
 }
 
+void DocumentService::Resolve(const std::string& tenant, const std::string& id,
+                              ResolveCallback done) {
+  if (!workers_.Post([this, tenant, id, done] { done(ResolveNow(tenant, id)); })) {
+    done(ShuttingDown());
+  }
+}
+
 void DocumentService::Shutdown() {
+  workers_.Stop();
   jobs_.Stop();
   if (writer_ != nullptr) writer_->Stop();
   if (auto status = store_->Flush(); !status.ok()) {

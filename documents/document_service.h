@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "documents/document_view.h"
 #include "documents/document_writer.h"
 #include "documents/documents_config.h"
+#include "documents/request_workers.h"
 #include "documents/upload_plan.h"
 #include "documents/usage_ledger.h"
 #include "engine/served_model.h"
@@ -63,12 +65,12 @@ class DocumentService {
   const DocumentsConfig& config() const { return config_; }
 
   using UploadCallback = DocumentWriter::UploadCallback;
-  // Starts compressing and never blocks on the compression: `done` runs once, with the
-  // document as it is when the compression ends or documents.upload_wait_seconds have passed,
-  // whichever is first (ready, processing or failed), on the writer's thread; or at once, on
-  // the caller's thread, with the error of a refused upload: InvalidArgument for a bad upload
-  // (code request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted
-  // over the tenant's quota, Unavailable while shutting down.
+  // Never blocks: the upload is checked, tokenized and written on a request worker, and `done`
+  // runs once, on a documents thread, with the document as it is when the compression ends or
+  // documents.upload_wait_seconds have passed, whichever is first (ready, processing or
+  // failed); or with the error of a refused upload: InvalidArgument for a bad upload (code
+  // request_too_large: the text or its cache alone exceeds a limit), ResourceExhausted over the
+  // tenant's quota, Unavailable while shutting down.
   void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
               UploadCallback done);
   // NotFound for another tenant's document exactly as for a missing one. Every call that
@@ -87,14 +89,16 @@ class DocumentService {
   [[nodiscard]] absl::StatusOr<DocumentView> Recut(const std::string& tenant, const std::string& id,
                                                    std::optional<double> ratio,
                                                    std::optional<int64_t> budget_tokens);
-  // The cache a request continues: from the memory tier, or read, checked and kept there.
-  // NotFound as Get; FailedPrecondition when not ready or computed by another model or
-  // pipeline; DataLoss when the stored cache is corrupt.
-  [[nodiscard]] absl::StatusOr<ResolvedDocument> Resolve(const std::string& tenant,
-                                                         const std::string& id);
+  using ResolveCallback = std::function<void(absl::StatusOr<ResolvedDocument>)>;
+  // The cache a request continues: from the memory tier, or read, checked and kept there, on a
+  // request worker, never blocking the caller. `done` runs once, there: NotFound as Get;
+  // FailedPrecondition when not ready or computed by another model or pipeline; DataLoss when
+  // the stored cache is corrupt; Unavailable while shutting down (then at once).
+  void Resolve(const std::string& tenant, const std::string& id, ResolveCallback done);
 
-  // Refuses new uploads, cancels running compressions (their documents end failed), waits
-  // for the writer to store what it has, and flushes the store. Idempotent.
+  // Refuses new uploads and resolves, finishes those already posted, cancels running
+  // compressions (their documents end failed), waits for the writer to store what it has, and
+  // flushes the store. Idempotent.
   void Shutdown();
   DocumentStats Stats() const;
 
@@ -109,6 +113,7 @@ class DocumentService {
                                                               const DocumentQuota& quota,
                                                               DocumentUpload upload);
   absl::Status CheckReplica(const std::string& id) const;
+  absl::StatusOr<ResolvedDocument> ResolveNow(const std::string& tenant, const std::string& id);
 
   const DocumentsConfig config_;
   const engine::DocumentRole role_;
@@ -120,7 +125,8 @@ class DocumentService {
   UsageLedger usage_;
   CompressionJobs jobs_;
   DocumentResolver resolver_;
-  std::unique_ptr<DocumentWriter> writer_;  // started last, stopped first
+  std::unique_ptr<DocumentWriter> writer_;  // started after the parts it borrows
+  RequestWorkers workers_;                  // stopped first
 };
 
 }  // namespace kvd::documents

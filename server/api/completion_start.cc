@@ -8,10 +8,12 @@
 
 namespace kvd::server {
 
-absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
-    const ServingContext& context, const std::vector<std::string>& documents,
-    const std::string& tenant) {
-  if (documents.empty()) return std::nullopt;
+namespace {
+
+// Whether `documents` may name a stored document here: InvalidArgument (param "documents") for
+// more than one or when documents are off.
+absl::Status CheckRequestDocuments(const ServingContext& context,
+                                   const std::vector<std::string>& documents) {
   auto invalid = [](std::string message) {
     return WithParam(absl::InvalidArgumentError(std::move(message)), "documents");
   };
@@ -19,7 +21,11 @@ absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
     return invalid("documents are not enabled on this server (documents.enabled)");
   }
   if (documents.size() > 1) return invalid(DocumentsRule());
-  auto resolved = context.documents->Resolve(tenant, documents[0]);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DocumentContext> DocumentContextOf(
+    const ServingContext& context, absl::StatusOr<documents::ResolvedDocument> resolved) {
   if (!resolved.ok()) {
     absl::Status status = WithParam(resolved.status(), "documents");
     return absl::IsNotFound(status) ? WithErrorCode(status, "document_not_found") : status;
@@ -27,6 +33,11 @@ absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
   return DocumentContext{std::move(resolved->prefix), std::move(resolved->text),
                          context.documents->role()};
 }
+
+CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
+                               const CompletionRequest& request, const DocumentContext* document);
+
+}  // namespace
 
 std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
   switch (status.code()) {
@@ -41,13 +52,36 @@ std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
   }
 }
 
-std::variant<StartedCompletion, CompletionRefusal> StartCompletion(
-    ServingContext& context, Tenant& tenant, const CompletionRequest& request) {
-  auto document = ResolveRequestDocument(context, request.documents, tenant.id());
-  if (!document.ok()) return CompletionRefusal{document.status()};
+void StartCompletion(ServingContext& context, std::shared_ptr<Tenant> tenant,
+                     CompletionRequest request, std::function<void(CompletionStart)> done) {
+  if (request.documents.empty()) {
+    done(AdmitAndSubmit(context, *tenant, request, nullptr));
+    return;
+  }
+  if (auto status = CheckRequestDocuments(context, request.documents); !status.ok()) {
+    done(CompletionRefusal{status});
+    return;
+  }
+  const std::string id = request.documents[0];
+  context.documents->Resolve(
+      tenant->id(), id,
+      [&context, tenant, request = std::move(request),
+       done = std::move(done)](absl::StatusOr<documents::ResolvedDocument> resolved) {
+        absl::StatusOr<DocumentContext> document = DocumentContextOf(context, std::move(resolved));
+        if (!document.ok()) {
+          done(CompletionRefusal{document.status()});
+          return;
+        }
+        done(AdmitAndSubmit(context, *tenant, request, &*document));
+      });
+}
+
+namespace {
+
+CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
+                               const CompletionRequest& request, const DocumentContext* document) {
   const KeepKvConfig keepkv = tenant.keepkv();
-  auto params = ResolveCompletionParams(request, context.model,
-                                        document->has_value() ? &**document : nullptr, &keepkv);
+  auto params = ResolveCompletionParams(request, context.model, document, &keepkv);
   if (!params.ok()) return CompletionRefusal{params.status()};
 
   int64_t tokens = 0;
@@ -85,5 +119,7 @@ std::variant<StartedCompletion, CompletionRefusal> StartCompletion(
   }
   return StartedCompletion{*std::move(params), std::move(handles), *std::move(permit)};
 }
+
+}  // namespace
 
 }  // namespace kvd::server

@@ -3,6 +3,7 @@
 // One place, so both protocols accept, refuse and count exactly the same requests.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,17 +31,18 @@ struct CompletionRefusal {
   std::optional<RejectionReason> rejection;
 };
 
-// The stored document a request's `documents` names (at most one id, of the tenant's own), if
-// any. InvalidArgument (param "documents") for more than one or when documents are off; the
-// document service's errors otherwise, NotFound with code document_not_found.
-[[nodiscard]] absl::StatusOr<std::optional<DocumentContext>> ResolveRequestDocument(
-    const ServingContext& context, const std::vector<std::string>& documents,
-    const std::string& tenant);
+using CompletionStart = std::variant<StartedCompletion, CompletionRefusal>;
 
 // Checks `request` (ResolveCompletionParams), admits it under `tenant`'s limits and submits its
-// prompts. On failure nothing is left running and the permit (if taken) is refunded.
-[[nodiscard]] std::variant<StartedCompletion, CompletionRefusal> StartCompletion(
-    ServingContext& context, Tenant& tenant, const CompletionRequest& request);
+// prompts; on failure nothing is left running and the permit (if taken) is refunded. Never
+// blocks the caller on the document store: a request that names a stored document (at most
+// one, of the tenant's own) resolves it on the documents' request workers and starts there.
+// `done` runs once: on that worker, or at once on the caller's thread when the request names
+// no document or its `documents` is refused outright (InvalidArgument, param "documents", for
+// more than one or when documents are off; a missing document is NotFound with code
+// document_not_found).
+void StartCompletion(ServingContext& context, std::shared_ptr<Tenant> tenant,
+                     CompletionRequest request, std::function<void(CompletionStart)> done);
 
 // The rejection an error counts as: unauthenticated, a full queue, overload.
 std::optional<RejectionReason> RejectionFor(const absl::Status& status);

@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/mutex.h"
 #include "documents/document_service.h"
+#include "server/api/deferred_reply.h"
 #include "server/api/document_json.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
@@ -27,59 +27,6 @@ using json = nlohmann::json;
 
 constexpr int32_t kDefaultPageSize = 20;
 constexpr int32_t kMaxPageSize = 100;
-
-// The answer to an upload, which arrives when the compression ends or the upload's wait
-// passes. The state outlives the reply, which the connection may drop first.
-class UploadReply final : public AsyncReply {
- public:
-  struct State {
-    base::Mutex mu;
-    std::optional<HttpResponse> response ABSL_GUARDED_BY(mu);
-    std::function<void()> notify ABSL_GUARDED_BY(mu);
-  };
-
-  UploadReply() : state_(std::make_shared<State>()) {}
-  ~UploadReply() override {
-    base::MutexLock lock(state_->mu);
-    state_->notify = nullptr;
-  }
-  const std::shared_ptr<State>& state() const { return state_; }
-
-  static void Complete(State& state, HttpResponse response) {
-    std::function<void()> notify;
-    {
-      base::MutexLock lock(state.mu);
-      state.response = std::move(response);
-      notify = state.notify;
-    }
-    if (notify) notify();
-  }
-
-  bool streaming() const override { return false; }
-  void SetNotify(std::function<void()> notify) override {
-    bool ready;
-    {
-      base::MutexLock lock(state_->mu);
-      state_->notify = notify;
-      ready = state_->response.has_value();
-    }
-    if (ready && notify) notify();
-  }
-  ReplyProgress Poll() override {
-    base::MutexLock lock(state_->mu);
-    ReplyProgress progress;
-    if (state_->response) {
-      progress.response = *state_->response;
-      progress.done = true;
-    }
-    return progress;
-  }
-  // The upload goes on: the document exists whether or not its uploader waits.
-  void Cancel() override {}
-
- private:
-  std::shared_ptr<State> state_;
-};
 
 class DocumentApi {
  public:
@@ -103,7 +50,9 @@ class DocumentApi {
                response);
       return response;
     }
-    auto reply = std::make_unique<UploadReply>();
+    // The answer arrives when the compression ends or the upload's wait passes; the upload goes
+    // on whether or not its uploader waits.
+    auto reply = std::make_unique<DeferredReply>();
     documents_.Upload(
         (*tenant)->id(), DocumentQuotaOf(**tenant, documents_.config()), *std::move(upload),
         [this, state = reply->state(), method = request.method, path = request.path,
@@ -115,7 +64,7 @@ class DocumentApi {
                 HttpResponse{.status = processing ? 202 : 201, .body = Dump(DocumentJson(*view))};
           }
           Finished(method, path, tenant_id, view.status(), start, response);
-          UploadReply::Complete(*state, std::move(response));
+          DeferredReply::Complete(*state, std::move(response));
         });
     return reply;
   }

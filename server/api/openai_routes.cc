@@ -8,6 +8,7 @@
 #include "server/api/completion_reply.h"
 #include "server/api/completion_request_json.h"
 #include "server/api/completion_start.h"
+#include "server/api/deferred_reply.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
 #include "server/http/error_response.h"
@@ -40,21 +41,37 @@ class Api {
     const absl::Time start = absl::Now();
     auto tenant = Authenticate(request);
     if (!tenant.ok()) {
-      return Refuse(request, "-", tenant.status(), start, RejectionFor(tenant.status()));
+      return Refuse(request.method, request.path, "-", tenant.status(), start,
+                    RejectionFor(tenant.status()));
     }
     auto body = ParseBody(request);
-    if (!body.ok()) return Refuse(request, (*tenant)->id(), body.status(), start);
+    if (!body.ok()) {
+      return Refuse(request.method, request.path, (*tenant)->id(), body.status(), start);
+    }
     auto completion_request = ReadCompletionRequestJson(*body, kind);
     if (!completion_request.ok()) {
-      return Refuse(request, (*tenant)->id(), completion_request.status(), start);
+      return Refuse(request.method, request.path, (*tenant)->id(), completion_request.status(),
+                    start);
     }
-    auto started = StartCompletion(context_, **tenant, *completion_request);
+    // A named document is read off this I/O thread; the reply follows once it is (at once when
+    // the request names none).
+    auto reply = std::make_unique<DeferredReply>();
+    StartCompletion(context_, *tenant, *std::move(completion_request),
+                    [this, state = reply->state(), method = request.method, path = request.path,
+                     tenant_id = (*tenant)->id(), start](CompletionStart started) {
+                      DeferredReply::Complete(
+                          *state, Reply(std::move(started), method, path, tenant_id, start));
+                    });
+    return reply;
+  }
+
+  // The reply of a started completion, or the refusal of one that did not start.
+  HandlerResult Reply(CompletionStart&& started, const std::string& method, const std::string& path,
+                      const std::string& tenant_id, absl::Time start) {
     if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
-      return Refuse(request, (*tenant)->id(), refusal->status, start, refusal->rejection);
+      return Refuse(method, path, tenant_id, refusal->status, start, refusal->rejection);
     }
     StartedCompletion& completion = std::get<StartedCompletion>(started);
-    const std::string path = request.path;
-    const std::string tenant_id = (*tenant)->id();
     const bool log = context_.log_requests;
     MetricsExporter* metrics = context_.metrics;
     std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
@@ -172,7 +189,7 @@ class Api {
             {"max_model_len", context_.model.config->max_position_embeddings}};
   }
 
-  HttpResponse Refuse(const HttpRequest& request, const std::string& tenant,
+  HttpResponse Refuse(const std::string& method, const std::string& path, const std::string& tenant,
                       const absl::Status& status, absl::Time start,
                       std::optional<RejectionReason> rejection = std::nullopt) const {
     HttpResponse response = ErrorResponse(status);
@@ -181,9 +198,8 @@ class Api {
       if (rejection) context_.metrics->RecordRejection(tenant, *rejection);
     }
     if (context_.log_requests) {
-      spdlog::info("{} {} tenant={} status={} {:.3f}s {}", request.method, request.path, tenant,
-                   response.status, absl::ToDoubleSeconds(absl::Now() - start),
-                   std::string(status.message()));
+      spdlog::info("{} {} tenant={} status={} {:.3f}s {}", method, path, tenant, response.status,
+                   absl::ToDoubleSeconds(absl::Now() - start), std::string(status.message()));
     }
     return response;
   }

@@ -130,44 +130,42 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
  public:
   GenerateCall(ServingContext& context, grpc::CallbackServerContext* call,
                std::shared_ptr<InferenceRpc::Registry> registry, std::shared_ptr<PumpQueue> pumps,
-               std::string tenant, std::string request_id, StartedCompletion completion)
+               std::string tenant, std::string request_id)
       : context_(context),
         call_(call),
         pumps_(std::move(pumps)),
         registry_(std::move(registry)),
         tenant_(std::move(tenant)),
         request_id_(std::move(request_id)),
-        completion_(std::move(completion)),
-        start_(absl::Now()) {
-    const auto& document = completion_.params.request.document;
-    usage_.cached_tokens = document ? document->payload->original_length : 0;
-    usage_.prompt_tokens =
-        static_cast<int32_t>(completion_.params.prompts.front().size()) + usage_.cached_tokens;
+        start_(absl::Now()) {}
+
+  // Keeps the call alive until OnDone, through a start that may come later (a document read
+  // off gRPC's threads).
+  void Hold() {
+    base::MutexLock lock(mu_);
+    self_ = shared_from_this();
   }
 
-  // A call refused before Begin refunds what it charged; its handles cancel the requests.
-  ~GenerateCall() override {
-    if (!begun_ && completion_.permit) completion_.permit->Settle(0);
-  }
-
-  // Starts pumping; the call keeps itself alive until OnDone.
-  void Begin() {
-    begun_ = true;
-    context_.replies_in_flight.fetch_add(1);
-    std::weak_ptr<GenerateCall> weak;
-    {
-      base::MutexLock lock(mu_);
-      self_ = shared_from_this();
-      weak = self_;
+  // The start of the call's completion, or its refusal: pumps it, or finishes the call with
+  // the refusal's status. Once, after Hold; thread: any.
+  void Started(CompletionStart&& started) {
+    if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
+      Refuse(refusal->status, refusal->rejection);
+      return;
     }
-    for (scheduler::RequestHandle& handle : completion_.handles) {
-      handle.SetListener([weak, pumps = pumps_] {
-        auto call = weak.lock();
-        // One pending pump per call is enough: it drains every event there is.
-        if (call != nullptr && !call->pump_posted_.exchange(true)) pumps->Post(weak);
-      });
+    // Only this thread touches completion_ until Begin publishes begun_ (and Abort, once the
+    // registry holds its handles).
+    completion_ = std::get<StartedCompletion>(std::move(started));
+    if (!request_id_.empty() && !registry_->Add(tenant_, request_id_, &completion_.handles)) {
+      CancelAll();
+      completion_.permit->Settle(0);
+      Refuse(WithParam(absl::AlreadyExistsError(absl::StrCat("a request with request_id '",
+                                                             request_id_, "' is already running")),
+                       "request_id"),
+             std::nullopt);
+      return;
     }
-    Pump();
+    Begin();
   }
 
   // Drains the events, starts the next write, or finishes the call once everything is out.
@@ -188,17 +186,29 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     Pump();
   }
 
-  // The client cancelled or its deadline passed: the sequences stop within one step.
+  // The client cancelled or its deadline passed: the sequences stop within one step (or, before
+  // they started, as soon as they do).
   void OnCancel() override {
+    bool begun;
     {
       base::MutexLock lock(mu_);
       client_gone_ = true;
+      begun = begun_;
     }
+    if (!begun) return;
     CancelAll();
     Pump();
   }
 
   void OnDone() override {
+    std::shared_ptr<GenerateCall> self;
+    {
+      base::MutexLock lock(mu_);
+      if (!begun_) {
+        self.swap(self_);  // refused: counted when it was; released after the lock
+        return;
+      }
+    }
     if (!request_id_.empty()) registry_->Remove(tenant_, request_id_);
     for (scheduler::RequestHandle& handle : completion_.handles) handle.SetListener(nullptr);
     scheduler::Usage usage;
@@ -225,7 +235,6 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
           usage.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start_),
           status.ok() ? "" : " " + std::string(status.message()));
     }
-    std::shared_ptr<GenerateCall> self;
     {
       base::MutexLock lock(mu_);
       done_ = true;
@@ -233,9 +242,41 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
     }
   }
 
-  std::vector<scheduler::RequestHandle>* handles() { return &completion_.handles; }
-
  private:
+  // Runs the completion: its events become the call's messages.
+  void Begin() {
+    const auto& document = completion_.params.request.document;
+    context_.replies_in_flight.fetch_add(1);
+    std::weak_ptr<GenerateCall> weak = weak_from_this();
+    bool client_gone;
+    {
+      base::MutexLock lock(mu_);
+      begun_ = true;
+      usage_.cached_tokens = document ? document->payload->original_length : 0;
+      usage_.prompt_tokens =
+          static_cast<int32_t>(completion_.params.prompts.front().size()) + usage_.cached_tokens;
+      client_gone = client_gone_;
+    }
+    for (scheduler::RequestHandle& handle : completion_.handles) {
+      handle.SetListener([weak, pumps = pumps_] {
+        auto call = weak.lock();
+        // One pending pump per call is enough: it drains every event there is.
+        if (call != nullptr && !call->pump_posted_.exchange(true)) pumps->Post(weak);
+      });
+    }
+    if (client_gone) CancelAll();  // it left while the start was pending
+    Pump();
+  }
+
+  // Finishes a call that never began with `status`, counted as `rejection`.
+  void Refuse(const absl::Status& status, std::optional<RejectionReason> rejection) {
+    if (context_.metrics != nullptr) {
+      context_.metrics->RecordRequest(tenant_, HttpStatusFor(status), Protocol::kGrpc);
+      if (rejection) context_.metrics->RecordRejection(tenant_, *rejection);
+    }
+    Finish(ToGrpcStatus(status, *call_));
+  }
+
   void CancelAll() {
     for (scheduler::RequestHandle& handle : completion_.handles) handle.Cancel();
   }
@@ -332,12 +373,12 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   const std::shared_ptr<InferenceRpc::Registry> registry_;
   const std::string tenant_;
   const std::string request_id_;
-  StartedCompletion completion_;
+  StartedCompletion completion_;  // set once, by Begin, before begun_
   const absl::Time start_;
-  bool begun_ = false;
 
   base::Mutex mu_;
-  std::shared_ptr<GenerateCall> self_ ABSL_GUARDED_BY(mu_);  // once Begin ran
+  std::shared_ptr<GenerateCall> self_ ABSL_GUARDED_BY(mu_);  // from Hold until OnDone
+  bool begun_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<v1::GenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::GenerateResponse> pending_completion_ ABSL_GUARDED_BY(mu_);
   v1::GenerateResponse writing_ ABSL_GUARDED_BY(mu_);
@@ -392,23 +433,13 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
   if (!completion_request.ok()) {
     return refuse((*tenant)->id(), completion_request.status(), std::nullopt);
   }
-  auto started = StartCompletion(context_, **tenant, *completion_request);
-  if (auto* refusal = std::get_if<CompletionRefusal>(&started)) {
-    return refuse((*tenant)->id(), refusal->status, refusal->rejection);
-  }
-  auto generate = std::make_shared<GenerateCall>(
-      context_, call, registry_, std::static_pointer_cast<PumpQueue>(pumps_), (*tenant)->id(),
-      request->request_id(), std::get<StartedCompletion>(std::move(started)));
-  if (!request->request_id().empty() &&
-      !registry_->Add((*tenant)->id(), request->request_id(), generate->handles())) {
-    return refuse((*tenant)->id(),
-                  WithParam(absl::AlreadyExistsError(absl::StrCat("a request with request_id '",
-                                                                  request->request_id(),
-                                                                  "' is already running")),
-                            "request_id"),
-                  std::nullopt);
-  }
-  generate->Begin();
+  auto generate = std::make_shared<GenerateCall>(context_, call, registry_,
+                                                 std::static_pointer_cast<PumpQueue>(pumps_),
+                                                 (*tenant)->id(), request->request_id());
+  generate->Hold();
+  // A named document is read off gRPC's threads; the call starts when it is.
+  StartCompletion(context_, *tenant, *std::move(completion_request),
+                  [generate](CompletionStart started) { generate->Started(std::move(started)); });
   return generate.get();
 }
 

@@ -43,8 +43,9 @@ struct ReplyProgress {
 class AsyncReply {
  public:
   virtual ~AsyncReply() = default;
-  // true: the session answers 200 with `text/event-stream` at once and writes stream_data as it
-  // comes; false: the session waits for `response`.
+  // true: the session answers 200 with `text/event-stream` and writes stream_data as it comes;
+  // false: the session waits for `response`. Asked before every Poll until true (a deferred
+  // reply becomes streaming once its work is done), and never false again once true.
   virtual bool streaming() const = 0;
   // `notify` may be called from any thread whenever Poll may have something new.
   virtual void SetNotify(std::function<void()> notify) = 0;

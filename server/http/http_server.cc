@@ -1,5 +1,6 @@
 #include "server/http/http_server.h"
 
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,7 +12,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <array>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74 with g++ 12 needs std::exchange declared first
 #include <vector>
@@ -134,8 +134,8 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       beast::error_code ec;
       const size_t room = std::min(RequestParser::kReadBytes, buffer_.max_size() - buffer_.size());
-      const size_t read = co_await stream_.async_read_some(
-          buffer_.prepare(room), net::redirect_error(use_awaitable, ec));
+      const size_t read = co_await stream_.async_read_some(buffer_.prepare(room),
+                                                           net::redirect_error(use_awaitable, ec));
       buffer_.commit(read);
       if (read_timed_out_) {
         error = ErrorResponse(WithErrorCode(
@@ -232,10 +232,15 @@ class Session : public std::enable_shared_from_this<Session> {
     state->watching = true;
     net::co_spawn(executor, WatchPeer(state), net::detached);
     bool connection_usable = true;
-    if (reply.streaming()) {
-      connection_usable = co_await StartStream(keep_alive);
-    }
+    // A reply streams from the moment it says so: at once for a completion's, after the work
+    // before it for a deferred one (whose refusal is then still a plain error response).
+    bool streaming = false;
     while (connection_usable) {
+      if (!streaming && reply.streaming()) {
+        streaming = true;
+        connection_usable = co_await StartStream(keep_alive);
+        if (!connection_usable) break;
+      }
       ReplyProgress progress = reply.Poll();
       if (!progress.stream_data.empty() && !co_await WriteChunk(progress.stream_data)) {
         connection_usable = false;
@@ -246,7 +251,7 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
       }
       if (progress.done) {
-        if (reply.streaming()) connection_usable = co_await FinishStream();
+        if (streaming) connection_usable = co_await FinishStream();
         break;
       }
       if (state->client_gone) {
@@ -260,7 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
                                              : std::chrono::hours(24));
         beast::error_code ec;
         co_await state->timer.async_wait(net::redirect_error(use_awaitable, ec));
-        if (!ec && keepalive && !state->notified && reply.streaming() &&
+        if (!ec && keepalive && !state->notified && streaming &&
             !co_await WriteChunk(": keep-alive\n\n")) {
           connection_usable = false;
           break;
@@ -321,8 +326,7 @@ class Session : public std::enable_shared_from_this<Session> {
 // UBSan's vptr check rejects.
 bool IsResourceShortage(const beast::error_code& ec) {
   return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
-         ec == net::error::no_memory ||
-         ec == boost::system::errc::too_many_files_open_in_system;
+         ec == net::error::no_memory || ec == boost::system::errc::too_many_files_open_in_system;
 }
 
 // The reply to a connection over a limit, written without waiting and then closed.
@@ -333,11 +337,11 @@ void TurnAway(tcp::socket& socket) {
                       "too_many_connections"),
         1);
     const std::string body = ErrorJson(status);
-    return new std::string(absl::StrCat(
-        "HTTP/1.1 503 Service Unavailable\r\nServer: kvd/", kVersion,
-        "\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
-        "Content-Length: ",
-        body.size(), "\r\n\r\n", body));
+    return new std::string(
+        absl::StrCat("HTTP/1.1 503 Service Unavailable\r\nServer: kvd/", kVersion,
+                     "\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n"
+                     "Content-Length: ",
+                     body.size(), "\r\n\r\n", body));
   }();
   beast::error_code ignored;
   socket.non_blocking(true, ignored);

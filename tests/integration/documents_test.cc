@@ -174,6 +174,44 @@ TEST_F(DocumentsTest, CompletionsContinueTheDocumentAndReportCachedTokens) {
   EXPECT_GT(body["usage"]["prompt_tokens"].get<int64_t>(), uploaded["token_count"].get<int64_t>());
 }
 
+// A question on a document is started after the document is read (off the I/O threads): a
+// streaming one still streams, and one the server refuses is still a plain error status, not
+// an event stream.
+TEST_F(DocumentsTest, StreamingQuestionsStreamAndTheirRefusalsAreErrorStatuses) {
+  Start();
+  const KeyValueDocument document = Document(6);
+  const std::string id = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}})["id"];
+  const auto& [key, value] = document.records[0];
+  const json question = {
+      {"model", "kvd-tiny"},
+      {"prompt", "\n\nQ:" + key + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"},
+      {"documents", json::array({id})},
+      {"max_tokens", 8},
+      {"temperature", 0},
+      {"stream", true}};
+  const HttpResult streamed = Call("POST", "/v1/completions", question);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  EXPECT_EQ(streamed.headers.at("content-type").rfind("text/event-stream", 0), 0u);
+  std::string text;
+  for (size_t at = streamed.body.find("data: {"); at != std::string::npos;
+       at = streamed.body.find("data: {", at + 1)) {
+    const size_t end = streamed.body.find("\n", at);
+    const json chunk = json::parse(streamed.body.substr(at + 6, end - at - 6));
+    text += chunk["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, value);
+  EXPECT_NE(streamed.body.find("data: [DONE]"), std::string::npos);
+
+  json missing = question;
+  missing["documents"] = json::array({"doc-AAAAAAAAAAAAAAAAAAAAAA"});
+  const HttpResult refused = Call("POST", "/v1/completions", missing);
+  ExpectError(refused, 404, "documents");
+  EXPECT_EQ(refused.headers.at("content-type"), "application/json");
+  json two = question;
+  two["documents"] = json::array({id, id});
+  ExpectError(Call("POST", "/v1/completions", two), 400, "documents");
+}
+
 TEST_F(DocumentsTest, DocumentsSurviveARestartAndAnswerTheSame) {
   Start();
   const KeyValueDocument document = Document(4);

@@ -189,6 +189,12 @@ TEST_F(GrpcClientTest, UploadInPiecesThenAskTheDocument) {
     ASSERT_EQ(asked.exit_code, 0) << asked.err;
     EXPECT_EQ(asked.out, value + "\n") << key;
   }
+  // A document is read before the call starts: one that is missing is the call's status.
+  const ClientResult missing =
+      Client("generate", {"--chat", "Q:x", "--documents", "doc-AAAAAAAAAAAAAAAAAAAAAA"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err.rfind("kvd: NOT_FOUND: ", 0), 0u) << missing.err;
+  EXPECT_EQ(missing.out, "");
 }
 
 TEST_F(GrpcClientTest, PiecesNeverSplitACharacter) {
