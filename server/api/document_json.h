@@ -8,20 +8,19 @@
 #include "absl/status/statusor.h"
 #include "documents/document_service.h"
 #include "nlohmann/json.hpp"
-#include "server/config/server_config.h"
+#include "server/api/document_request.h"
 
 namespace kvd::server {
 
 // POST /v1/documents: {"text", "compression": {"method", "ratio" | "budget_tokens", "query"},
-// "keep_full", "ttl_seconds", "metadata"}; what is left out comes from `config`.
+// "keep_full", "ttl_seconds", "metadata"} as sent (document_request.h).
+[[nodiscard]] absl::StatusOr<DocumentUploadRequest> ReadDocumentUploadJson(
+    const nlohmann::json& body);
+// ReadDocumentUploadJson, then ResolveDocumentUpload: what is left out comes from `config`.
 [[nodiscard]] absl::StatusOr<documents::DocumentUpload> ParseDocumentUpload(
     const nlohmann::json& body, const documents::DocumentsConfig& config);
 
-struct RecutRequest {
-  std::optional<double> ratio;
-  std::optional<int64_t> budget_tokens;
-};
-// POST /v1/documents/{id}/recut: {"ratio"} or {"budget_tokens"}.
+// POST /v1/documents/{id}/recut: {"ratio"} or {"budget_tokens"}, read and checked (CheckRecut).
 [[nodiscard]] absl::StatusOr<RecutRequest> ParseRecut(const nlohmann::json& body);
 
 // {"id", "object": "document", "status", "progress", "failure_reason", "created_at",

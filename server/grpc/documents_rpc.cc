@@ -5,12 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "documents/document_service.h"
-#include "engine/bounded_json.h"
 #include "nlohmann/json.hpp"
 #include "server/api/document_json.h"
 #include "server/auth/document_quota.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/grpc_status.h"
+#include "server/grpc/upload_request.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
 
@@ -131,26 +131,10 @@ class UploadCall final : public grpc::ServerReadReactor<v1::UploadRequest> {
                      "text"));
       return;
     }
-    json body = {{"text", std::move(text_)}};
-    const v1::Compression& compression = header_.compression();
-    json spec = json::object();
-    if (!compression.method().empty()) spec["method"] = compression.method();
-    if (compression.has_ratio()) spec["ratio"] = compression.ratio();
-    if (compression.has_budget_tokens()) spec["budget_tokens"] = compression.budget_tokens();
-    if (!compression.query().empty()) spec["query"] = compression.query();
-    body["compression"] = std::move(spec);
-    if (header_.keep_full()) body["keep_full"] = true;
-    if (header_.has_ttl_seconds()) body["ttl_seconds"] = header_.ttl_seconds();
-    if (!header_.metadata_json().empty()) {
-      absl::StatusOr<json> metadata =
-          engine::ParseBoundedJson(header_.metadata_json(), "metadata_json");
-      if (!metadata.ok()) {
-        Fail(WithParam(metadata.status(), "metadata_json"));
-        return;
-      }
-      body["metadata"] = *std::move(metadata);
-    }
-    auto upload = ParseDocumentUpload(body, context_.documents->config());
+    absl::StatusOr<DocumentUploadRequest> request = ReadUploadHeader(header_, std::move(text_));
+    absl::StatusOr<documents::DocumentUpload> upload =
+        request.ok() ? ResolveDocumentUpload(*std::move(request), context_.documents->config())
+                     : absl::StatusOr<documents::DocumentUpload>(request.status());
     if (!upload.ok()) {
       Fail(upload.status());
       return;
@@ -236,13 +220,10 @@ grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
                                               v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return Finish(call, "-", tenant.status());
-  json body = json::object();
-  if (request->has_ratio()) body["ratio"] = request->ratio();
-  if (request->has_budget_tokens()) body["budget_tokens"] = request->budget_tokens();
-  auto recut = ParseRecut(body);
-  if (!recut.ok()) return Finish(call, (*tenant)->id(), recut.status());
+  const RecutRequest recut = ReadRecutRequest(*request);
+  if (auto status = CheckRecut(recut); !status.ok()) return Finish(call, (*tenant)->id(), status);
   auto view =
-      context_.documents->Recut((*tenant)->id(), request->id(), recut->ratio, recut->budget_tokens);
+      context_.documents->Recut((*tenant)->id(), request->id(), recut.ratio, recut.budget_tokens);
   if (view.ok()) ToProto(*view, *response);
   return Finish(call, (*tenant)->id(), view.status());
 }

@@ -1,6 +1,6 @@
 // kvd.v1.DocumentService on gRPC's callback API, through the same documents::DocumentService and
-// JSON checks as /v1/documents: Upload (client-streaming: a header, then the text in pieces), Get,
-// List, Delete, Recut.
+// the same typed requests and checks as /v1/documents (api/document_request.h): Upload
+// (client-streaming: a header, then the text in pieces), Get, List, Delete, Recut.
 #pragma once
 
 #include <string>
