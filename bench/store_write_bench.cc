@@ -57,8 +57,8 @@ cache_store::DocumentMeta Meta(std::string id, int32_t document_tokens, double r
   meta.status = cache_store::DocumentStatus::kProcessing;
   meta.created = absl::Now();
   meta.token_count = kPrefixTokens + document_tokens;
-  meta.method = "kvzip";
-  meta.ratio = ratio;
+  meta.identity.method = "kvzip";
+  meta.identity.ratio = ratio;
   return meta;
 }
 
@@ -92,7 +92,6 @@ absl::StatusOr<Round> RunRound(const std::filesystem::path& dir, bool sync_write
   std::filesystem::remove_all(dir, error);
   return round;
 }
-
 
 }  // namespace
 

@@ -23,33 +23,40 @@ DocumentResolver::DocumentResolver(cache_store::DocumentStore* store, DocumentMe
       template_prefix_(std::move(template_prefix)),
       tier_(tier_bytes) {}
 
-cache_store::CacheIdentity DocumentResolver::Identity(const std::string& method,
+cache_store::CacheIdentity DocumentResolver::Identity(CompressionMethod method,
                                                       double ratio) const {
-  absl::StatusOr<CompressionMethod> parsed = cache_store::ParseCompressionMethod(method);
-  return cache_store::CacheIdentity{
-      .model_digest = fingerprint_.model_digest,
-      .tokenizer_digest = fingerprint_.tokenizer_digest,
-      .kv_dtype = kv_dtype_,
-      .method = method,
-      .method_version = parsed.ok() ? cache_store::CompressionMethodVersion(*parsed) : "unknown",
-      .ratio = ratio};
+  return cache_store::CacheIdentity{.model_digest = fingerprint_.model_digest,
+                                    .tokenizer_digest = fingerprint_.tokenizer_digest,
+                                    .kv_dtype = kv_dtype_,
+                                    .method = cache_store::CompressionMethodName(method),
+                                    .method_version = cache_store::CompressionMethodVersion(method),
+                                    .ratio = ratio};
 }
 
 absl::StatusOr<DocumentPayload> DocumentResolver::Read(const DocumentMeta& meta) {
+  absl::StatusOr<CompressionMethod> method =
+      cache_store::ParseCompressionMethod(meta.identity.method);
+  if (!method.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("document ", meta.id, " was compressed with method '", meta.identity.method,
+                     "', which this server does not know; upload it again"));
+  }
   const absl::Time start = absl::Now();
   absl::StatusOr<DocumentPayload> payload =
-      store_->GetPayload(meta.tenant, meta.id, Identity(meta.method, meta.ratio));
+      store_->GetPayload(meta.tenant, meta.id, Identity(*method, meta.identity.ratio));
   if (payload.ok()) metrics_->ObserveLoad(absl::ToDoubleSeconds(absl::Now() - start));
   return payload;
 }
 
 absl::StatusOr<DocumentPayload> DocumentResolver::Served(const DocumentMeta& meta,
                                                          DocumentPayload stored) {
-  absl::StatusOr<CompressionMethod> method = cache_store::ParseCompressionMethod(meta.method);
+  absl::StatusOr<CompressionMethod> method =
+      cache_store::ParseCompressionMethod(meta.identity.method);
   if (!method.ok()) return method.status();
   if (!meta.keep_full || *method == CompressionMethod::kNone) return stored;
   const int64_t heads = int64_t{stored.num_layers} * stored.num_kv_heads;
-  const int64_t keep = std::llround(meta.ratio * cache_store::DocumentTokens(stored) * heads);
+  const int64_t keep =
+      std::llround(meta.identity.ratio * cache_store::DocumentTokens(stored) * heads);
   return cache_store::CutPayload(stored, *method, keep);
 }
 

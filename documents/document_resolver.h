@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cache_store/kvzip/compression_spec.h"
 #include "cache_store/store/cache_identity.h"
 #include "cache_store/store/document_meta.h"
 #include "cache_store/store/document_payload.h"
@@ -33,7 +34,7 @@ class DocumentResolver {
                    std::string template_prefix, size_t tier_bytes);
 
   // The identity a cache of `method` kept at `ratio` has on this model and pipeline.
-  cache_store::CacheIdentity Identity(const std::string& method, double ratio) const;
+  cache_store::CacheIdentity Identity(cache_store::CompressionMethod method, double ratio) const;
 
   // The cache a request continues for ready document `meta`. FailedPrecondition when it was
   // computed by another model or pipeline or placed by another chat template; DataLoss when

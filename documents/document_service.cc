@@ -155,11 +155,9 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
                                  : absl::InfiniteDuration();
   meta.expires = ttl == absl::InfiniteDuration() ? absl::InfiniteFuture() : meta.created + ttl;
   meta.token_count = plan->token_count;
-  meta.method = cache_store::CompressionMethodName(upload.compression.method);
-  meta.ratio = plan->kept_ratio;
   meta.keep_full = upload.keep_full;
   meta.metadata = std::move(upload.metadata);
-  meta.identity = resolver_.Identity(meta.method, meta.ratio);
+  meta.identity = resolver_.Identity(upload.compression.method, plan->kept_ratio);
   job->started = meta.created;
 
   if (jobs_.stopping()) return ShuttingDown();
@@ -186,7 +184,7 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   // Only now may the result arrive: the job is registered and has its handle.
   writer_->Watch(job);
   spdlog::info("document {} tenant={} tokens={} method={} ratio={:.3f}: compressing", meta.id,
-               tenant, meta.token_count, meta.method, meta.ratio);
+               tenant, meta.token_count, meta.identity.method, meta.identity.ratio);
   return job;
 }
 
@@ -250,7 +248,8 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
                                                       cache_store::DocumentStatusName(meta->status),
                                                       "; only a ready document can be re-cut"));
   }
-  absl::StatusOr<CompressionMethod> method = cache_store::ParseCompressionMethod(meta->method);
+  absl::StatusOr<CompressionMethod> method =
+      cache_store::ParseCompressionMethod(meta->identity.method);
   if (!method.ok()) return method.status();
   cache_store::CompressionSpec spec{.method = *method, .budget_tokens = budget_tokens};
   if (ratio) spec.ratio = *ratio;
@@ -265,8 +264,8 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   const int64_t document_entries = int64_t{cache_store::DocumentTokens(*stored)} * heads;
   const int64_t keep = spec.KeptEntries(document_entries, heads);
   DocumentMeta updated = *meta;
-  updated.ratio = static_cast<double>(keep) / static_cast<double>(document_entries);
-  updated.identity = resolver_.Identity(updated.method, updated.ratio);
+  updated.identity = resolver_.Identity(
+      *method, static_cast<double>(keep) / static_cast<double>(document_entries));
   DocumentPayload next;
   if (meta->keep_full) {
     next = *std::move(stored);
@@ -282,8 +281,9 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   absl::StatusOr<DocumentMeta> written = store_->GetMeta(tenant, id);
   if (!written.ok()) return written.status();
   usage_.Resize(tenant, written->stored_bytes - meta->stored_bytes);
-  metrics_.ObserveRecut(written->ratio);
-  spdlog::info("document {} re-cut: ratio {:.3f} -> {:.3f}", id, meta->ratio, written->ratio);
+  metrics_.ObserveRecut(written->identity.ratio);
+  spdlog::info("document {} re-cut: ratio {:.3f} -> {:.3f}", id, meta->identity.ratio,
+               written->identity.ratio);
   return DocumentView{*std::move(written), 1.0};
 }
 

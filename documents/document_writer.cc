@@ -166,9 +166,9 @@ void DocumentWriter::Persist(CompressionJob& job) {
     spdlog::info("document {} deleted while compressing", meta.id);
   } else if (payload.ok()) {
     spdlog::info("document {} ready: {} bytes, ratio {:.3f}, {:.3f}s", meta.id, stored_bytes,
-                 meta.ratio, seconds);
+                 meta.identity.ratio, seconds);
     parts_.usage->Settle(meta.id, stored_bytes);
-    parts_.metrics->ObserveCompression(seconds, meta.ratio);
+    parts_.metrics->ObserveCompression(seconds, meta.identity.ratio);
   } else {
     spdlog::warn("document {} failed: {}", meta.id, meta.failure_reason);
     // A failed document stays listed until its retention passes but no longer counts.

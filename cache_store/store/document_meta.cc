@@ -77,8 +77,9 @@ std::string EncodeMeta(const DocumentMeta& meta) {
       {"token_count", meta.token_count},
       {"kept_entries", meta.kept_entries},
       {"stored_bytes", meta.stored_bytes},
-      {"method", meta.method},
-      {"ratio", meta.ratio},
+      // The identity's, repeated at the top for readers of the stored JSON; never read back.
+      {"method", meta.identity.method},
+      {"ratio", meta.identity.ratio},
       {"keep_full", meta.keep_full},
       {"metadata", meta.metadata},
       {"identity",
@@ -125,8 +126,6 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     meta.token_count = *token_count;
     meta.kept_entries = *kept_entries;
     meta.stored_bytes = *stored_bytes;
-    meta.method = json.at("method").get<std::string>();
-    meta.ratio = json.at("ratio").get<double>();
     meta.keep_full = json.value("keep_full", false);  // absent in metas written before it
     meta.metadata = json.at("metadata");
     const nlohmann::json& identity = json.at("identity");

@@ -27,12 +27,12 @@ struct DocumentMeta {
   int64_t token_count = 0;                      // tokens of the uncompressed document cache
   int64_t kept_entries = 0;                     // entries kept over all (layer, kv head)
   int64_t stored_bytes = 0;                     // encoded payload size; DocumentStore::Put sets it
-  std::string method;                           // compression method, e.g. "kvzip"
-  double ratio = 1.0;                           // fraction kept
-  // The payload holds every entry and `ratio` is cut from it on load, so a re-cut may also
-  // keep more than before.
+  // The payload holds every entry and identity.ratio is cut from it on load, so a re-cut may
+  // also keep more than before.
   bool keep_full = false;
   nlohmann::json metadata = nlohmann::json::object();  // free-form, from the client
+  // What the cache was computed with, its compression method and the fraction it keeps
+  // included: the one place a document's method and ratio live.
   CacheIdentity identity;
 
   // InvalidArgument for an empty id or tenant, or a non-object metadata.

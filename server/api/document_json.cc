@@ -124,8 +124,8 @@ json DocumentJson(const documents::DocumentView& view) {
       {"token_count", meta.token_count},
       {"kept_entries", meta.kept_entries},
       {"stored_bytes", meta.stored_bytes},
-      {"ratio", meta.ratio},
-      {"method", meta.method},
+      {"ratio", meta.identity.ratio},
+      {"method", meta.identity.method},
       {"keep_full", meta.keep_full},
       {"metadata", meta.metadata},
   };

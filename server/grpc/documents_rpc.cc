@@ -44,8 +44,8 @@ void ToProto(const documents::DocumentView& view, v1::Document& out) {
   out.set_token_count(view.meta.token_count);
   out.set_kept_entries(view.meta.kept_entries);
   out.set_stored_bytes(view.meta.stored_bytes);
-  out.set_ratio(view.meta.ratio);
-  out.set_method(view.meta.method);
+  out.set_ratio(view.meta.identity.ratio);
+  out.set_method(view.meta.identity.method);
   out.set_keep_full(view.meta.keep_full);
   out.set_metadata_json(view.meta.metadata.dump());
   out.set_replica(document.value("replica", ""));

@@ -462,8 +462,8 @@ std::string StoreAbandonedUpload(const std::filesystem::path& data_dir, const st
   meta.tenant = tenant;
   meta.status = cache_store::DocumentStatus::kProcessing;
   meta.created = absl::Now();
-  meta.method = "kvzip";
-  meta.ratio = 0.3;
+  meta.identity.method = "kvzip";
+  meta.identity.ratio = 0.3;
   EXPECT_TRUE((*store)->PutMeta(meta).ok());
   return meta.id;
 }

@@ -20,8 +20,6 @@ DocumentMeta SampleMeta() {
   meta.token_count = 412;
   meta.kept_entries = 3955;
   meta.stored_bytes = 260'000;
-  meta.method = "kvzip";
-  meta.ratio = 0.3;
   meta.metadata = {{"title", "Q3"}};
   meta.identity = {"ab", "cd", "f32", "kvzip", "kvzip-1", 0.3};
   return meta;
@@ -32,6 +30,23 @@ TEST(DocumentMetaTest, EncodedMetaDecodesToTheSameMeta) {
   absl::StatusOr<DocumentMeta> decoded = DecodeMeta(EncodeMeta(meta));
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(*decoded, meta);
+}
+
+// The method and ratio live in the identity alone; the stored JSON repeats them at the top
+// (as metas have always been written, so older readers still find them) and reads them back
+// from the identity.
+TEST(DocumentMetaTest, MethodAndRatioAreTheIdentitys) {
+  const nlohmann::json stored = nlohmann::json::parse(EncodeMeta(SampleMeta()));
+  EXPECT_EQ(stored["method"], "kvzip");
+  EXPECT_EQ(stored["ratio"], 0.3);
+  EXPECT_EQ(stored["identity"]["method"], "kvzip");
+  nlohmann::json edited = stored;
+  edited["ratio"] = 0.9;
+  edited["method"] = "h2o";
+  absl::StatusOr<DocumentMeta> decoded = DecodeMeta(edited.dump());
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->identity.method, "kvzip");
+  EXPECT_EQ(decoded->identity.ratio, 0.3);
 }
 
 TEST(DocumentMetaTest, RefusesNumbersNotStoredAsInt64) {

@@ -75,8 +75,6 @@ DocumentMeta Meta(const std::string& id, uint32_t seed, DocumentStatus status) {
   meta.id = id;
   meta.tenant = kTenant;
   meta.status = status;
-  meta.method = "kvzip";
-  meta.ratio = 0.3;
   meta.metadata = {{"seed", seed}};
   meta.identity = TestIdentity();
   return meta;

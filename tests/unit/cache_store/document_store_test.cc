@@ -49,8 +49,6 @@ class DocumentStoreTest : public ::testing::Test {
     meta.status = DocumentStatus::kReady;
     meta.created = absl::FromUnixSeconds(1'700'000'000);
     meta.token_count = 6;
-    meta.method = "kvzip";
-    meta.ratio = 0.3;
     meta.metadata = {{"title", "tides"}, {"pages", 3}};
     meta.identity = TestIdentity();
     return meta;
