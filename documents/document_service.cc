@@ -311,6 +311,8 @@ void DocumentService::Resolve(const std::string& tenant, const std::string& id,
   }
 }
 
+bool DocumentService::Post(std::function<void()> task) { return workers_.Post(std::move(task)); }
+
 void DocumentService::Shutdown() {
   workers_.Stop();
   jobs_.Stop();

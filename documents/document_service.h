@@ -96,6 +96,11 @@ class DocumentService {
   // the stored cache is corrupt; Unavailable while shutting down (then at once).
   void Resolve(const std::string& tenant, const std::string& id, ResolveCallback done);
 
+  // Runs `task` on a request worker, never on the caller's thread; false, and `task` dropped,
+  // while shutting down. For callers whose whole handling of a request touches the store
+  // (Get, List, Delete, Recut), so that their I/O threads never wait on it.
+  bool Post(std::function<void()> task);
+
   // Refuses new uploads and resolves, finishes those already posted, cancels running
   // compressions (their documents end failed), waits for the writer to store what it has, and
   // flushes the store. Idempotent.

@@ -70,8 +70,8 @@ class DocumentApi {
   }
 
   HandlerResult List(HttpRequest& request) {
-    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
-      auto params = ParseQueryString(request.query);
+    return Answer(request, [this, query = request.query](Tenant& tenant) -> HttpResponse {
+      auto params = ParseQueryString(query);
       if (!params.ok()) return ErrorResponse(params.status());
       int32_t limit = kDefaultPageSize;
       std::string after;
@@ -106,16 +106,15 @@ class DocumentApi {
   }
 
   HandlerResult Get(HttpRequest& request) {
-    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
-      auto view = documents_.Get(tenant.id(), request.path_params["id"]);
+    return Answer(request, [this, id = request.path_params["id"]](Tenant& tenant) -> HttpResponse {
+      auto view = documents_.Get(tenant.id(), id);
       if (!view.ok()) return ErrorResponse(view.status());
       return HttpResponse{.status = 200, .body = Dump(DocumentJson(*view))};
     });
   }
 
   HandlerResult Delete(HttpRequest& request) {
-    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
-      const std::string id = request.path_params["id"];
+    return Answer(request, [this, id = request.path_params["id"]](Tenant& tenant) -> HttpResponse {
       if (auto status = documents_.Delete(tenant.id(), id); !status.ok()) {
         return ErrorResponse(status);
       }
@@ -126,28 +125,47 @@ class DocumentApi {
   }
 
   HandlerResult Recut(HttpRequest& request) {
-    return Answer(request, [&](Tenant& tenant) -> HttpResponse {
-      auto body = ParseJsonObjectBody(request.body);
-      if (!body.ok()) return ErrorResponse(body.status());
-      auto recut = ParseRecut(*body);
-      if (!recut.ok()) return ErrorResponse(recut.status());
-      auto view = documents_.Recut(tenant.id(), request.path_params["id"], recut->ratio,
-                                   recut->budget_tokens);
-      if (!view.ok()) return ErrorResponse(view.status());
-      return HttpResponse{.status = 200, .body = Dump(DocumentJson(*view))};
-    });
+    return Answer(request,
+                  [this, id = request.path_params["id"],
+                   body_text = request.body](Tenant& tenant) -> HttpResponse {
+                    auto body = ParseJsonObjectBody(body_text);
+                    if (!body.ok()) return ErrorResponse(body.status());
+                    auto recut = ParseRecut(*body);
+                    if (!recut.ok()) return ErrorResponse(recut.status());
+                    auto view =
+                        documents_.Recut(tenant.id(), id, recut->ratio, recut->budget_tokens);
+                    if (!view.ok()) return ErrorResponse(view.status());
+                    return HttpResponse{.status = 200, .body = Dump(DocumentJson(*view))};
+                  });
   }
 
  private:
-  // Authenticates, runs `handle`, counts and logs the answer.
+  // Authenticates, then runs `handle` on the documents' request workers (it touches the store,
+  // which this I/O thread never waits on), and counts and logs the answer there.
   template <typename Handle>
-  HttpResponse Answer(const HttpRequest& request, Handle handle) {
+  HandlerResult Answer(const HttpRequest& request, Handle handle) {
     const absl::Time start = absl::Now();
     auto tenant = AuthenticateRequest(context_, request);
-    HttpResponse response = tenant.ok() ? handle(**tenant) : ErrorResponse(tenant.status());
-    Finished(request.method, request.path, tenant.ok() ? (*tenant)->id() : "-", tenant.status(),
-             start, response);
-    return response;
+    if (!tenant.ok()) {
+      HttpResponse response = ErrorResponse(tenant.status());
+      Finished(request.method, request.path, "-", tenant.status(), start, response);
+      return response;
+    }
+    auto reply = std::make_unique<DeferredReply>();
+    const bool posted =
+        documents_.Post([this, state = reply->state(), tenant = *tenant, handle = std::move(handle),
+                         method = request.method, path = request.path, start]() mutable {
+          HttpResponse response = handle(*tenant);
+          Finished(method, path, tenant->id(), absl::OkStatus(), start, response);
+          DeferredReply::Complete(*state, std::move(response));
+        });
+    if (!posted) {
+      const absl::Status status = absl::UnavailableError("the server is shutting down");
+      HttpResponse response = ErrorResponse(status);
+      Finished(request.method, request.path, (*tenant)->id(), status, start, response);
+      return response;
+    }
+    return reply;
   }
 
   // Marks the replica on `response`, counts it and logs it. `status` is the authentication's

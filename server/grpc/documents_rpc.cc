@@ -169,6 +169,23 @@ grpc::ServerUnaryReactor* DocumentsRpc::Finish(grpc::CallbackServerContext* call
   return FinishUnary(call, status);
 }
 
+grpc::ServerUnaryReactor* DocumentsRpc::FinishOnWorker(grpc::CallbackServerContext* call,
+                                                       const std::string& tenant,
+                                                       std::function<absl::Status()> work) {
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  const bool posted = context_.documents->Post([this, call, reactor, tenant, work] {
+    const absl::Status status = work();
+    Count(context_, tenant, status);
+    reactor->Finish(ToGrpcStatus(status, *call));
+  });
+  if (!posted) {
+    const absl::Status status = absl::UnavailableError("the server is shutting down");
+    Count(context_, tenant, status);
+    reactor->Finish(ToGrpcStatus(status, *call));
+  }
+  return reactor;
+}
+
 grpc::ServerReadReactor<v1::UploadRequest>* DocumentsRpc::Upload(grpc::CallbackServerContext* call,
                                                                  v1::Document* response) {
   return new UploadCall(context_, call, response);
@@ -179,9 +196,11 @@ grpc::ServerUnaryReactor* DocumentsRpc::Get(grpc::CallbackServerContext* call,
                                             v1::Document* response) {
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return Finish(call, "-", tenant.status());
-  auto view = context_.documents->Get((*tenant)->id(), request->id());
-  if (view.ok()) ToProto(*view, *response);
-  return Finish(call, (*tenant)->id(), view.status());
+  return FinishOnWorker(call, (*tenant)->id(), [this, tenant = *tenant, request, response] {
+    auto view = context_.documents->Get(tenant->id(), request->id());
+    if (view.ok()) ToProto(*view, *response);
+    return view.status();
+  });
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
@@ -194,12 +213,15 @@ grpc::ServerUnaryReactor* DocumentsRpc::List(grpc::CallbackServerContext* call,
     return Finish(call, (*tenant)->id(),
                   WithParam(absl::InvalidArgumentError("limit must be in [1, 100]"), "limit"));
   }
-  auto page = context_.documents->List((*tenant)->id(), request->after(), limit);
-  if (!page.ok()) return Finish(call, (*tenant)->id(), page.status());
-  for (const documents::DocumentView& view : page->documents)
-    ToProto(view, *response->add_documents());
-  response->set_has_more(!page->next_page_token.empty());
-  return Finish(call, (*tenant)->id(), absl::OkStatus());
+  return FinishOnWorker(call, (*tenant)->id(), [this, tenant = *tenant, request, response, limit] {
+    auto page = context_.documents->List(tenant->id(), request->after(), limit);
+    if (!page.ok()) return page.status();
+    for (const documents::DocumentView& view : page->documents) {
+      ToProto(view, *response->add_documents());
+    }
+    response->set_has_more(!page->next_page_token.empty());
+    return absl::OkStatus();
+  });
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Delete(grpc::CallbackServerContext* call,
@@ -207,12 +229,14 @@ grpc::ServerUnaryReactor* DocumentsRpc::Delete(grpc::CallbackServerContext* call
                                                v1::DeleteDocumentResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return Finish(call, "-", tenant.status());
-  absl::Status status = context_.documents->Delete((*tenant)->id(), request->id());
-  if (status.ok()) {
-    response->set_id(request->id());
-    response->set_deleted(true);
-  }
-  return Finish(call, (*tenant)->id(), status);
+  return FinishOnWorker(call, (*tenant)->id(), [this, tenant = *tenant, request, response] {
+    absl::Status status = context_.documents->Delete(tenant->id(), request->id());
+    if (status.ok()) {
+      response->set_id(request->id());
+      response->set_deleted(true);
+    }
+    return status;
+  });
 }
 
 grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
@@ -222,10 +246,12 @@ grpc::ServerUnaryReactor* DocumentsRpc::Recut(grpc::CallbackServerContext* call,
   if (!tenant.ok()) return Finish(call, "-", tenant.status());
   const RecutRequest recut = ReadRecutRequest(*request);
   if (auto status = CheckRecut(recut); !status.ok()) return Finish(call, (*tenant)->id(), status);
-  auto view =
-      context_.documents->Recut((*tenant)->id(), request->id(), recut.ratio, recut.budget_tokens);
-  if (view.ok()) ToProto(*view, *response);
-  return Finish(call, (*tenant)->id(), view.status());
+  return FinishOnWorker(call, (*tenant)->id(), [this, tenant = *tenant, request, response, recut] {
+    auto view =
+        context_.documents->Recut(tenant->id(), request->id(), recut.ratio, recut.budget_tokens);
+    if (view.ok()) ToProto(*view, *response);
+    return view.status();
+  });
 }
 
 }  // namespace kvd::server

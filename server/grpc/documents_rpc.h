@@ -3,6 +3,7 @@
 // (client-streaming: a header, then the text in pieces), Get, List, Delete, Recut.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -34,6 +35,11 @@ class DocumentsRpc final : public v1::DocumentService::CallbackService {
   // Counts the call (protocol "grpc") and finishes it with `status`.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* call, const std::string& tenant,
                                    const absl::Status& status);
+  // Runs `work` (it fills the response and returns the call's status) on the documents'
+  // request workers, since it touches the store, and counts and finishes the call there.
+  grpc::ServerUnaryReactor* FinishOnWorker(grpc::CallbackServerContext* call,
+                                           const std::string& tenant,
+                                           std::function<absl::Status()> work);
 
   ServingContext& context_;
 };

@@ -3,7 +3,7 @@
 namespace kvd::server {
 
 bool ConnectionLimiter::TryAcquire(const std::string& client) {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(mu_);
   if (max_connections_ > 0 && open_ >= max_connections_) return false;
   int64_t& from_client = per_client_[client];
   if (max_per_client_ > 0 && from_client >= max_per_client_) return false;
@@ -13,7 +13,7 @@ bool ConnectionLimiter::TryAcquire(const std::string& client) {
 }
 
 void ConnectionLimiter::Release(const std::string& client) {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(mu_);
   const auto it = per_client_.find(client);
   if (it == per_client_.end()) return;
   --open_;
@@ -21,7 +21,7 @@ void ConnectionLimiter::Release(const std::string& client) {
 }
 
 int64_t ConnectionLimiter::open() const {
-  absl::MutexLock lock(&mu_);
+  base::MutexLock lock(mu_);
   return open_;
 }
 

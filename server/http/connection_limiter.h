@@ -7,7 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "base/mutex.h"
 
 namespace kvd::server {
 
@@ -27,7 +27,7 @@ class ConnectionLimiter {
  private:
   const int64_t max_connections_;
   const int64_t max_per_client_;
-  mutable absl::Mutex mu_;
+  mutable base::Mutex mu_;
   int64_t open_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, int64_t> per_client_ ABSL_GUARDED_BY(mu_);
 };
