@@ -56,11 +56,15 @@ class Api {
     // A named document is read off this I/O thread; the reply follows once it is (at once when
     // the request names none).
     auto reply = std::make_unique<DeferredReply>();
+    // A drain waits for the start too; a started reply counts itself before this lets go.
+    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
+    in_flight->fetch_add(1);
     StartCompletion(context_, *tenant, *std::move(completion_request),
                     [this, state = reply->state(), method = request.method, path = request.path,
-                     tenant_id = (*tenant)->id(), start](CompletionStart started) {
+                     tenant_id = (*tenant)->id(), start, in_flight](CompletionStart started) {
                       DeferredReply::Complete(
                           *state, Reply(std::move(started), method, path, tenant_id, start));
+                      in_flight->fetch_sub(1);
                     });
     return reply;
   }

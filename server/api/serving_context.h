@@ -26,7 +26,7 @@ struct ServingContext {
   bool log_requests = true;
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests
-  std::atomic<int32_t> replies_in_flight = 0;  // completion replies not yet finished
+  std::atomic<int32_t> replies_in_flight = 0;  // completions starting or replying
 };
 
 }  // namespace kvd::server
