@@ -59,7 +59,8 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
   upload.keep_full = request.keep_full;
   if (request.ttl_seconds) {
     const double ttl = *request.ttl_seconds;
-    if (!(ttl > 0.0) || !std::isfinite(ttl)) {
+    // A positive number too small for a Duration (1e-300) would round to none at all.
+    if (!(ttl > 0.0) || !std::isfinite(ttl) || absl::Seconds(ttl) <= absl::ZeroDuration()) {
       return Invalid("ttl_seconds", "'ttl_seconds' must be a positive number of seconds");
     }
     upload.ttl = absl::Seconds(ttl);

@@ -40,6 +40,7 @@ declare -A settings=(
   [tokenize_body]="2048 20 2048"
   [http_request]="4096 10 2048"
   [grpc_generate]="2048 20 2048"
+  [grpc_upload]="2048 10 2048"
 )
 
 if ((build)); then

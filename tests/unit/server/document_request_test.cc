@@ -97,6 +97,14 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
     EXPECT_EQ(ErrorFields(grpc), ErrorFields(http));
     EXPECT_EQ(ParamOf(grpc), c.param);
   }
+  // A ttl too small for a duration is refused, not stored as "expires at once".
+  for (const double ttl : {1e-300, 0.0, -1.0}) {
+    v1::UploadHeader header;
+    header.set_ttl_seconds(ttl);
+    const absl::Status tiny = FromGrpc(header, "x", config).status();
+    EXPECT_EQ(ParamOf(tiny), "ttl_seconds") << ttl;
+    EXPECT_EQ(tiny, ParseDocumentUpload({{"text", "x"}, {"ttl_seconds", ttl}}, config).status());
+  }
   v1::UploadHeader list_metadata;
   list_metadata.set_metadata_json("[1]");
   const absl::Status metadata = FromGrpc(list_metadata, "x", config).status();
