@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "base/status_details.h"
 #include "cache_store/kvzip/recut.h"
+#include "documents/document_framing_config.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::documents {
@@ -27,18 +28,17 @@ using cache_store::DocumentStatus;
 
 absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
     const DocumentsConfig& config, const StoreConfig& store_config, Dependencies deps) {
-  absl::StatusOr<engine::DocumentRole> role = engine::ParseDocumentRole(config.chat_role);
-  if (!role.ok()) return role.status();
-  if (deps.model.chat_template == nullptr) {
-    return absl::InvalidArgumentError(
-        "documents need a chat template; this model has none (set documents.enabled: false)");
-  }
+  absl::StatusOr<cache_store::DocumentFraming> framing =
+      ResolveDocumentFraming(config, deps.model.chat_template != nullptr);
+  if (!framing.ok()) return framing.status();
+  const cache_store::DocumentPipeline pipeline{&*framing, deps.model.chat_template,
+                                               deps.model.tokenizer};
   absl::StatusOr<cache_store::DocumentPrompts> prompts =
-      cache_store::PrepareDocumentPrompts(*deps.model.chat_template, *deps.model.tokenizer, *role);
-  absl::StatusOr<cache_store::DocumentInput> probe =
-      cache_store::PrepareDocument(*deps.model.chat_template, *deps.model.tokenizer, "kvd", *role);
+      cache_store::PrepareDocumentPrompts(pipeline);
+  absl::StatusOr<cache_store::DocumentInput> probe = cache_store::PrepareDocument(pipeline, "kvd");
   if (!prompts.ok() || !probe.ok()) {
     const absl::Status& status = prompts.ok() ? probe.status() : prompts.status();
+    if (framing->kind == cache_store::FramingKind::kPlain) return status;
     return absl::InvalidArgumentError(
         absl::StrCat("the chat template cannot hold a document in the ", config.chat_role,
                      " turn (documents.chat_role): ", std::string(status.message())));
@@ -46,10 +46,11 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   std::string template_prefix = probe->prefix_text.substr(0, probe->prefix_text.size() - 3);
   const absl::Time start = absl::Now();
   absl::StatusOr<engine::CacheFingerprint> fingerprint =
-      engine::FingerprintModel(deps.model_dir, *role);
+      engine::FingerprintModel(deps.model_dir, framing->IdentityParts());
   if (!fingerprint.ok()) return fingerprint.status();
-  spdlog::info("documents: model fingerprint {} in {:.3f}s",
-               fingerprint->model_digest.substr(0, 16), absl::ToDoubleSeconds(absl::Now() - start));
+  spdlog::info("documents: {} framing, model fingerprint {} in {:.3f}s",
+               cache_store::FramingKindName(framing->kind), fingerprint->model_digest.substr(0, 16),
+               absl::ToDoubleSeconds(absl::Now() - start));
   absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
       cache_store::DocumentStore::Open(std::filesystem::path(store_config.data_dir) / "documents",
                                        {.sync_writes = store_config.sync_writes});
@@ -77,7 +78,7 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   if (!stored.ok()) return stored.status();
 
   std::unique_ptr<DocumentService> service(new DocumentService(
-      config, *role, store_config.replica, std::move(deps), *std::move(store),
+      config, *std::move(framing), store_config.replica, std::move(deps), *std::move(store),
       *std::move(fingerprint), *std::move(prompts), std::move(template_prefix)));
   service->usage_.Recount(*std::move(stored));
   DocumentService* raw = service.get();
@@ -94,13 +95,14 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   return service;
 }
 
-DocumentService::DocumentService(const DocumentsConfig& config, engine::DocumentRole role,
-                                 std::string replica, Dependencies deps,
+DocumentService::DocumentService(const DocumentsConfig& config,
+                                 cache_store::DocumentFraming framing, std::string replica,
+                                 Dependencies deps,
                                  std::unique_ptr<cache_store::DocumentStore> store,
                                  engine::CacheFingerprint fingerprint,
                                  cache_store::DocumentPrompts prompts, std::string template_prefix)
     : config_(config),
-      role_(role),
+      framing_(std::move(framing)),
       replica_(std::move(replica)),
       deps_(std::move(deps)),
       store_(std::move(store)),
@@ -138,7 +140,7 @@ void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quo
 
 absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
     const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload) {
-  absl::StatusOr<UploadPlan> plan = PlanUpload(upload, config_, deps_.model, prompts_, role_);
+  absl::StatusOr<UploadPlan> plan = PlanUpload(upload, config_, deps_.model, framing_, prompts_);
   if (!plan.ok()) return plan.status();
 
   auto job = std::make_shared<CompressionJob>();

@@ -53,14 +53,15 @@ class DocumentService {
   // store.sync_writes says), fingerprints the model, marks documents a previous process left
   // processing as failed, and starts the writer. New ids carry `store.replica`; other
   // replicas' ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
-  // when the chat template cannot hold a document in `config.chat_role`.
+  // for a framing the model cannot have (document_framing_config.h) or a chat template that
+  // cannot hold a document in `config.chat_role`.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentService>> Open(
       const DocumentsConfig& config, const StoreConfig& store, Dependencies deps);
   ~DocumentService();
   DocumentService(const DocumentService&) = delete;
   DocumentService& operator=(const DocumentService&) = delete;
 
-  engine::DocumentRole role() const { return role_; }
+  const cache_store::DocumentFraming& framing() const { return framing_; }
   const std::string& replica() const { return replica_; }
   const DocumentsConfig& config() const { return config_; }
 
@@ -108,8 +109,9 @@ class DocumentService {
   DocumentStats Stats() const;
 
  private:
-  DocumentService(const DocumentsConfig& config, engine::DocumentRole role, std::string replica,
-                  Dependencies deps, std::unique_ptr<cache_store::DocumentStore> store,
+  DocumentService(const DocumentsConfig& config, cache_store::DocumentFraming framing,
+                  std::string replica, Dependencies deps,
+                  std::unique_ptr<cache_store::DocumentStore> store,
                   engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
                   std::string template_prefix);
 
@@ -121,7 +123,7 @@ class DocumentService {
   absl::StatusOr<ResolvedDocument> ResolveNow(const std::string& tenant, const std::string& id);
 
   const DocumentsConfig config_;
-  const engine::DocumentRole role_;
+  const cache_store::DocumentFraming framing_;
   const std::string replica_;  // store.replica
   const Dependencies deps_;
   const std::unique_ptr<cache_store::DocumentStore> store_;

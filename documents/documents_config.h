@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kvd::documents {
@@ -33,9 +34,25 @@ struct StoreConfig {
 struct DocumentsConfig {
   // Serve /v1/documents and `documents` in completions. Default true.
   bool enabled = true;
+  // How a document's cache is framed: "chat" (in a turn of the model's chat template; chat
+  // and completions use it), "plain" (BOS + the document, which completions continue; chat
+  // refuses it) or "auto" (chat when the model has a chat template, else plain). Default
+  // "auto".
+  std::string framing = "auto";
   // The chat turn a document opens: "user" (KVzip's prompts; the bundled model's format; a
   // conversation with a document then has no system message) or "system". Default "user".
   std::string chat_role = "user";
+  // KVzip's scoring prompts, which follow the document while the model reconstructs it: the
+  // request to repeat it (first chunk), and to repeat it from a few quoted tokens (later
+  // chunks). Part of a cache's identity: after a change, questions on documents stored before
+  // it are refused with 400 "compressed for another tokenizer_digest" (upload again). Defaults: the
+  // published method's wording (cache_store's kDefaultRepeatPrompt / kDefaultRepeatFromPrompt).
+  std::optional<std::string> repeat_prompt;
+  std::optional<std::string> repeat_from_prompt;
+  // Text between a scoring request and the model's answer. Unset: with chat framing, the
+  // template's end of turn and generation prompt; with plain framing, "\n\nAnswer: ". Part
+  // of a cache's identity.
+  std::optional<std::string> answer_prefix;
   // Compression when an upload names none: "none", "kvzip", "h2o" or "streaming" ("snapkv"
   // needs a query, so it is never a default). Default "kvzip".
   std::string default_method = "kvzip";

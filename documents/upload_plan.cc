@@ -19,8 +19,8 @@ int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim) {
 
 absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const DocumentsConfig& config,
                                       const engine::ServedModel& model,
-                                      const cache_store::DocumentPrompts& prompts,
-                                      engine::DocumentRole role) {
+                                      const cache_store::DocumentFraming& framing,
+                                      const cache_store::DocumentPrompts& prompts) {
   if (upload.text.empty()) {
     return WithParam(absl::InvalidArgumentError("'text' must be a non-empty string"), "text");
   }
@@ -36,7 +36,7 @@ absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const Docume
     return WithParam(status, "compression");
   }
   absl::StatusOr<cache_store::DocumentInput> input =
-      cache_store::PrepareDocument(*model.chat_template, *model.tokenizer, upload.text, role);
+      cache_store::PrepareDocument({&framing, model.chat_template, model.tokenizer}, upload.text);
   if (!input.ok()) return WithParam(input.status(), "text");
   std::vector<int32_t> query;
   if (!upload.compression.query.empty()) {

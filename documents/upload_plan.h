@@ -1,5 +1,5 @@
 // An upload checked against the server's limits and the model, and everything its
-// compression needs: the document placed in its chat turn and tokenized, the compressor, the
+// compression needs: the document framed and tokenized, the compressor, the
 // fraction it keeps, and the bytes its cache will take (what the quota is charged first).
 #pragma once
 
@@ -12,9 +12,9 @@
 #include "absl/time/time.h"
 #include "cache_store/kvzip/compression_spec.h"
 #include "cache_store/kvzip/document_compressor.h"
+#include "cache_store/kvzip/document_framing.h"
 #include "cache_store/kvzip/document_prompts.h"
 #include "documents/documents_config.h"
-#include "engine/chat_document.h"
 #include "engine/served_model.h"
 #include "nlohmann/json.hpp"
 
@@ -42,7 +42,7 @@ struct UploadPlan {
 [[nodiscard]] absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload,
                                                     const DocumentsConfig& config,
                                                     const engine::ServedModel& model,
-                                                    const cache_store::DocumentPrompts& prompts,
-                                                    engine::DocumentRole role);
+                                                    const cache_store::DocumentFraming& framing,
+                                                    const cache_store::DocumentPrompts& prompts);
 
 }  // namespace kvd::documents

@@ -96,7 +96,7 @@ absl::Status AddSafetensors(Digest& digest, const std::filesystem::path& path) {
 }  // namespace
 
 absl::StatusOr<CacheFingerprint> FingerprintModel(const std::filesystem::path& model_dir,
-                                                  DocumentRole role) {
+                                                  const std::vector<std::string>& framing_parts) {
   Digest model;
   if (auto status = AddFile(model, model_dir / "config.json"); !status.ok()) return status;
   std::vector<std::filesystem::path> shards;
@@ -115,7 +115,7 @@ absl::StatusOr<CacheFingerprint> FingerprintModel(const std::filesystem::path& m
       if (auto status = AddFile(text, model_dir / name); !status.ok()) return status;
     }
   }
-  text.Add(DocumentRoleName(role));
+  for (const std::string& part : framing_parts) text.Add(part);
   return CacheFingerprint{model.Hex(), text.Hex()};
 }
 

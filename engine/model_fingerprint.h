@@ -1,13 +1,13 @@
 // What a stored document cache was computed with, as digests: the model (config and weights)
-// and the text pipeline (tokenizer, chat template, the turn a document opens). A cache is
+// and the text pipeline (tokenizer, chat template, how a document is framed). A cache is
 // reused only where both match (cache_store/store/cache_identity.h).
 #pragma once
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/chat_document.h"
 
 namespace kvd::engine {
 
@@ -21,8 +21,9 @@ struct CacheFingerprint {
 // and 16 windows of 64 KiB spread evenly over the data: weights of the same shapes from
 // another training run differ in every window, while a multi-gigabyte checkpoint is not read
 // in full at each start. The tokenizer digest covers tokenizer.json, tokenizer_config.json
-// (the chat template) and the document role. IO errors name the file.
+// (the chat template) and `framing_parts`, each length-prefixed (how documents are framed and
+// scored: cache_store's DocumentFraming::IdentityParts). IO errors name the file.
 [[nodiscard]] absl::StatusOr<CacheFingerprint> FingerprintModel(
-    const std::filesystem::path& model_dir, DocumentRole role);
+    const std::filesystem::path& model_dir, const std::vector<std::string>& framing_parts);
 
 }  // namespace kvd::engine

@@ -6,6 +6,7 @@
 #include "server/cli/bench_command.h"
 #include "server/cli/chat_template_command.h"
 #include "server/cli/client_command.h"
+#include "server/cli/document_prompts_command.h"
 #include "server/cli/generate_command.h"
 #include "server/cli/hash_key_command.h"
 #include "server/cli/info_command.h"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   kvd::server::AddHashKeyCommand(app);
   kvd::server::AddTokenizeCommands(app);
   kvd::server::AddChatTemplateCommand(app);
+  kvd::server::AddDocumentPromptsCommand(app);
   kvd::server::AddClientCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

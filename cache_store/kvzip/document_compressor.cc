@@ -27,18 +27,7 @@ absl::StatusOr<std::unique_ptr<DocumentCompressor>> DocumentCompressor::Create(
     if (prompts.chunk_tokens < 1) return absl::InvalidArgumentError("chunks must have tokens");
     for (int32_t begin = 0; begin < n; begin += prompts.chunk_tokens) {
       ScoringPass pass{.begin = begin, .end = std::min(n, begin + prompts.chunk_tokens)};
-      const auto& doc = input.document_ids;
-      if (begin == 0) {
-        pass.tokens = prompts.repeat_all;
-      } else {
-        pass.tokens = prompts.repeat_from;
-        pass.tokens.insert(pass.tokens.end(),
-                           doc.begin() + std::max(0, begin - DocumentPrompts::kLeadInTokens),
-                           doc.begin() + begin);
-      }
-      pass.tokens.insert(pass.tokens.end(), prompts.answer_prefix.begin(),
-                         prompts.answer_prefix.end());
-      pass.tokens.insert(pass.tokens.end(), doc.begin() + pass.begin, doc.begin() + pass.end);
+      pass.tokens = ReconstructionTokens(prompts, input.document_ids, pass.begin, pass.end);
       passes.push_back(std::move(pass));
     }
   } else if (spec.method == CompressionMethod::kSnapKv) {

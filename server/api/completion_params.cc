@@ -103,6 +103,11 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
   const bool add_generation_prompt = request.add_generation_prompt.value_or(true);
   const json& extra = request.chat_template_kwargs;
   const int64_t last_system = LastSystemMessage(messages);
+  if (document != nullptr && document->framing == cache_store::FramingKind::kPlain) {
+    return Invalid("documents",
+                   "documents on this server are plain text after BOS (documents.framing: "
+                   "plain), which chat cannot place in a conversation; ask with /v1/completions");
+  }
   if (document != nullptr) {
     const auto ordered = [](const json& value) {
       return nlohmann::ordered_json::parse(value.dump());

@@ -30,8 +30,9 @@ absl::StatusOr<DocumentContext> DocumentContextOf(
     absl::Status status = WithParam(resolved.status(), "documents");
     return absl::IsNotFound(status) ? WithErrorCode(status, "document_not_found") : status;
   }
-  return DocumentContext{std::move(resolved->prefix), std::move(resolved->text),
-                         context.documents->role()};
+  const cache_store::DocumentFraming& framing = context.documents->framing();
+  return DocumentContext{std::move(resolved->prefix), std::move(resolved->text), framing.kind,
+                         framing.role};
 }
 
 CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,

@@ -178,7 +178,11 @@ void ReadStore(YamlDocument& document, const YAML::Node& node, documents::StoreC
 void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::DocumentsConfig& c) {
   YamlMapReader r(document, node, "documents");
   r.Read("enabled", &c.enabled);
+  r.Read("framing", &c.framing);
   r.Read("chat_role", &c.chat_role);
+  r.Read("repeat_prompt", &c.repeat_prompt);
+  r.Read("repeat_from_prompt", &c.repeat_from_prompt);
+  r.Read("answer_prefix", &c.answer_prefix);
   r.Read("default_method", &c.default_method);
   r.Read("default_ratio", &c.default_ratio);
   r.ReadByteSize("max_document_bytes", &c.max_document_bytes);

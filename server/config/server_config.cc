@@ -237,8 +237,26 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
 }
 
 absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
+  if (auto s = CheckOneOf("documents.framing", d.framing, {"auto", "chat", "plain"}); !s.ok()) {
+    return s;
+  }
   if (auto s = CheckOneOf("documents.chat_role", d.chat_role, {"user", "system"}); !s.ok()) {
     return s;
+  }
+  constexpr size_t kMaxPromptBytes = 4096;
+  const std::pair<const char*, const std::optional<std::string>*> prompts[] = {
+      {"documents.repeat_prompt", &d.repeat_prompt},
+      {"documents.repeat_from_prompt", &d.repeat_from_prompt},
+      {"documents.answer_prefix", &d.answer_prefix}};
+  for (const auto& [key, prompt] : prompts) {
+    if (!prompt->has_value()) continue;
+    if ((*prompt)->size() > kMaxPromptBytes) {
+      return KeyError(key, absl::StrCat("must be at most ", kMaxPromptBytes, " bytes, got ",
+                                        (*prompt)->size()));
+    }
+    if ((*prompt)->empty() && prompt != &d.answer_prefix) {
+      return KeyError(key, "must not be empty: the model is asked to reconstruct the document");
+    }
   }
   if (auto s = CheckOneOf("documents.default_method", d.default_method,
                           {"none", "kvzip", "h2o", "streaming"});

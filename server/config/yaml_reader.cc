@@ -146,6 +146,13 @@ bool YamlMapReader::Read(std::string_view key, std::string* out) {
   return true;
 }
 
+bool YamlMapReader::Read(std::string_view key, std::optional<std::string>* out) {
+  std::string value;
+  if (!Read(key, &value)) return false;
+  *out = std::move(value);
+  return true;
+}
+
 bool YamlMapReader::Read(std::string_view key, bool* out) {
   const Entry* entry = Lookup(key);
   if (entry == nullptr) return false;

@@ -57,6 +57,8 @@ class YamlMapReader {
 
   // Each returns whether the key was present and read; an absent key leaves *out as it is.
   bool Read(std::string_view key, std::string* out);
+  // A string that is set only when the key is present.
+  bool Read(std::string_view key, std::optional<std::string>* out);
   bool Read(std::string_view key, bool* out);
   bool Read(std::string_view key, int32_t* out);
   bool Read(std::string_view key, int64_t* out);

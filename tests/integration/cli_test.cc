@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "nlohmann/json.hpp"
+
 namespace {
 
 struct Result {
@@ -106,6 +108,50 @@ TEST(CliTest, ErrorsAreMessagesWithExitCodes) {
   EXPECT_NE(result.exit_code, 0);
 }
 
+// The prompts a document is scored with, as the model reads them: chat framing on the bundled
+// model; plain framing (BOS + the document) on a copy without a chat template; a configured
+// repeat prompt shows up in the scoring input and changes the cache identity.
+TEST(CliTest, DocumentPromptsShowWhatTheModelIsAskedUnderEachFraming) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kvd_cli_prompts_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "base");
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    std::filesystem::copy_file(std::filesystem::path(kModel) / name, dir / "base" / name);
+  }
+  nlohmann::json tokenizer_config =
+      nlohmann::json::parse(std::ifstream(kModel + "/tokenizer_config.json"));
+  tokenizer_config.erase("chat_template");
+  std::ofstream(dir / "base" / "tokenizer_config.json") << tokenizer_config.dump();
+  std::ofstream(dir / "config.yaml") << "documents:\n  repeat_prompt: \"\\n\\nCopy it.\"\n";
+
+  const auto prompts = [](const std::string& args) {
+    const Result result = RunKvd("document-prompts --text 'vig: QXTV' " + args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out, nullptr, false);
+  };
+  const nlohmann::json chat = prompts("--model " + kModel);
+  const nlohmann::json plain = prompts("--model " + (dir / "base").string());
+  const nlohmann::json copy_it =
+      prompts("--model " + kModel + " --config " + (dir / "config.yaml").string());
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(chat.is_object() && plain.is_object() && copy_it.is_object());
+
+  EXPECT_EQ(chat["framing"], "chat");
+  EXPECT_EQ(chat["document_cache"]["text"],
+            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nvig: QXTV");
+  EXPECT_EQ(chat["scoring_first_chunk"]["text"],
+            "\n\nRepeat the previous context exactly.<|eot_id|><|start_header_id|>assistant"
+            "<|end_header_id|>\n\nvig: QXTV");
+  EXPECT_EQ(plain["framing"], "plain");
+  EXPECT_EQ(plain["document_cache"]["text"], "<|begin_of_text|>vig: QXTV");
+  EXPECT_EQ(plain["scoring_first_chunk"]["text"],
+            "\n\nRepeat the previous context exactly.\n\nAnswer: vig: QXTV");
+  EXPECT_EQ(plain["question"]["text"], "\n\nQ:vig\n\nAnswer: ");
+  EXPECT_EQ(copy_it["scoring_first_chunk"]["text"],
+            "\n\nCopy it.<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nvig: QXTV");
+  EXPECT_NE(copy_it["tokenizer_digest"], chat["tokenizer_digest"]);
+}
+
 TEST(CliTest, HelpDescribesSubcommands) {
   const Result result = RunKvd("generate --help");
   EXPECT_EQ(result.exit_code, 0);
@@ -133,8 +179,9 @@ TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("cpu: features "), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("; matmul "), std::string::npos) << info.out;
-  const Result bench = RunKvd("bench --matmul --matmul-rows 1,3 --matmul-out 64 --matmul-in 96 "
-                              "--matmul-mib 1");
+  const Result bench = RunKvd(
+      "bench --matmul --matmul-rows 1,3 --matmul-out 64 --matmul-in 96 "
+      "--matmul-mib 1");
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_NE(bench.out.find("read bandwidth"), std::string::npos) << bench.out;
   for (const char* row : {"| openblas | f32 | 1 |", "| scalar | bf16 | 3 |", "| scalar | f16 | 1 |",

@@ -2,6 +2,7 @@
 // answer as the full prompt does (concurrently, at ratio 1 and compressed), documents survive
 // a restart, stay private to their tenant, a corrupted payload is a clear error, re-cuts, quotas,
 // expiry, failed documents' retention and quota, and every bad input's status.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -62,7 +63,7 @@ class DocumentsTest : public ::testing::Test {
       yaml += "  upload_wait_seconds: 30\n";  // uploads answer when ready: 201
     }
     std::ofstream(dir_ / "config.yaml") << yaml;
-    std::vector<std::string> args = {"--model",    kModel,
+    std::vector<std::string> args = {"--model",    model_,
                                      "--config",   (dir_ / "config.yaml").string(),
                                      "--data-dir", (dir_ / "data").string(),
                                      "--threads",  "2"};
@@ -122,9 +123,61 @@ class DocumentsTest : public ::testing::Test {
     }
   }
 
+  // A copy of the bundled model as a base checkpoint ships: no chat template. Served from
+  // the next Start().
+  void UseBaseModel() {
+    const std::filesystem::path base = dir_ / "base" / "kvd-tiny";  // served as kvd-tiny
+    std::filesystem::create_directories(base);
+    for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+      std::filesystem::create_symlink(std::filesystem::path(kModel) / name, base / name);
+    }
+    json tokenizer_config = json::parse(std::ifstream(kModel + "/tokenizer_config.json"));
+    tokenizer_config.erase("chat_template");
+    std::ofstream(base / "tokenizer_config.json") << tokenizer_config.dump();
+    model_ = base.string();
+  }
+  HttpResult Complete(const std::string& prompt, const json& documents) const {
+    json body = {{"model", "kvd-tiny"}, {"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}};
+    if (!documents.empty()) body["documents"] = documents;
+    return Call("POST", "/v1/completions", body);
+  }
+
   std::filesystem::path dir_;
+  std::string model_ = kModel;
   std::unique_ptr<KvdServer> server_;
 };
+
+// A base checkpoint (no chat template) serves with the default config: documents are BOS +
+// their text, completions continue them exactly as the whole prompt would be answered, and
+// chat is refused naming the missing template.
+TEST_F(DocumentsTest, BaseModelServesCompletionsAndPlainDocumentsWithTheDefaultConfig) {
+  UseBaseModel();
+  Start();
+  const KeyValueDocument document = Document(5);
+  const json full = Upload(document.text, {{"method", "none"}});
+  const json compressed = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}});
+  ASSERT_EQ(full["status"], "ready");
+  ASSERT_EQ(compressed["status"], "ready");
+  const int64_t document_tokens = full["token_count"].get<int64_t>();
+  for (const auto& [key, value] : document.records) {
+    const std::string question =
+        "\n\nQ:" + key + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+    const HttpResult whole = Complete(document.text + question, json::array());
+    const HttpResult stored = Complete(question, json::array({full["id"]}));
+    const HttpResult small = Complete(question, json::array({compressed["id"]}));
+    for (const HttpResult* result : {&whole, &stored, &small}) {
+      ASSERT_EQ(result->status, 200) << result->body;
+    }
+    const json stored_body = json::parse(stored.body);
+    EXPECT_EQ(stored_body["choices"][0]["text"], json::parse(whole.body)["choices"][0]["text"]);
+    EXPECT_EQ(stored_body["usage"]["prompt_tokens_details"]["cached_tokens"], document_tokens);
+    EXPECT_EQ(json::parse(small.body)["usage"]["prompt_tokens_details"]["cached_tokens"],
+              document_tokens);
+  }
+  const HttpResult chat = AskResult(full["id"], "Q:" + document.records[0].first);
+  ExpectError(chat, 400, "messages");
+  EXPECT_THAT(chat.body, ::testing::HasSubstr("no chat template"));
+}
 
 TEST_F(DocumentsTest, ConcurrentQuestionsMatchTheFullPromptAndStayCorrectCompressed) {
   Start();

@@ -45,13 +45,12 @@ class DocumentCompressorTest : public ::testing::Test {
     const engine::ModelConfig& config = model_->config();
     pool_ = *engine::KvBlockPool::Create(
         *backend_, {.num_blocks = 2048, .block_size = 16, .head_dim = config.head_dim});
-    prompts_ = *PrepareDocumentPrompts(*chat_template_, *tokenizer_, engine::DocumentRole::kUser);
+    prompts_ = *PrepareDocumentPrompts(Pipeline());
   }
   void TearDown() override { EXPECT_EQ(pool_->num_used_blocks(), 0) << "a test leaked KV blocks"; }
 
-  DocumentInput Input(const std::string& text) const {
-    return *PrepareDocument(*chat_template_, *tokenizer_, text, engine::DocumentRole::kUser);
-  }
+  DocumentPipeline Pipeline() const { return {&framing_, chat_template_, tokenizer_}; }
+  DocumentInput Input(const std::string& text) const { return *PrepareDocument(Pipeline(), text); }
   std::unique_ptr<DocumentCompressor> NewCompressor(const std::string& text, CompressionSpec spec) {
     std::vector<int32_t> query;
     if (!spec.query.empty()) query = QuestionTokens(*tokenizer_, prompts_, spec.query);
@@ -132,6 +131,7 @@ class DocumentCompressorTest : public ::testing::Test {
   static inline engine::Tokenizer* tokenizer_ = nullptr;
   static inline engine::ChatTemplate* chat_template_ = nullptr;
   std::unique_ptr<engine::KvBlockPool> pool_;
+  const DocumentFraming framing_;  // chat, the user turn
   DocumentPrompts prompts_;
 };
 

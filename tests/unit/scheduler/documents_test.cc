@@ -19,12 +19,11 @@ class DocumentsTest : public testing::SchedulerTest {
   void SetUp() override {
     const auto dir = engine::testing::BundledModelDir();
     chat_template_ = *engine::ChatTemplate::FromTokenizerConfig(dir);
-    prompts_ = *cache_store::PrepareDocumentPrompts(*chat_template_, *tokenizer_,
-                                                    engine::DocumentRole::kUser);
+    const cache_store::DocumentPipeline pipeline{&framing_, chat_template_.get(), tokenizer_};
+    prompts_ = *cache_store::PrepareDocumentPrompts(pipeline);
     std::mt19937 random(42);
     document_ = cache_store::testing::MakeKeyValueDocument(random, 600);
-    input_ = *cache_store::PrepareDocument(*chat_template_, *tokenizer_, document_.text,
-                                           engine::DocumentRole::kUser);
+    input_ = *cache_store::PrepareDocument(pipeline, document_.text);
   }
 
   std::unique_ptr<cache_store::DocumentCompressor> Compressor(cache_store::CompressionSpec spec) {
@@ -59,6 +58,7 @@ class DocumentsTest : public testing::SchedulerTest {
     return request;
   }
 
+  const cache_store::DocumentFraming framing_;  // chat, the user turn
   std::unique_ptr<engine::ChatTemplate> chat_template_;
   cache_store::DocumentPrompts prompts_;
   cache_store::testing::KeyValueDocument document_;

@@ -2,6 +2,7 @@
 // values named by param), and the system prompt a chat request protects from merging.
 #include "server/api/completion_params.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -312,13 +313,37 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
   auto payload = std::make_shared<cache_store::DocumentPayload>();
   payload->prefix_text = split->prefix;
   payload->original_length = static_cast<int32_t>(tokenizer_->Encode(split->prefix, false).size());
-  DocumentContext context{{"doc-key", payload}, document, engine::DocumentRole::kSystem};
+  DocumentContext context{{"doc-key", payload},
+                          document,
+                          cache_store::FramingKind::kChat,
+                          engine::DocumentRole::kSystem};
   const KeepKvConfig on{.enabled = true};
   json body = {{"model", "kvd-tiny"}, {"messages", messages}};
   auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context, &on);
   ASSERT_TRUE(params.ok()) << params.status();
   EXPECT_EQ(Head(params->prompts.front(), params->request.keepkv->protected_prefix),
             "\n\nBe brief.<|eot_id|>");
+}
+
+// A document framed as plain text is continued by completions; chat cannot place it.
+TEST_F(CompletionParamsTest, PlainDocumentsAreContinuedByCompletionsAndRefusedByChat) {
+  const std::string document = "vig: QXTV";
+  auto payload = std::make_shared<cache_store::DocumentPayload>();
+  payload->prefix_text = "<|begin_of_text|>" + document;
+  payload->original_length = static_cast<int32_t>(tokenizer_->Encode(document).size());
+  const DocumentContext context{{"doc-key", payload}, document, cache_store::FramingKind::kPlain};
+  const json chat = {{"model", "kvd-tiny"},
+                     {"messages", json::parse(R"([{"role": "user", "content": "Q:vig"}])")}};
+  auto refused = ParseCompletionParams(chat, ApiKind::kChat, Model(), &context);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParamOf(refused.status()), "documents");
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("/v1/completions"));
+
+  const json completion = {{"model", "kvd-tiny"}, {"prompt", "\n\nQ:vig"}};
+  auto params = ParseCompletionParams(completion, ApiKind::kCompletion, Model(), &context);
+  ASSERT_TRUE(params.ok()) << params.status();
+  // The prompt goes on from the document: no BOS of its own.
+  EXPECT_EQ(params->prompts.front(), tokenizer_->Encode("\n\nQ:vig", false));
 }
 
 }  // namespace

@@ -95,7 +95,11 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.store.sync_writes, b.store.sync_writes);
   EXPECT_TRUE(a.store == b.store);
   EXPECT_EQ(a.documents.enabled, b.documents.enabled);
+  EXPECT_EQ(a.documents.framing, b.documents.framing);
   EXPECT_EQ(a.documents.chat_role, b.documents.chat_role);
+  EXPECT_EQ(a.documents.repeat_prompt, b.documents.repeat_prompt);
+  EXPECT_EQ(a.documents.repeat_from_prompt, b.documents.repeat_from_prompt);
+  EXPECT_EQ(a.documents.answer_prefix, b.documents.answer_prefix);
   EXPECT_EQ(a.documents.default_method, b.documents.default_method);
   EXPECT_EQ(a.documents.default_ratio, b.documents.default_ratio);
   EXPECT_EQ(a.documents.max_document_bytes, b.documents.max_document_bytes);
@@ -472,6 +476,12 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "replica_env, sync_writes)");
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
               HasSubstr("config.yaml:2: documents.chat_role"));
+  EXPECT_THAT(ParseError("documents:\n  framing: raw\n"),
+              HasSubstr("config.yaml:2: documents.framing"));
+  EXPECT_THAT(ParseError("documents:\n  repeat_prompt: \"\"\n"),
+              HasSubstr("documents.repeat_prompt: must not be empty"));
+  EXPECT_THAT(ParseError("documents:\n  repeat_from_prompt: \"" + std::string(5000, 'x') + "\"\n"),
+              HasSubstr("documents.repeat_from_prompt: must be at most 4096 bytes"));
   EXPECT_THAT(ParseError("documents:\n  default_method: none\n"),
               HasSubstr("documents.default_ratio: must be 1"));
   EXPECT_THAT(ParseError("documents:\n  default_method: snapkv\n"),
@@ -680,6 +690,20 @@ TEST(ConfigLoaderTest, ReplicaComesFromTheFileOrTheEnvironment) {
   }
   EXPECT_EQ(ParseError("store:\n  replica: \"kvd 0\"\n"),
             "config.yaml:2: store.replica: must match [A-Za-z0-9._-]{0,63}, got \"kvd 0\"");
+}
+
+TEST(ConfigLoaderTest, DocumentPromptsAreUnsetByDefaultAndTakenVerbatim) {
+  const ServerConfig defaults = ParseOk("");
+  EXPECT_EQ(defaults.documents.framing, "auto");
+  EXPECT_FALSE(defaults.documents.repeat_prompt.has_value());
+  EXPECT_FALSE(defaults.documents.answer_prefix.has_value());
+  const ServerConfig set = ParseOk(
+      "documents:\n  framing: plain\n  repeat_prompt: \"\\n\\nCopy it.\"\n"
+      "  repeat_from_prompt: \"\\n\\nCopy from \"\n  answer_prefix: \"\"\n");
+  EXPECT_EQ(set.documents.framing, "plain");
+  EXPECT_EQ(set.documents.repeat_prompt, "\n\nCopy it.");
+  EXPECT_EQ(set.documents.repeat_from_prompt, "\n\nCopy from ");
+  EXPECT_EQ(set.documents.answer_prefix, "");  // set, and empty: nothing before the answer
 }
 
 TEST(ConfigLoaderTest, DocumentWritesAreSyncedAndFailedDocumentsKeptAnHourByDefault) {
