@@ -160,6 +160,7 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   meta.keep_full = upload.keep_full;
   meta.metadata = std::move(upload.metadata);
   meta.identity = resolver_.Identity(upload.compression.method, plan->kept_ratio);
+  meta.storage = upload.compression.kv_dtype;
   job->started = meta.created;
 
   if (jobs_.stopping()) return ShuttingDown();

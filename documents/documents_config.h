@@ -56,6 +56,10 @@ struct DocumentsConfig {
   // Compression when an upload names none: "none", "kvzip", "h2o" or "streaming" ("snapkv"
   // needs a query, so it is never a default). Default "kvzip".
   std::string default_method = "kvzip";
+  // Precision a stored cache keeps its keys and values in when an upload sets no
+  // compression.kv_dtype: "f32", "bf16" or "int8" (cache_store/store/kv_storage.h). Default
+  // "f32".
+  std::string default_kv_dtype = "f32";
   // Fraction of document entries kept when an upload sets neither ratio nor budget_tokens,
   // in (0, 1]. Default 0.3.
   double default_ratio = 0.3;

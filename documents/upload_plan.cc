@@ -9,10 +9,20 @@
 namespace kvd::documents {
 namespace {
 
-// Bytes a payload of `entries` kept entries and `scores` scores encodes to, roughly: what a
-// quota is checked against before the compression runs.
-int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim) {
-  return entries * (2 * int64_t{head_dim} * 4 + 8) + scores * 4;
+// Bytes a payload of `entries` kept entries and `scores` scores encodes to in `storage`,
+// roughly (a compact position counted as two bytes): what a quota is checked against before
+// the compression runs.
+int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim,
+                      cache_store::KvStorage storage) {
+  switch (storage) {
+    case cache_store::KvStorage::kF32:
+      return entries * (2 * int64_t{head_dim} * 4 + 8) + scores * 4;
+    case cache_store::KvStorage::kBf16:
+      return entries * (2 * int64_t{head_dim} * 2 + 4) + scores * 2;
+    case cache_store::KvStorage::kInt8:
+      return entries * (2 * (int64_t{head_dim} + 2) + 4) + scores * 2;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -58,7 +68,7 @@ absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const Docume
   plan.kept_ratio = static_cast<double>(asked.KeptEntries(document_entries, heads)) /
                     static_cast<double>(document_entries);
   plan.estimated_bytes =
-      EstimateBytes(stored_entries, int64_t{input->length()} * heads, shape.head_dim);
+      EstimateBytes(stored_entries, int64_t{input->length()} * heads, shape.head_dim, run.kv_dtype);
   auto compressor =
       cache_store::DocumentCompressor::Create(shape, *input, prompts, std::move(query), run);
   if (!compressor.ok()) return WithParam(compressor.status(), "text");

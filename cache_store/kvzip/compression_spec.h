@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cache_store/store/document_payload.h"
 
 namespace kvd::cache_store {
 
@@ -34,6 +35,9 @@ struct CompressionSpec {
   std::optional<int64_t> budget_tokens;
   // snapkv: the question whose attention scores the document.
   std::string query;
+  // The precision the cache is stored in (store/kv_storage.h); its scores are rounded the same
+  // way before the cut, so a later re-cut from the stored scores picks what this cut picks.
+  KvStorage kv_dtype = KvStorage::kF32;
 
   // InvalidArgument naming the problem: a ratio outside (0, 1], a budget below 1, none with a
   // ratio below 1, snapkv without a query or a query for another method.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "cache_store/store/kv_storage.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -216,6 +217,9 @@ absl::StatusOr<DocumentPayload> DocumentCompressor::Finish(engine::KvBlockPool& 
   }
   const int64_t heads = int64_t{config_.num_layers} * config_.num_kv_heads;
   const int64_t keep = spec_.KeptEntries(document_length() * heads, heads);
+  for (std::vector<float>& head_scores : scores_) {
+    for (float& score : head_scores) score = StoredScore(spec_.kv_dtype, score);
+  }
   const HeadSelection selection = SelectEntries(spec_.method, scores_, keep);
 
   DocumentPayload payload;
@@ -252,6 +256,7 @@ absl::StatusOr<DocumentPayload> DocumentCompressor::Finish(engine::KvBlockPool& 
     }
   }
   Release(pool);
+  RoundForStorage(spec_.kv_dtype, payload);
   return payload;
 }
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/enum_names.h"
+#include "cache_store/store/kv_storage.h"
 #include "engine/bounded_json.h"
 
 namespace kvd::cache_store {
@@ -77,6 +78,7 @@ std::string EncodeMeta(const DocumentMeta& meta) {
       {"token_count", meta.token_count},
       {"kept_entries", meta.kept_entries},
       {"stored_bytes", meta.stored_bytes},
+      {"kv_storage", KvStorageName(meta.storage)},
       // The identity's, repeated at the top for readers of the stored JSON; never read back.
       {"method", meta.identity.method},
       {"ratio", meta.identity.ratio},
@@ -127,6 +129,11 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     meta.kept_entries = *kept_entries;
     meta.stored_bytes = *stored_bytes;
     meta.keep_full = json.value("keep_full", false);  // absent in metas written before it
+    // Absent in metas written before compact storage: their payloads are f32.
+    absl::StatusOr<KvStorage> storage =
+        ParseKvStorage(json.value("kv_storage", std::string(KvStorageName(KvStorage::kF32))));
+    if (!storage.ok()) return absl::DataLossError(storage.status().message());
+    meta.storage = *storage;
     meta.metadata = json.at("metadata");
     const nlohmann::json& identity = json.at("identity");
     meta.identity.model_digest = identity.at("model_digest").get<std::string>();

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cache_store/store/cache_identity.h"
+#include "cache_store/store/document_payload.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::cache_store {
@@ -27,6 +28,7 @@ struct DocumentMeta {
   int64_t token_count = 0;                      // tokens of the uncompressed document cache
   int64_t kept_entries = 0;                     // entries kept over all (layer, kv head)
   int64_t stored_bytes = 0;                     // encoded payload size; DocumentStore::Put sets it
+  KvStorage storage = KvStorage::kF32;  // the payload's precision; DocumentStore::Put sets it
   // The payload holds every entry and identity.ratio is cut from it on load, so a re-cut may
   // also keep more than before.
   bool keep_full = false;

@@ -24,7 +24,14 @@ struct HeadKv {
   bool operator==(const HeadKv&) const = default;
 };
 
+// The precision the store keeps a payload's keys and values in (kv_storage.h): as computed, or
+// bf16 or int8 for a fraction of the bytes, with log-votes in bf16 and scores in f16.
+enum class KvStorage : uint8_t { kF32 = 0, kBf16 = 1, kInt8 = 2 };
+
 struct DocumentPayload {
+  // Every key, value, log-vote and score below is exactly representable in this precision
+  // (RoundForStorage made it so), so the stored form decodes to this payload unchanged.
+  KvStorage storage = KvStorage::kF32;
   int32_t num_layers = 0;
   int32_t num_kv_heads = 0;
   int32_t head_dim = 0;

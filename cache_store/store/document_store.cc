@@ -120,6 +120,7 @@ absl::Status DocumentStore::Put(DocumentMeta meta, const DocumentPayload& payloa
   if (!bytes.ok()) return bytes.status();
   meta.stored_bytes = static_cast<int64_t>(bytes->size());
   meta.kept_entries = payload.kept_entries();
+  meta.storage = payload.storage;
   const std::string key = internal::DocumentKey(meta.tenant, meta.id);
   rocksdb::WriteBatch batch;
   rocksdb::Status status = batch.Put(kv_, key, *bytes);

@@ -12,9 +12,13 @@
 
 namespace kvd::cache_store {
 
+// Format 1 keeps f32 keys, values, log-votes and scores; format 2 the compact precisions of
+// KvStorage kBf16 and kInt8 (internal/compact_heads.h). Both are read.
 inline constexpr uint32_t kPayloadFormatVersion = 1;
+inline constexpr uint32_t kCompactPayloadFormatVersion = 2;
 
-// InvalidArgument when the payload fails DocumentPayload::Validate.
+// Format 1 for an f32 payload, format 2 otherwise. InvalidArgument when the payload fails
+// DocumentPayload::Validate.
 [[nodiscard]] absl::StatusOr<std::string> EncodePayload(const DocumentPayload& payload);
 
 // DataLoss with a message saying what is wrong (truncated, bad magic, unsupported version,

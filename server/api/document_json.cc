@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cache_store/store/kv_storage.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -44,8 +45,8 @@ int64_t IntegerOr(const json& value) {
 
 absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) {
   if (!value.is_object()) return Invalid("compression", "'compression' must be an object");
-  if (auto status =
-          RefuseUnknownKeys(value, {"method", "ratio", "budget_tokens", "query"}, "compression.");
+  if (auto status = RefuseUnknownKeys(
+          value, {"method", "ratio", "budget_tokens", "query", "kv_dtype"}, "compression.");
       !status.ok()) {
     return status;
   }
@@ -64,6 +65,12 @@ absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) 
       return Invalid("compression.query", "'compression.query' must be a string");
     }
     request.query = query->get<std::string>();
+  }
+  if (const json* kv_dtype = Member(value, "kv_dtype")) {
+    if (!kv_dtype->is_string()) {
+      return Invalid("compression.kv_dtype", "'compression.kv_dtype' must be a string");
+    }
+    request.kv_dtype = kv_dtype->get<std::string>();
   }
   return absl::OkStatus();
 }
@@ -126,6 +133,7 @@ json DocumentJson(const documents::DocumentView& view) {
       {"stored_bytes", meta.stored_bytes},
       {"ratio", meta.identity.ratio},
       {"method", meta.identity.method},
+      {"kv_dtype", cache_store::KvStorageName(meta.storage)},
       {"keep_full", meta.keep_full},
       {"metadata", meta.metadata},
   };

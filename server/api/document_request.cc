@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
+#include "cache_store/store/kv_storage.h"
 
 namespace kvd::server {
 namespace {
@@ -56,6 +57,9 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     spec.ratio = spec.method == cache_store::CompressionMethod::kNone ? 1.0 : config.default_ratio;
   }
   spec.query = std::move(request.query);
+  auto kv_dtype = cache_store::ParseKvStorage(request.kv_dtype.value_or(config.default_kv_dtype));
+  if (!kv_dtype.ok()) return WithParam(kv_dtype.status(), "compression.kv_dtype");
+  spec.kv_dtype = *kv_dtype;
   upload.keep_full = request.keep_full;
   if (request.ttl_seconds) {
     const double ttl = *request.ttl_seconds;

@@ -22,15 +22,16 @@ struct DocumentUploadRequest {
   std::optional<double> ratio;
   std::optional<int64_t> budget_tokens;
   std::string query;
+  std::optional<std::string> kv_dtype;  // compression.kv_dtype; empty: documents.default_kv_dtype
   bool keep_full = false;
   std::optional<double> ttl_seconds;
   std::optional<nlohmann::json> metadata;  // as sent; it must be an object
 };
 
 // The upload with the server's defaults for what it leaves out. InvalidArgument naming the
-// param: "compression.method" unknown, "compression.ratio" outside (0, 1] or given with
-// budget_tokens, "compression.budget_tokens" under 1, "ttl_seconds" not a positive number,
-// "metadata" not an object of at most 16 KiB.
+// param: "compression.method" or "compression.kv_dtype" unknown, "compression.ratio" outside (0, 1]
+// or given with budget_tokens, "compression.budget_tokens" under 1, "ttl_seconds" not a positive
+// number, "metadata" not an object of at most 16 KiB.
 [[nodiscard]] absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     DocumentUploadRequest request, const documents::DocumentsConfig& config);
 

@@ -185,6 +185,7 @@ void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::Do
   r.Read("answer_prefix", &c.answer_prefix);
   r.Read("default_method", &c.default_method);
   r.Read("default_ratio", &c.default_ratio);
+  r.Read("default_kv_dtype", &c.default_kv_dtype);
   r.ReadByteSize("max_document_bytes", &c.max_document_bytes);
   r.Read("upload_wait_seconds", &c.upload_wait_seconds);
   r.ReadByteSize("memory_tier_bytes", &c.memory_tier_bytes);

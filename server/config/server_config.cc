@@ -263,6 +263,11 @@ absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
       !s.ok()) {
     return s;
   }
+  if (auto s =
+          CheckOneOf("documents.default_kv_dtype", d.default_kv_dtype, {"f32", "bf16", "int8"});
+      !s.ok()) {
+    return s;
+  }
   if (!(d.default_ratio > 0.0 && d.default_ratio <= 1.0)) {
     return KeyError("documents.default_ratio",
                     absl::StrCat("must be in (0, 1], got ", d.default_ratio));

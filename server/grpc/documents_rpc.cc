@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cache_store/store/kv_storage.h"
 #include "documents/document_service.h"
 #include "nlohmann/json.hpp"
 #include "server/api/document_json.h"
@@ -46,6 +47,7 @@ void ToProto(const documents::DocumentView& view, v1::Document& out) {
   out.set_stored_bytes(view.meta.stored_bytes);
   out.set_ratio(view.meta.identity.ratio);
   out.set_method(view.meta.identity.method);
+  out.set_kv_dtype(cache_store::KvStorageName(view.meta.storage));
   out.set_keep_full(view.meta.keep_full);
   out.set_metadata_json(view.meta.metadata.dump());
   out.set_replica(document.value("replica", ""));

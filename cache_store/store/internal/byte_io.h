@@ -15,9 +15,19 @@ static_assert(std::endian::native == std::endian::little, "the store assumes a l
 
 class ByteWriter {
  public:
+  void PutU8(uint8_t value) { PutRaw(&value, sizeof(value)); }
+  void PutU16(uint16_t value) { PutRaw(&value, sizeof(value)); }
   void PutU32(uint32_t value) { PutRaw(&value, sizeof(value)); }
   void PutU64(uint64_t value) { PutRaw(&value, sizeof(value)); }
   void PutBytes(std::string_view bytes) { bytes_.append(bytes.data(), bytes.size()); }
+  // LEB128: seven bits a byte, low first, the high bit set on every byte but the last.
+  void PutVarint(uint32_t value) {
+    while (value >= 0x80) {
+      PutU8(static_cast<uint8_t>(value | 0x80));
+      value >>= 7;
+    }
+    PutU8(static_cast<uint8_t>(value));
+  }
   // Length (u64) then bytes.
   void PutString(std::string_view bytes) {
     PutU64(bytes.size());
@@ -46,7 +56,21 @@ class ByteReader {
 
   size_t remaining() const { return bytes_.size(); }
 
+  [[nodiscard]] bool GetU8(uint8_t& value) { return GetRaw(&value, sizeof(value)); }
+  [[nodiscard]] bool GetU16(uint16_t& value) { return GetRaw(&value, sizeof(value)); }
   [[nodiscard]] bool GetU32(uint32_t& value) { return GetRaw(&value, sizeof(value)); }
+  // At most five bytes, and no value beyond 32 bits.
+  [[nodiscard]] bool GetVarint(uint32_t& value) {
+    value = 0;
+    for (int shift = 0; shift < 35; shift += 7) {
+      uint8_t byte = 0;
+      if (!GetU8(byte)) return false;
+      if (shift == 28 && byte > 0x0f) return false;
+      value |= uint32_t{byte & 0x7fu} << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
   [[nodiscard]] bool GetU64(uint64_t& value) { return GetRaw(&value, sizeof(value)); }
   [[nodiscard]] bool GetString(std::string& value) {
     uint64_t size = 0;

@@ -102,6 +102,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.documents.answer_prefix, b.documents.answer_prefix);
   EXPECT_EQ(a.documents.default_method, b.documents.default_method);
   EXPECT_EQ(a.documents.default_ratio, b.documents.default_ratio);
+  EXPECT_EQ(a.documents.default_kv_dtype, b.documents.default_kv_dtype);
   EXPECT_EQ(a.documents.max_document_bytes, b.documents.max_document_bytes);
   EXPECT_EQ(a.documents.upload_wait_seconds, b.documents.upload_wait_seconds);
   EXPECT_EQ(a.documents.memory_tier_bytes, b.documents.memory_tier_bytes);
@@ -476,6 +477,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "replica_env, sync_writes)");
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
               HasSubstr("config.yaml:2: documents.chat_role"));
+  EXPECT_THAT(ParseError("documents:\n  default_kv_dtype: int4\n"),
+              HasSubstr("config.yaml:2: documents.default_kv_dtype"));
   EXPECT_THAT(ParseError("documents:\n  framing: raw\n"),
               HasSubstr("config.yaml:2: documents.framing"));
   EXPECT_THAT(ParseError("documents:\n  repeat_prompt: \"\"\n"),

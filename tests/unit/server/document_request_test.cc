@@ -23,6 +23,7 @@ void ExpectSameUpload(const documents::DocumentUpload& a, const documents::Docum
   EXPECT_EQ(a.compression.ratio, b.compression.ratio);
   EXPECT_EQ(a.compression.budget_tokens, b.compression.budget_tokens);
   EXPECT_EQ(a.compression.query, b.compression.query);
+  EXPECT_EQ(a.compression.kv_dtype, b.compression.kv_dtype);
   EXPECT_EQ(a.keep_full, b.keep_full);
   EXPECT_EQ(a.ttl, b.ttl);
   EXPECT_EQ(a.metadata, b.metadata);
@@ -42,12 +43,14 @@ TEST(DocumentRequestTest, BothProtocolsResolveAnUploadTheSameWay) {
   full.mutable_compression()->set_method("snapkv");
   full.mutable_compression()->set_budget_tokens(64);
   full.mutable_compression()->set_query("who?");
+  full.mutable_compression()->set_kv_dtype("int8");
   full.set_keep_full(true);
   full.set_ttl_seconds(3600);
   full.set_metadata_json(R"({"title": "t"})");
   const json full_body = {
       {"text", "the text"},
-      {"compression", {{"method", "snapkv"}, {"budget_tokens", 64}, {"query", "who?"}}},
+      {"compression",
+       {{"method", "snapkv"}, {"budget_tokens", 64}, {"query", "who?"}, {"kv_dtype", "int8"}}},
       {"keep_full", true},
       {"ttl_seconds", 3600},
       {"metadata", {{"title", "t"}}}};
@@ -67,6 +70,11 @@ TEST(DocumentRequestTest, BothProtocolsResolveAnUploadTheSameWay) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->compression.method, cache_store::CompressionMethod::kKvzip);
   EXPECT_DOUBLE_EQ(defaults->compression.ratio, config.default_ratio);
+  EXPECT_EQ(defaults->compression.kv_dtype, cache_store::KvStorage::kF32);
+  documents::DocumentsConfig bf16_default;
+  bf16_default.default_kv_dtype = "bf16";
+  EXPECT_EQ(ParseDocumentUpload({{"text", "x"}}, bf16_default)->compression.kv_dtype,
+            cache_store::KvStorage::kBf16);
 }
 
 TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
@@ -79,6 +87,7 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
       {{{"ratio", 0.5}, {"budget_tokens", 8}}, "compression.ratio"},
       {{{"budget_tokens", 0}}, "compression.budget_tokens"},
       {{{"method", "zip"}}, "compression.method"},
+      {{{"kv_dtype", "int4"}}, "compression.kv_dtype"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.compression.dump());
@@ -89,6 +98,7 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
       compression.set_budget_tokens(c.compression["budget_tokens"]);
     }
     if (c.compression.contains("method")) compression.set_method(c.compression["method"]);
+    if (c.compression.contains("kv_dtype")) compression.set_kv_dtype(c.compression["kv_dtype"]);
     const absl::Status grpc = FromGrpc(header, "x", config).status();
     const absl::Status http =
         ParseDocumentUpload({{"text", "x"}, {"compression", c.compression}}, config).status();

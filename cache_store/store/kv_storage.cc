@@ -1,0 +1,93 @@
+#include "cache_store/store/kv_storage.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/dtype.h"
+
+namespace kvd::cache_store {
+namespace {
+
+constexpr float kLargestF16 = 65504.0f;
+
+float RoundBf16(float x) { return kernels::BF16ToFloat(kernels::FloatToBF16(x)); }
+
+// Rounds `x` [entries * dim] entry by entry through its int8 code.
+void RoundInt8(std::vector<float>& x, int32_t dim) {
+  std::vector<int8_t> codes(static_cast<size_t>(dim));
+  for (size_t begin = 0; begin + dim <= x.size(); begin += dim) {
+    float* entry = x.data() + begin;
+    const uint16_t scale = Int8Scale(entry, dim);
+    Int8Codes(entry, dim, scale, codes.data());
+    for (int32_t i = 0; i < dim; ++i) entry[i] = Int8Value(codes[i], scale);
+  }
+}
+
+}  // namespace
+
+const char* KvStorageName(KvStorage storage) {
+  switch (storage) {
+    case KvStorage::kF32:
+      return "f32";
+    case KvStorage::kBf16:
+      return "bf16";
+    case KvStorage::kInt8:
+      return "int8";
+  }
+  return "f32";
+}
+
+absl::StatusOr<KvStorage> ParseKvStorage(std::string_view name) {
+  for (KvStorage storage : {KvStorage::kF32, KvStorage::kBf16, KvStorage::kInt8}) {
+    if (name == KvStorageName(storage)) return storage;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown kv_dtype '", std::string(name), "' (f32, bf16 or int8)"));
+}
+
+uint16_t Int8Scale(const float* x, int32_t n) {
+  float largest = 0.0f;
+  for (int32_t i = 0; i < n; ++i) largest = std::max(largest, std::fabs(x[i]));
+  // bf16 keeps f32's range, so no finite scale overflows; its rounding moves max|x| / scale by
+  // under 0.4%, so the largest entry's code is always ±127.
+  return kernels::FloatToBF16(largest / 127.0f);
+}
+
+void Int8Codes(const float* x, int32_t n, uint16_t scale_bits, int8_t* codes) {
+  const float scale = kernels::BF16ToFloat(scale_bits);
+  for (int32_t i = 0; i < n; ++i) {
+    const float code = scale > 0.0f && !std::isnan(x[i]) ? std::nearbyint(x[i] / scale) : 0.0f;
+    codes[i] = static_cast<int8_t>(std::clamp(code, -127.0f, 127.0f));
+  }
+}
+
+float Int8Value(int8_t code, uint16_t scale_bits) {
+  // Exact: a 7-bit code times an 8-bit significand.
+  return static_cast<float>(code) * kernels::BF16ToFloat(scale_bits);
+}
+
+float StoredScore(KvStorage storage, float score) {
+  if (storage == KvStorage::kF32) return score;
+  if (std::isfinite(score)) score = std::clamp(score, -kLargestF16, kLargestF16);
+  return kernels::F16ToFloat(kernels::FloatToF16(score));
+}
+
+void RoundForStorage(KvStorage storage, DocumentPayload& payload) {
+  payload.storage = storage;
+  if (storage == KvStorage::kF32) return;
+  for (HeadKv& head : payload.heads) {
+    if (storage == KvStorage::kBf16) {
+      for (float& x : head.keys) x = RoundBf16(x);
+      for (float& x : head.values) x = RoundBf16(x);
+    } else {
+      RoundInt8(head.keys, payload.head_dim);
+      RoundInt8(head.values, payload.head_dim);
+    }
+    for (float& vote : head.log_votes) vote = RoundBf16(vote);
+    for (float& score : head.scores) score = StoredScore(storage, score);
+  }
+}
+
+}  // namespace kvd::cache_store
