@@ -95,7 +95,7 @@ export class KvdApi {
   }
 
   // Uploads a document; returns the document object, whose status may still be 'processing'.
-  // `compression`: {method, ratio, query?}.
+  // `compression`: {method, ratio, query?, kv_dtype?}.
   async Create(text, compression, metadata) {
     return this.Request('POST', '/documents', { text, compression, metadata }, [201, 202]);
   }
@@ -150,6 +150,22 @@ export class KvdApi {
       };
     } catch (error) {
       throw new ApiError(`POST /chat/completions: ${SdkErrorText(error)}`);
+    }
+  }
+
+  // One greedy text completion of `prompt`, which continues the stored documents' caches when
+  // `documents` names them; returns {content, prompt_tokens} as Ask does.
+  async Complete(model, prompt, { documents } = {}) {
+    const body = { model, prompt, max_tokens: kMaxTokens, temperature: 0 };
+    if (documents !== undefined) body.documents = documents;
+    try {
+      const answer = await this.openai.completions.create(body);
+      return {
+        content: answer.choices[0]?.text ?? '',
+        prompt_tokens: answer.usage?.prompt_tokens ?? null,
+      };
+    } catch (error) {
+      throw new ApiError(`POST /completions: ${SdkErrorText(error)}`);
     }
   }
 

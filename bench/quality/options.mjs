@@ -30,6 +30,12 @@ const kOptions = [
   ['ratios', 'string', '0.1,0.2,0.3,0.5,0.7,1.0',
    'comma list of fractions of KV entries kept (for keepkv: of the prompt\'s tokens), each in ' +
    '(0, 1]; inline and none run at 1.0 only'],
+  ['kv-dtypes', 'string', 'f32',
+   'comma list of the precisions uploaded documents are stored in (f32, bf16, int8; ' +
+   'compression.kv_dtype); every stored method runs at each'],
+  ['completions', 'boolean', false,
+   'ask with /v1/completions, the prompt continuing the document (and, for inline, the ' +
+   'document first): for a model without a chat template, whose documents are BOS + text'],
   ['concurrency', 'number', 8, 'requests in flight at once (uploads until ready, then questions)'],
   ['seed', 'number', 20261129, 'seed of the documents and questions'],
   ['timeout', 'number', 120,
@@ -104,8 +110,10 @@ export function ParseOptions(argv) {
 
 const List = (text) => text.split(',').map((entry) => entry.trim()).filter((e) => e !== '');
 
-// Checks the options and returns the plan: [{method, ratio}] in run order. Throws an Error
-// naming the problem.
+export const kKvDtypes = ['f32', 'bf16', 'int8'];
+
+// Checks the options and returns the plan: [{method, ratio, kvDtype}] in run order (kvDtype
+// null for the methods that store nothing). Throws an Error naming the problem.
 export function Plan(options) {
   for (const name of ['documents', 'questions', 'concurrency', 'min-bytes', 'max-bytes']) {
     const value = options[Camel(name)];
@@ -127,7 +135,13 @@ export function Plan(options) {
     return ratio;
   });
   if (ratios.length === 0) throw new Error('--ratios: no ratios');
+  const kvDtypes = [...new Set(List(options.kvDtypes))];
+  if (kvDtypes.length === 0) throw new Error('--kv-dtypes: no precisions');
+  for (const kvDtype of kvDtypes) {
+    if (!kKvDtypes.includes(kvDtype)) throw new Error(`--kv-dtypes: unknown "${kvDtype}"`);
+  }
   const RatiosOf = (method) => (kFullCacheMethods.has(method) ? [1] : [...new Set(ratios)]);
-  return [...new Set(methods)].flatMap((method) =>
-    RatiosOf(method).map((ratio) => ({ method, ratio })));
+  const DtypesOf = (method) => (IsInlineMethod(method) ? [null] : kvDtypes);
+  return [...new Set(methods)].flatMap((method) => DtypesOf(method).flatMap((kvDtype) =>
+    RatiosOf(method).map((ratio) => ({ method, ratio, kvDtype }))));
 }

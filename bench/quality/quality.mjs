@@ -10,6 +10,10 @@ import { BenchDocument } from './documents.mjs';
 import { HelpText, IsInlineMethod, KeepKvRule, ParseOptions, Plan } from './options.mjs';
 
 const kErrorsShown = 5;  // per method and ratio, on stderr
+// With --completions, what follows the document in a question: the bundled model's question
+// and its answer turn (models/README.md), which the completion continues.
+const QuestionPrompt = (key) =>
+  `\n\nQ:${key}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n`;
 
 const Now = () => performance.now();
 const Log = (line) => process.stderr.write(`${line}\n`);
@@ -40,11 +44,13 @@ async function Try(fn) {
   }
 }
 
-// Uploads one document compressed with `method` at `ratio` and waits until it is ready. snapkv
-// compresses for the document's first question. Returns what the server reported about it.
-async function Store(api, doc, method, ratio) {
-  const compression = { method, ratio };
+// Uploads one document compressed with `method` at `ratio`, stored in `kvDtype`, and waits
+// until it is ready. snapkv compresses for the document's first question. Returns what the
+// server reported about it and the upload's wall time until ready.
+async function Store(api, doc, method, ratio, kvDtype) {
+  const compression = { method, ratio, kv_dtype: kvDtype };
   if (method === 'snapkv') compression.query = `Q:${doc.questions[0].key}`;
+  const start = Now();
   const created = await Try(() =>
     api.Create(doc.text, compression, { bench: 'quality', document: String(doc.index) }));
   if (created.error) return { index: doc.index, id: null, status: 'error', error: created.error };
@@ -54,7 +60,8 @@ async function Store(api, doc, method, ratio) {
   const d = done.value;
   Object.assign(stored, {
     status: d.status, token_count: d.token_count, kept_entries: d.kept_entries,
-    stored_bytes: d.stored_bytes, ratio: d.ratio,
+    stored_bytes: d.stored_bytes, ratio: d.ratio, kv_dtype: d.kv_dtype,
+    upload_s: (Now() - start) / 1000,
   });
   if (d.status === 'failed') stored.error = `document ${d.id} failed: ${d.failure_reason}`;
   return stored;
@@ -62,33 +69,46 @@ async function Store(api, doc, method, ratio) {
 
 // One question: the stored document's id with "Q:KEY", or for inline and keepkv the document
 // in the message; keepkv with a budget of `ratio` of the prompt, the others with KeepKV off.
-// Exact match of the trimmed answer.
-async function AskOne(api, model, doc, n, stored, method, ratio) {
+// With `completions`, a completion of the document's continuation instead. Exact match of the
+// trimmed answer.
+async function AskOne(api, model, doc, n, stored, cell, completions) {
+  const { method, ratio, kvDtype } = cell;
   const { key, value } = doc.questions[n];
-  const result = { doc: doc.index, question: n, key, expected: value, got: null, method, ratio };
+  const result = {
+    doc: doc.index, question: n, key, expected: value, got: null, method, ratio, kv_dtype: kvDtype,
+  };
   if (stored !== null && stored.status !== 'ready') {
     return { ...result, correct: false, error: stored.error };
   }
-  const content = stored === null ? `${doc.text}\n\nQ:${key}` : `Q:${key}`;
+  const documents = stored === null ? undefined : [stored.id];
   const rule = KeepKvRule(method);
-  const answer = await Try(() => api.Ask(model, content, {
-    documents: stored === null ? undefined : [stored.id],
-    keepkv: rule === null ? null : { budget: ratio, method: rule },
-  }));
+  const answer = await Try(() => {
+    if (completions) {
+      const prompt = stored === null ? doc.text + QuestionPrompt(key) : QuestionPrompt(key);
+      return api.Complete(model, prompt, { documents });
+    }
+    const content = stored === null ? `${doc.text}\n\nQ:${key}` : `Q:${key}`;
+    return api.Ask(model, content, {
+      documents, keepkv: rule === null ? null : { budget: ratio, method: rule },
+    });
+  });
   if (answer.error) return { ...result, correct: false, error: answer.error };
   const { content: got, prompt_tokens } = answer.value;
   return { ...result, got, prompt_tokens, correct: got.trim() === value };
 }
 
-// One method at one ratio: uploads every document, asks all questions, deletes the documents.
-async function RunCell(api, model, docs, method, ratio, concurrency) {
+// One method at one ratio and precision: uploads every document, asks all questions, deletes
+// the documents.
+async function RunCell(api, model, docs, { method, ratio, kvDtype }, options) {
   const start = Now();
+  const { concurrency } = options;
   const stored = IsInlineMethod(method)
     ? docs.map(() => null)
-    : await Pool(docs, concurrency, (doc) => Store(api, doc, method, ratio));
+    : await Pool(docs, concurrency, (doc) => Store(api, doc, method, ratio, kvDtype));
   const asks = docs.flatMap((doc) => doc.questions.map((_, n) => ({ doc, n })));
   const results = await Pool(asks, concurrency, ({ doc, n }) =>
-    AskOne(api, model, doc, n, stored[doc.index], method, ratio));
+    AskOne(api, model, doc, n, stored[doc.index], { method, ratio, kvDtype },
+           options.completions));
   const deletes = await Pool(stored.filter((s) => s?.id), concurrency,
                              (s) => Try(() => api.Delete(s.id)));
   const errors = [
@@ -96,7 +116,9 @@ async function RunCell(api, model, docs, method, ratio, concurrency) {
     ...results.filter((r) => r.error && !stored[r.doc]?.error).map((r) => r.error),
     ...deletes.filter((d) => d.error).map((d) => d.error),
   ];
-  return { method, ratio, wall_s: (Now() - start) / 1000, documents: stored, results, errors };
+  return {
+    method, ratio, kvDtype, wall_s: (Now() - start) / 1000, documents: stored, results, errors,
+  };
 }
 
 // "93.3 (112/120)": exact match over the answered questions, and how many failed; '-' for none.
@@ -121,6 +143,17 @@ function KeptCell(cell) {
   return `${mean('ratio', 3)}, ${mean('stored_bytes', 1, 1024)} KiB`;
 }
 
+// The mean over the ready documents of `field` relative to the same document's in `reference`
+// (the uncompressed f32 cache): "0.062"; '-' where either is missing.
+function RelativeCell(cell, reference, field) {
+  const ratios = cell.documents.flatMap((d, i) => {
+    const base = reference?.documents[i];
+    if (d?.status !== 'ready' || base?.status !== 'ready' || !(base[field] > 0)) return [];
+    return [d[field] / base[field]];
+  });
+  return ratios.length > 0 ? Mean(ratios).toFixed(3) : '-';
+}
+
 // "22.9 / 219.4": for keepkv, the mean budget in tokens (the ratio of each answered question's
 // `prompt_tokens`, rounded up, as kvd rounds it) and the mean prompt.
 function BudgetCell(cell) {
@@ -130,13 +163,14 @@ function BudgetCell(cell) {
   return `${Mean(budgets).toFixed(1)} / ${Mean(prompts).toFixed(1)}`;
 }
 
-// A markdown table with one column per ratio that any cell ran at. `rows`: [[label, method,
-// cell => text]]; '-' where the method did not run at a ratio.
+// A markdown table with one column per ratio that any cell ran at. `rows`: [[label, {method,
+// kvDtype}, cell => text]]; '-' where the method did not run at a ratio.
 function Table(cells, rows) {
   const ratios = [...new Set(cells.map((c) => c.ratio))].sort((x, y) => x - y);
-  const lines = rows.map(([label, method, Text]) => {
+  const lines = rows.map(([label, { method, kvDtype }, Text]) => {
     const texts = ratios.map((ratio) => {
-      const cell = cells.find((c) => c.method === method && c.ratio === ratio);
+      const cell =
+        cells.find((c) => c.method === method && c.kvDtype === kvDtype && c.ratio === ratio);
       return cell ? Text(cell) : '-';
     });
     return `| ${label} | ${texts.join(' | ')} |`;
@@ -148,15 +182,19 @@ function Table(cells, rows) {
   ].join('\n');
 }
 
-// Rows of the accuracy table: one per method; snapkv, compressed for the first question, adds
-// its first and its other questions apart.
-function AccuracyRows(methods) {
+// A row's label: the method, and the precision when the run stores more than one.
+const RowLabel = ({ method, kvDtype }, several) =>
+  (several && kvDtype !== null ? `${method} ${kvDtype}` : method);
+
+// Rows of the accuracy table: one per method and precision; snapkv, compressed for the first
+// question, adds its first and its other questions apart.
+function AccuracyRows(kinds, several) {
   const Of = (pick) => (cell) => AccuracyCell(cell.results.filter((r) => pick(r.question)));
-  return methods.flatMap((method) => [
-    [method, method, Of(() => true)],
-    ...(method === 'snapkv' ? [
-      ['snapkv, first question', method, Of((q) => q === 0)],
-      ['snapkv, other questions', method, Of((q) => q > 0)],
+  return kinds.flatMap((kind) => [
+    [RowLabel(kind, several), kind, Of(() => true)],
+    ...(kind.method === 'snapkv' ? [
+      [`${RowLabel(kind, several)}, first question`, kind, Of((q) => q === 0)],
+      [`${RowLabel(kind, several)}, other questions`, kind, Of((q) => q > 0)],
     ] : []),
   ]);
 }
@@ -197,10 +235,10 @@ async function Main() {
               `${questions} questions, seed ${options.seed}`);
 
   const cells = [];
-  for (const { method, ratio } of plan) {
-    const cell = await RunCell(api, model, docs, method, ratio, options.concurrency);
+  for (const step of plan) {
+    const cell = await RunCell(api, model, docs, step, options);
     cells.push(cell);
-    Log(`${method} ${RatioLabel(ratio)}: ${AccuracyCell(cell.results)} ` +
+    Log(`${RowLabel(step, true)} ${RatioLabel(step.ratio)}: ${AccuracyCell(cell.results)} ` +
         `in ${cell.wall_s.toFixed(1)} s`);
     for (const error of cell.errors.slice(0, kErrorsShown)) Log(`  error: ${error}`);
     if (cell.errors.length > kErrorsShown) {
@@ -212,22 +250,35 @@ async function Main() {
   console.log('');
   console.log('Exact match, % (correct/answered):');
   console.log('');
-  const methods = [...new Set(plan.map((p) => p.method))];
-  console.log(Table(cells, AccuracyRows(methods)));
+  // Each method with each precision it ran at, in plan order.
+  const kinds = [...new Map(plan.map((p) => [`${p.method} ${p.kvDtype}`, p])).values()];
+  const several = new Set(plan.map((p) => p.kvDtype).filter((d) => d !== null)).size > 1;
+  const Rows = (kindsShown, Text) => kindsShown.map((k) => [RowLabel(k, several), k, Text]);
+  console.log(Table(cells, AccuracyRows(kinds, several)));
   console.log('');
-  const stored_methods = methods.filter((m) => !IsInlineMethod(m));
-  if (stored_methods.length > 0) {
+  const stored_kinds = kinds.filter((k) => !IsInlineMethod(k.method));
+  if (stored_kinds.length > 0) {
     console.log('Server-reported `ratio` and `stored_bytes`, mean over the ready documents:');
     console.log('');
-    console.log(Table(cells, stored_methods.map((m) => [m, m, KeptCell])));
+    console.log(Table(cells, Rows(stored_kinds, KeptCell)));
     console.log('');
   }
-  const keepkv_methods = methods.filter((m) => KeepKvRule(m) !== null);
-  if (keepkv_methods.length > 0) {
+  const reference = cells.find((c) => c.method === 'none' && c.kvDtype === 'f32');
+  if (reference && stored_kinds.length > 1) {
+    for (const [what, field] of [['Stored bytes', 'stored_bytes'], ['Upload time', 'upload_s']]) {
+      console.log(`${what} relative to the same document uploaded with method none in f32 ` +
+                  '(prefilled and stored whole), mean over the ready documents:');
+      console.log('');
+      console.log(Table(cells, Rows(stored_kinds, (c) => RelativeCell(c, reference, field))));
+      console.log('');
+    }
+  }
+  const keepkv_kinds = kinds.filter((k) => KeepKvRule(k.method) !== null);
+  if (keepkv_kinds.length > 0) {
     console.log('KeepKV budget per (layer, kv head) / prompt, mean tokens over the answered ' +
                 'questions:');
     console.log('');
-    console.log(Table(cells, keepkv_methods.map((m) => [m, m, BudgetCell])));
+    console.log(Table(cells, Rows(keepkv_kinds, BudgetCell)));
     console.log('');
   }
   const errors = cells.reduce((sum, c) => sum + c.errors.length, 0);

@@ -78,6 +78,30 @@ test('a small run answers every question and ratio 1 matches the full prefill', 
   }
 });
 
+test('each stored precision runs; int8 takes a fraction of the f32 bytes', async () => {
+  const { stdout, results } = await Run([
+    '--documents', '3', '--methods', 'none,kvzip', '--ratios', '0.3', '--kv-dtypes', 'f32,int8',
+  ]);
+  assert.match(stdout, /\| kvzip int8 \|/);
+  assert.match(stdout, /Stored bytes relative to the same document/);
+  for (const r of results) assert.equal(r.error, undefined, `${r.method} ${r.kv_dtype}: ${r.error}`);
+  const report = JSON.parse(readFileSync(join(dir, 'results.json'), 'utf8'));
+  const bytes = (method, kvDtype) => report.cells
+    .find((c) => c.method === method && c.kvDtype === kvDtype)
+    .documents.map((d) => d.stored_bytes);
+  const f32 = bytes('kvzip', 'f32');
+  bytes('kvzip', 'int8').forEach((b, i) => assert.ok(b < f32[i] / 3, `document ${i}: ${b}`));
+});
+
+test('completions continue the stored document', async () => {
+  const { results } = await Run(['--documents', '3', '--methods', 'none', '--completions']);
+  assert.equal(results.length, 9);
+  for (const r of results) {
+    assert.equal(r.error, undefined, r.error);
+    assert.ok(r.prompt_tokens > 0 && typeof r.got === 'string');
+  }
+});
+
 test('a keepkv budget of 1.0 is sent with its point, not as one token', () => {
   const body = { model: 'm', messages: [], keepkv: { budget: 1, method: 'evict' } };
   assert.match(KeepKvBodyText(body), /"keepkv":\{"budget":1\.0,"method":"evict"\}\}$/);
