@@ -10,17 +10,17 @@ namespace kvd::documents {
 namespace {
 
 // Bytes a payload of `entries` kept entries and `scores` scores encodes to in `storage`,
-// roughly (a compact position counted as two bytes): what a quota is checked against before
-// the compression runs.
+// roughly (a compact position counted as two bytes; a compact payload scores its kept entries
+// alone): what a quota is checked against before the compression runs.
 int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim,
                       cache_store::KvStorage storage) {
   switch (storage) {
     case cache_store::KvStorage::kF32:
       return entries * (2 * int64_t{head_dim} * 4 + 8) + scores * 4;
     case cache_store::KvStorage::kBf16:
-      return entries * (2 * int64_t{head_dim} * 2 + 4) + scores * 2;
+      return entries * (2 * int64_t{head_dim} * 2 + 6);
     case cache_store::KvStorage::kInt8:
-      return entries * (2 * (int64_t{head_dim} + 2) + 4) + scores * 2;
+      return entries * (2 * (int64_t{head_dim} + 2) + 6);
   }
   return 0;
 }

@@ -25,7 +25,8 @@ struct HeadKv {
 };
 
 // The precision the store keeps a payload's keys and values in (kv_storage.h): as computed, or
-// bf16 or int8 for a fraction of the bytes, with log-votes in bf16 and scores in f16.
+// bf16 or int8 for a fraction of the bytes, with log-votes in bf16 and the kept entries'
+// scores in f16.
 enum class KvStorage : uint8_t { kF32 = 0, kBf16 = 1, kInt8 = 2 };
 
 struct DocumentPayload {

@@ -16,6 +16,7 @@ float RoundBf16(float x) { return kernels::BF16ToFloat(kernels::FloatToBF16(x));
 
 // Rounds `x` [entries * dim] entry by entry through its int8 code.
 void RoundInt8(std::vector<float>& x, int32_t dim) {
+  if (x.empty()) return;  // a head with no entries: nothing sized by `dim`
   std::vector<int8_t> codes(static_cast<size_t>(dim));
   for (size_t begin = 0; begin + dim <= x.size(); begin += dim) {
     float* entry = x.data() + begin;
@@ -58,7 +59,8 @@ uint16_t Int8Scale(const float* x, int32_t n) {
 void Int8Codes(const float* x, int32_t n, uint16_t scale_bits, int8_t* codes) {
   const float scale = kernels::BF16ToFloat(scale_bits);
   for (int32_t i = 0; i < n; ++i) {
-    const float code = scale > 0.0f && !std::isnan(x[i]) ? std::nearbyint(x[i] / scale) : 0.0f;
+    float code = scale > 0.0f ? std::nearbyint(x[i] / scale) : 0.0f;
+    if (std::isnan(code)) code = 0.0f;  // a non-finite input has no code; Validate refuses it
     codes[i] = static_cast<int8_t>(std::clamp(code, -127.0f, 127.0f));
   }
 }
@@ -86,7 +88,13 @@ void RoundForStorage(KvStorage storage, DocumentPayload& payload) {
       RoundInt8(head.values, payload.head_dim);
     }
     for (float& vote : head.log_votes) vote = RoundBf16(vote);
-    for (float& score : head.scores) score = StoredScore(storage, score);
+    // Only a kept entry's score is ever read (a re-cut picks among the entries held), so a
+    // compact payload keeps those alone.
+    std::vector<float> scores(head.scores.size(), 0.0f);
+    for (int32_t position : head.positions) {
+      scores[position] = StoredScore(storage, head.scores[position]);
+    }
+    head.scores = std::move(scores);
   }
 }
 

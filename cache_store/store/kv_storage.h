@@ -1,6 +1,7 @@
 // Stored caches at a fraction of the bytes: rounds a payload's keys and values to bf16 or to
-// int8 (each entry's key and value its own bf16 scale), its log-votes to bf16 and its scores
-// to f16, in place, so that what is served from memory is exactly what the store decodes.
+// int8 (each entry's key and value its own bf16 scale), its log-votes to bf16 and its kept
+// entries' scores to f16 (the others, never read, to 0), in place, so that what is served from
+// memory is exactly what the store decodes.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +27,9 @@ float Int8Value(int8_t code, uint16_t scale_bits);
 // f16's largest (an infinite score marks an always-kept prefix entry and stays infinite).
 float StoredScore(KvStorage storage, float score);
 
-// Rounds every key, value, log-vote and score of `payload` to `storage` and sets
-// payload.storage. Idempotent; with kF32 it changes nothing but the field.
+// Rounds every key, value, log-vote and kept entry's score of `payload` to `storage`, sets the
+// scores of positions no entry holds to 0, and sets payload.storage. Idempotent; with kF32 it
+// changes nothing but the field.
 void RoundForStorage(KvStorage storage, DocumentPayload& payload);
 
 }  // namespace kvd::cache_store

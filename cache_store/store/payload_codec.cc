@@ -18,6 +18,9 @@ constexpr std::string_view kMagic = "KVDP";
 constexpr size_t kHeaderSize = 4 + 4 + 8;
 constexpr size_t kChecksumSize = 32;
 
+// 2^28 scores (1 GiB): 128 (layer, kv head)s of two million positions.
+constexpr uint64_t kMaxCompactScores = uint64_t{1} << 28;
+
 absl::Status Corrupt(const std::string& what) {
   return absl::DataLossError(absl::StrCat("stored document payload is corrupt: ", what));
 }
@@ -110,6 +113,13 @@ absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes) {
   // Every head takes at least its kept count, so a head count beyond that cannot be real.
   const uint64_t num_heads = uint64_t{num_layers} * num_kv_heads;
   if (num_heads > body.remaining() / sizeof(uint32_t)) return Corrupt("truncated heads");
+  // A compact payload spells out the scores of its kept entries alone, yet decodes to one per
+  // position and head: bound those by the token ids it holds (one per position) and overall.
+  if (compact && (original_length > payload.prefix_token_ids.size() ||
+                  num_heads * original_length > kMaxCompactScores)) {
+    return Corrupt(absl::StrCat(num_heads, " heads of ", original_length, " positions for ",
+                                payload.prefix_token_ids.size(), " token ids"));
+  }
   payload.heads.resize(num_heads);
   for (HeadKv& head : payload.heads) {
     if (compact) {

@@ -1,6 +1,6 @@
 // Fuzzes cache_store::DecodePayload, the reader of stored document caches: on the input as it
-// is, and on the input framed as a body with a valid header and checksum (so the body parser is
-// reached). Whatever decodes must encode back to the same bytes.
+// is, and on the input framed as a body of each format (f32 and compact) with a valid header and
+// checksum (so the body parsers are reached). Whatever decodes must encode back to the same bytes.
 #include <string>
 
 #include "base/sha256.h"
@@ -11,10 +11,10 @@
 namespace {
 
 // The stored framing (payload_codec.cc): magic, version, body size, body, SHA-256 of the rest.
-std::string Framed(std::string_view body) {
+std::string Framed(std::string_view body, uint32_t version) {
   kvd::cache_store::internal::ByteWriter out;
   out.PutBytes("KVDP");
-  out.PutU32(kvd::cache_store::kPayloadFormatVersion);
+  out.PutU32(version);
   out.PutU64(body.size());
   out.PutBytes(body);
   const auto digest = kvd::base::Sha256(out.bytes());
@@ -35,6 +35,7 @@ void DecodeAndRoundTrip(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes = kvd::fuzz::AsText(data, size);
   DecodeAndRoundTrip(bytes);
-  DecodeAndRoundTrip(Framed(bytes));
+  DecodeAndRoundTrip(Framed(bytes, kvd::cache_store::kPayloadFormatVersion));
+  DecodeAndRoundTrip(Framed(bytes, kvd::cache_store::kCompactPayloadFormatVersion));
   return 0;
 }

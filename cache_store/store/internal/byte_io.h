@@ -59,13 +59,15 @@ class ByteReader {
   [[nodiscard]] bool GetU8(uint8_t& value) { return GetRaw(&value, sizeof(value)); }
   [[nodiscard]] bool GetU16(uint16_t& value) { return GetRaw(&value, sizeof(value)); }
   [[nodiscard]] bool GetU32(uint32_t& value) { return GetRaw(&value, sizeof(value)); }
-  // At most five bytes, and no value beyond 32 bits.
+  // At most five bytes, no value beyond 32 bits, and in the shortest form PutVarint writes
+  // (no trailing zero byte), so every value has exactly one encoding.
   [[nodiscard]] bool GetVarint(uint32_t& value) {
     value = 0;
     for (int shift = 0; shift < 35; shift += 7) {
       uint8_t byte = 0;
       if (!GetU8(byte)) return false;
       if (shift == 28 && byte > 0x0f) return false;
+      if (shift > 0 && byte == 0) return false;
       value |= uint32_t{byte & 0x7fu} << shift;
       if ((byte & 0x80) == 0) return true;
     }

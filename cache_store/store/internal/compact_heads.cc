@@ -1,5 +1,6 @@
 #include "cache_store/store/internal/compact_heads.h"
 
+#include <cmath>
 #include <vector>
 
 #include "cache_store/store/kv_storage.h"
@@ -13,6 +14,7 @@ void PutVectors(ByteWriter& out, const std::vector<float>& x, KvStorage storage,
     for (float value : x) out.PutU16(kernels::FloatToBF16(value));
     return;
   }
+  if (x.empty()) return;  // a head with no entries: nothing sized by `dim`
   std::vector<int8_t> codes(static_cast<size_t>(dim));
   for (size_t begin = 0; begin + dim <= x.size(); begin += dim) {
     const uint16_t scale = Int8Scale(x.data() + begin, dim);
@@ -28,6 +30,8 @@ bool GetVectors(ByteReader& in, uint32_t entries, KvStorage storage, int32_t dim
       storage == KvStorage::kBf16 ? 2 * uint64_t(dim) : 2 + uint64_t(dim);
   if (entries > in.remaining() / bytes_per_entry) return false;
   x.resize(uint64_t{entries} * dim);
+  // Nothing sized by `dim` is allocated before an entry shows the input holds that many bytes.
+  if (entries == 0) return true;
   if (storage == KvStorage::kBf16) {
     for (float& value : x) {
       uint16_t bits = 0;
@@ -36,11 +40,18 @@ bool GetVectors(ByteReader& in, uint32_t entries, KvStorage storage, int32_t dim
     }
     return true;
   }
-  std::vector<int8_t> codes;
+  std::vector<int8_t> codes, again(static_cast<size_t>(dim));
   for (uint32_t e = 0; e < entries; ++e) {
     uint16_t scale = 0;
     if (!in.GetU16(scale) || !in.GetArray(static_cast<uint64_t>(dim), codes)) return false;
-    for (int32_t i = 0; i < dim; ++i) x[uint64_t{e} * dim + i] = Int8Value(codes[i], scale);
+    if (!std::isfinite(kernels::BF16ToFloat(scale))) return false;
+    float* entry = x.data() + uint64_t{e} * dim;
+    for (int32_t i = 0; i < dim; ++i) entry[i] = Int8Value(codes[i], scale);
+    // Only the code the encoder writes for these values is accepted (a scale of max|x| / 127,
+    // codes within ±127), so every stored entry has one encoding and decodes to what it was.
+    if (Int8Scale(entry, dim) != scale) return false;
+    Int8Codes(entry, dim, scale, again.data());
+    if (again != codes) return false;
   }
   return true;
 }
@@ -57,7 +68,7 @@ void PutCompactHead(ByteWriter& out, const HeadKv& head, KvStorage storage, int3
   PutVectors(out, head.keys, storage, head_dim);
   PutVectors(out, head.values, storage, head_dim);
   for (float vote : head.log_votes) out.PutU16(kernels::FloatToBF16(vote));
-  for (float score : head.scores) out.PutU16(kernels::FloatToF16(score));
+  for (int32_t position : head.positions) out.PutU16(kernels::FloatToF16(head.scores[position]));
 }
 
 bool GetCompactHead(ByteReader& in, KvStorage storage, int32_t head_dim, int32_t original_length,
@@ -83,9 +94,9 @@ bool GetCompactHead(ByteReader& in, KvStorage storage, int32_t head_dim, int32_t
   if (!in.GetArray(kept, bits)) return false;
   head.log_votes.resize(kept);
   for (uint32_t i = 0; i < kept; ++i) head.log_votes[i] = kernels::BF16ToFloat(bits[i]);
-  if (!in.GetArray(static_cast<uint64_t>(original_length), bits)) return false;
-  head.scores.resize(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i) head.scores[i] = kernels::F16ToFloat(bits[i]);
+  if (!in.GetArray(kept, bits)) return false;
+  head.scores.assign(static_cast<size_t>(original_length), 0.0f);
+  for (uint32_t i = 0; i < kept; ++i) head.scores[head.positions[i]] = kernels::F16ToFloat(bits[i]);
   return true;
 }
 

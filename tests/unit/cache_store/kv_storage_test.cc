@@ -11,7 +11,10 @@
 #include <limits>
 #include <random>
 
+#include "base/sha256.h"
+#include "cache_store/store/internal/byte_io.h"
 #include "cache_store/store/payload_codec.h"
+#include "kernels/dtype.h"
 #include "tests/unit/cache_store/test_payload.h"
 
 namespace kvd::cache_store::testing {
@@ -36,7 +39,7 @@ DocumentPayload HeadSizedPayload(uint32_t seed) {
       head.values[i] = normal(random) * 0.3f;
     }
   }
-  payload.head(1, 1).scores[5] = std::numeric_limits<float>::infinity();  // an always-kept entry
+  payload.head(1, 1).scores[4] = std::numeric_limits<float>::infinity();  // an always-kept entry
   payload.head(1, 1).scores[6] = 1e6f;                                    // beyond f16
   return payload;
 }
@@ -79,16 +82,20 @@ TEST(KvStorageTest, Int8IsWithinHalfAStepOfEachEntrysLargestAndBf16WithinItsRoun
   }
 }
 
-TEST(KvStorageTest, ScoresKeepTheirOrderAndAlwaysKeptMarks) {
+// The scores a re-cut reads, the kept entries', keep their order; the others are dropped.
+TEST(KvStorageTest, KeptScoresKeepTheirOrderAndAlwaysKeptMarks) {
   DocumentPayload payload = HeadSizedPayload(2);
   const std::vector<float> before = payload.head(1, 1).scores;
   RoundForStorage(KvStorage::kInt8, payload);
   const std::vector<float>& after = payload.head(1, 1).scores;
-  EXPECT_TRUE(std::isinf(after[5]));
+  EXPECT_TRUE(std::isinf(after[4]));
   EXPECT_EQ(after[6], 65504.0f);  // clamped, not made always-kept
-  for (size_t i = 0; i < before.size(); ++i) {
-    for (size_t j = 0; j < before.size(); ++j) {
-      if (before[i] < before[j]) EXPECT_LE(after[i], after[j]) << i << " " << j;
+  EXPECT_EQ(after[5], 0.0f);      // no entry holds odd positions
+  for (size_t i = 0; i < before.size(); i += 2) {
+    for (size_t j = 0; j < before.size(); j += 2) {
+      if (before[i] < before[j]) {
+        EXPECT_LE(after[i], after[j]) << i << " " << j;
+      }
     }
   }
 }
@@ -115,8 +122,8 @@ TEST(KvStorageTest, CompactFormsTakeAFractionOfTheF32Bytes) {
   DocumentPayload int8 = f32, bf16 = f32;
   RoundForStorage(KvStorage::kInt8, int8);
   RoundForStorage(KvStorage::kBf16, bf16);
-  // Head dim 32, half the entries kept: an f32 entry is 264 bytes and its position's score 4
-  // more; int8, 70 + a position's byte and a score's 2; bf16, 130 + 1 + 2.
+  // Head dim 32, half the entries kept: an f32 entry is 264 bytes and two positions' scores 8
+  // more; int8, 70 + a position's byte + its score's 2; bf16, 130 + 1 + 2.
   EXPECT_LT(static_cast<double>(EncodePayload(int8)->size()) / f32_bytes, 0.35);
   EXPECT_LT(static_cast<double>(EncodePayload(bf16)->size()) / f32_bytes, 0.55);
 }
@@ -138,6 +145,63 @@ TEST(KvStorageTest, CompactBytesThatAreTruncatedOrFlippedAreRefused) {
     } else {
       EXPECT_EQ(decoded.status().code(), absl::StatusCode::kDataLoss) << "byte " << i;
     }
+  }
+}
+
+// A framed compact int8 payload of one (layer, kv head) of dimension 2 and two positions,
+// position 1 kept: its gap's varint bytes, and its key's scale and codes as given.
+std::string CompactBytes(std::string_view gap, uint16_t key_scale, int8_t key0, int8_t key1,
+                         uint32_t token_ids = 2) {
+  internal::ByteWriter body;
+  for (uint32_t field : {1u, 1u, 2u, 2u}) body.PutU32(field);
+  body.PutU8(static_cast<uint8_t>(KvStorage::kInt8));
+  body.PutString("<|begin_of_text|>doc");
+  body.PutU64(token_ids);  // one per position
+  for (uint32_t i = 0; i < token_ids; ++i) body.PutU32(100 + i);
+  body.PutU32(1);
+  body.PutBytes(gap);
+  body.PutU16(key_scale);
+  body.PutU8(static_cast<uint8_t>(key0));
+  body.PutU8(static_cast<uint8_t>(key1));
+  body.PutU16(0);  // a zero value: scale 0, codes 0
+  body.PutU16(0);
+  body.PutU16(0);                          // log-vote 0
+  body.PutU16(kernels::FloatToF16(1.0f));  // the kept entry's score
+  internal::ByteWriter out;
+  out.PutBytes("KVDP");
+  out.PutU32(kCompactPayloadFormatVersion);
+  out.PutU64(body.bytes().size());
+  out.PutBytes(body.bytes());
+  const base::Sha256Digest digest = base::Sha256(out.bytes());
+  out.PutBytes(std::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
+  return out.Release();
+}
+
+// Each stored entry has exactly one encoding, the encoder's, so whatever decodes encodes back
+// to the same bytes: codes that do not reach ±127, a negative scale, a code of -128 or a varint
+// with a trailing zero byte are refused even under a valid checksum, as are more positions than
+// token ids.
+TEST(KvStorageTest, OnlyTheEncodersFormOfAnEntryDecodes) {
+  const float key[2] = {0.5f, -1.0f};
+  const uint16_t scale = Int8Scale(key, 2);
+  int8_t codes[2];
+  Int8Codes(key, 2, scale, codes);
+  ASSERT_EQ(codes[1], -127);
+  const std::string canonical = CompactBytes("\x01", scale, codes[0], codes[1]);
+  absl::StatusOr<DocumentPayload> decoded = DecodePayload(canonical);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_EQ(decoded->head(0, 0).positions, std::vector<int32_t>{1});
+  EXPECT_EQ(*EncodePayload(*decoded), canonical);
+  for (const std::string& bytes :
+       {CompactBytes("\x01", scale, codes[0] / 2, codes[1] / 2),     // codes below ±127
+        CompactBytes("\x01", static_cast<uint16_t>(scale | 0x8000),  // a negative scale
+                     static_cast<int8_t>(-codes[0]), static_cast<int8_t>(-codes[1])),
+        CompactBytes("\x01", scale, codes[0], -128),
+        CompactBytes(std::string("\x81\x00", 2), scale, codes[0], codes[1]),
+        CompactBytes("\x01", 0x7f80, 0, 3),  // an infinite scale
+        // Fewer token ids than positions: the dense scores it would decode to are unbounded.
+        CompactBytes("\x01", scale, codes[0], codes[1], /*token_ids=*/1)}) {
+    EXPECT_EQ(DecodePayload(bytes).status().code(), absl::StatusCode::kDataLoss);
   }
 }
 
