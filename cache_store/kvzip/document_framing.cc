@@ -1,18 +1,22 @@
 #include "cache_store/kvzip/document_framing.h"
 
-#include "absl/strings/str_cat.h"
+#include "base/enum_names.h"
 
 namespace kvd::cache_store {
 
-const char* FramingKindName(FramingKind kind) {
-  return kind == FramingKind::kChat ? "chat" : "plain";
-}
+namespace {
+
+constexpr auto kFramingKindNames = base::MakeEnumNames<FramingKind>({
+    {FramingKind::kChat, "chat"},
+    {FramingKind::kPlain, "plain"},
+});
+
+}  // namespace
+
+const char* FramingKindName(FramingKind kind) { return kFramingKindNames.Name(kind).data(); }
 
 absl::StatusOr<FramingKind> ParseFramingKind(std::string_view name) {
-  if (name == "chat") return FramingKind::kChat;
-  if (name == "plain") return FramingKind::kPlain;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown document framing '", std::string(name), "' (chat or plain)"));
+  return kFramingKindNames.Parse(name, "framing");
 }
 
 std::vector<std::string> DocumentFraming::IdentityParts() const {

@@ -4,13 +4,19 @@
 #include <cmath>
 #include <string>
 
-#include "absl/strings/str_cat.h"
+#include "base/enum_names.h"
 #include "kernels/dtype.h"
 
 namespace kvd::cache_store {
 namespace {
 
 constexpr float kLargestF16 = 65504.0f;
+
+constexpr auto kKvStorageNames = base::MakeEnumNames<KvStorage>({
+    {KvStorage::kF32, "f32"},
+    {KvStorage::kBf16, "bf16"},
+    {KvStorage::kInt8, "int8"},
+});
 
 float RoundBf16(float x) { return kernels::BF16ToFloat(kernels::FloatToBF16(x)); }
 
@@ -28,24 +34,10 @@ void RoundInt8(std::vector<float>& x, int32_t dim) {
 
 }  // namespace
 
-const char* KvStorageName(KvStorage storage) {
-  switch (storage) {
-    case KvStorage::kF32:
-      return "f32";
-    case KvStorage::kBf16:
-      return "bf16";
-    case KvStorage::kInt8:
-      return "int8";
-  }
-  return "f32";
-}
+const char* KvStorageName(KvStorage storage) { return kKvStorageNames.Name(storage).data(); }
 
 absl::StatusOr<KvStorage> ParseKvStorage(std::string_view name) {
-  for (KvStorage storage : {KvStorage::kF32, KvStorage::kBf16, KvStorage::kInt8}) {
-    if (name == KvStorageName(storage)) return storage;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown kv_dtype '", std::string(name), "' (f32, bf16 or int8)"));
+  return kKvStorageNames.Parse(name, "kv_dtype");
 }
 
 uint16_t Int8Scale(const float* x, int32_t n) {
