@@ -221,6 +221,10 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
   for (float cosine : {0.3f, 0.65f, 0.8f, 0.9f}) {
     add(absl::StrCat("min_cosine ", cosine), [&](KeepKvParams& p) { p.min_cosine = cosine; });
   }
+  for (float cosine : {0.5f, 0.8f, 0.9f}) {
+    add(absl::StrCat("min_value_cosine ", cosine),
+        [&](KeepKvParams& p) { p.min_value_cosine = cosine; });
+  }
   for (int32_t every : {8, 16}) {
     add(absl::StrCat("refresh_every ", every), [&](KeepKvParams& p) { p.refresh_every = every; });
   }

@@ -98,6 +98,11 @@ inline constexpr KeepKvField kKeepKvFields[] = {
      {.min = -1, .max = 1},
      "keys less similar than this are never merged (the lowest-scored entries are evicted "
      "instead)"},
+    {"min_value_cosine",
+     &KeepKvParams::min_value_cosine,
+     KeepKvScope::kOperator,
+     {.min = -1, .max = 1},
+     "nor those whose values are less similar than this (-1: values are not compared)"},
     {"selection",
      &KeepKvParams::selection,
      KeepKvScope::kOperator,

@@ -87,6 +87,8 @@ struct KeepKvParams {
   MergeMethod method = MergeMethod::kGroupMean;
   MergeSelection selection = MergeSelection::kLowestScores;
   float min_cosine = 0.5f;  // pairs of keys less similar than this are evicted, never merged
+  // Nor pairs of values less similar than this (-1: values are not compared).
+  float min_value_cosine = -1.0f;
 
   // The first field whose value breaks its row's rule, in kKeepKvFields' order.
   std::optional<KeepKvViolation> Check() const;

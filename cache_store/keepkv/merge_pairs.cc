@@ -33,10 +33,11 @@ float Dot(const float* a, const float* b, int32_t n) {
 
 }  // namespace
 
-std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int32_t head_dim,
+std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys,
+                                                std::span<const float> values, int32_t head_dim,
                                                 std::span<const uint8_t> mergeable,
                                                 std::span<const float> scores, int32_t count,
-                                                float min_cosine) {
+                                                float min_cosine, float min_value_cosine) {
   const int32_t n = static_cast<int32_t>(mergeable.size());
   std::vector<int32_t> order;
   for (int32_t i = 0; i < n; ++i) {
@@ -47,6 +48,13 @@ std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int
   });
   const std::vector<float> unit = UnitKeys(keys, head_dim);
   auto row = [&](int32_t i) { return unit.data() + static_cast<size_t>(i) * head_dim; };
+  // The value gate is off at -1, the least cosine there is: no unit values needed.
+  const bool gate_values = min_value_cosine > -1.0f;
+  const std::vector<float> unit_values =
+      gate_values ? UnitKeys(values, head_dim) : std::vector<float>();
+  auto value_row = [&](int32_t i) {
+    return unit_values.data() + static_cast<size_t>(i) * head_dim;
+  };
   count = std::clamp<int32_t>(count, 0, static_cast<int32_t>(order.size()));
   std::vector<uint8_t> alive(mergeable.begin(), mergeable.end());
   std::vector<MergePair> merges;
@@ -58,10 +66,10 @@ std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int
     for (int32_t j = 0; j < n; ++j) {
       if (!alive[j]) continue;
       const float cosine = Dot(row(i), row(j), head_dim);
-      if (cosine > best_cosine || (best < 0 && cosine == best_cosine)) {
-        best = j;
-        best_cosine = cosine;
-      }
+      if (!(cosine > best_cosine || (best < 0 && cosine == best_cosine))) continue;
+      if (gate_values && Dot(value_row(i), value_row(j), head_dim) < min_value_cosine) continue;
+      best = j;
+      best_cosine = cosine;
     }
     merges.push_back({i, best, best < 0 ? 0.0f : best_cosine});
   }

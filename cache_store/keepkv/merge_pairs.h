@@ -36,14 +36,16 @@ std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t hea
                                         const MergePairOptions& options);
 
 // The `count` lowest-scored mergeable entries (ties to the earlier), in ascending score, each
-// with the most similar entry still there as `kept` (cosine >= min_cosine; possibly one of the
-// later of these, so that the last of a group of similar keys carries the group's votes), or
-// -1 when none is similar enough (the entry is evicted). Apply in order.
+// with the entry still there of the most similar key as `kept` among those whose key cosine is
+// >= min_cosine and whose value cosine is >= min_value_cosine (possibly one of the later of
+// these, so that the last of a group of similar keys carries the group's votes), or -1 when
+// none qualifies (the entry is evicted). `values` are rows like `keys`. Apply in order.
 //
 // Cost: O(count · n · head_dim) for n entries, in one pass.
-std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys, int32_t head_dim,
+std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys,
+                                                std::span<const float> values, int32_t head_dim,
                                                 std::span<const uint8_t> mergeable,
                                                 std::span<const float> scores, int32_t count,
-                                                float min_cosine);
+                                                float min_cosine, float min_value_cosine);
 
 }  // namespace kvd::cache_store

@@ -43,6 +43,7 @@ class HeadEntries {
 
   int32_t size() const { return static_cast<int32_t>(state_.entries.size()); }
   std::span<const float> keys() const { return keys_; }
+  std::span<const float> values() const { return values_; }
   std::span<const float> key(int32_t i) const { return Row(keys_, i); }
   std::span<const float> value(int32_t i) const { return Row(values_, i); }
   float log_vote(int32_t i) const { return log_votes_[i]; }
@@ -232,7 +233,8 @@ class Compaction {
   // with none similar enough, evicted.
   absl::Status LowestScoredPass(int32_t excess) {
     const std::vector<MergePair> merges = SelectLowestScoredMerges(
-        entries_.keys(), input_.head_dim, MergeableMask(), Ranks(), excess, params_.min_cosine);
+        entries_.keys(), entries_.values(), input_.head_dim, MergeableMask(), Ranks(), excess,
+        params_.min_cosine, params_.min_value_cosine);
     std::vector<int32_t> kept, removed;
     for (const MergePair& merge : merges) {
       removed.push_back(merge.evicted);

@@ -71,7 +71,7 @@ TEST(KeepKvFieldsTest, ScopesSayWhoSetsWhat) {
             "budget, alpha, window, refresh_every, recent, method");
   EXPECT_EQ(KeepKvKeys(KeepKvScope::kOperator),
             "budget, alpha, window, pool, refresh_every, recent, sink, method, min_cosine, "
-            "selection");
+            "min_value_cosine, selection");
   EXPECT_FALSE(MaySet(KeepKvScope::kOperator, Row("protected_prefix")));
   EXPECT_FALSE(MaySet(KeepKvScope::kRequest, Row("sink")));
   EXPECT_TRUE(MaySet(KeepKvScope::kOperator, Row("sink")));

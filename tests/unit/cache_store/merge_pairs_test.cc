@@ -109,7 +109,7 @@ TEST(SelectLowestScoredMerges, FoldsInAscendingScoreIntoTheMostSimilarEntryStill
   const std::vector<float> keys = {1, 0, 0, 2, 0.1f, 0, 1, 0, 0.01f, 0, 1, 0, 0, 2, 0, 0, 0, 1};
   const std::vector<uint8_t> mergeable = {1, 1, 1, 1, 1, 1};
   const std::vector<float> scores = {0.1f, 0.3f, 0.2f, 0.05f, 0.6f, 0.4f};
-  const auto merges = SelectLowestScoredMerges(keys, 3, mergeable, scores, 3, 0.8f);
+  const auto merges = SelectLowestScoredMerges(keys, keys, 3, mergeable, scores, 3, 0.8f, -1.0f);
   ASSERT_EQ(merges.size(), 3u);
   // 3 (0.05) into 4; 0 (0.1) into 2, its closest; 2 (0.2) then into 1, carrying 0.
   EXPECT_EQ(merges[0].evicted, 3);
@@ -126,7 +126,7 @@ TEST(SelectLowestScoredMerges, TheLowestGoEvenWithoutAPartner) {
   const std::vector<float> keys = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0.1f, 1};
   const std::vector<uint8_t> mergeable = {1, 1, 1, 1};
   const std::vector<float> scores = {0.1f, 0.2f, 0.3f, 0.4f};
-  const auto merges = SelectLowestScoredMerges(keys, 3, mergeable, scores, 3, 0.8f);
+  const auto merges = SelectLowestScoredMerges(keys, keys, 3, mergeable, scores, 3, 0.8f, -1.0f);
   ASSERT_EQ(merges.size(), 3u);
   EXPECT_EQ(merges[0].evicted, 0);  // no partner: evicted
   EXPECT_EQ(merges[0].kept, -1);
@@ -134,6 +134,24 @@ TEST(SelectLowestScoredMerges, TheLowestGoEvenWithoutAPartner) {
   EXPECT_EQ(merges[1].kept, -1);
   EXPECT_EQ(merges[2].evicted, 2);  // folds into 3, the one left
   EXPECT_EQ(merges[2].kept, 3);
+}
+
+TEST(SelectLowestScoredMerges, AValueGateSendsAnEntryToItsClosestKeyAmongSimilarValues) {
+  // Keys: 1 is the closest to 0, then 2; values: 0's is 2's direction, not 1's; 3's value is
+  // like no other.
+  const std::vector<float> keys = {1, 0, 0, 1, 0.1f, 0, 1, 0.3f, 0, 1, 0.2f, 0};
+  const std::vector<float> values = {1, 0, 0, 0, 1, 0, 1, 0.1f, 0, 0, 0, 1};
+  const std::vector<uint8_t> mergeable = {1, 1, 1, 1};
+  const std::vector<float> scores = {0.1f, 0.5f, 0.6f, 0.2f};
+  const auto ungated = SelectLowestScoredMerges(keys, values, 3, mergeable, scores, 2, 0.8f, -1.0f);
+  ASSERT_EQ(ungated.size(), 2u);
+  EXPECT_EQ(ungated[0].kept, 1);  // the closest key, whatever its value
+  const auto gated = SelectLowestScoredMerges(keys, values, 3, mergeable, scores, 2, 0.8f, 0.8f);
+  ASSERT_EQ(gated.size(), 2u);
+  EXPECT_EQ(gated[0].evicted, 0);
+  EXPECT_EQ(gated[0].kept, 2);  // the closest key among similar values
+  EXPECT_EQ(gated[1].evicted, 3);
+  EXPECT_EQ(gated[1].kept, -1);  // no similar value: evicted
 }
 
 TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
@@ -146,7 +164,8 @@ TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
   for (float& x : scores) x = std::abs(normal(random));
   std::vector<uint8_t> mergeable(kCount, 1);
   for (int32_t i = 0; i < kCount; i += 3) mergeable[i] = 0;
-  const auto merges = SelectLowestScoredMerges(keys, kDim, mergeable, scores, 30, 0.3f);
+  const auto merges =
+      SelectLowestScoredMerges(keys, keys, kDim, mergeable, scores, 30, 0.3f, -1.0f);
   EXPECT_EQ(merges.size(), 30u);
   std::set<int32_t> gone;
   for (const MergePair& merge : merges) {
