@@ -571,18 +571,21 @@ test('Abort, a deadline and a cancelled call free the sequences', async () => {
 
 test('documents: streamed upload, questions, Get, List, Recut, Delete', async () => {
   const document = await upload(server, documentPieces, {
-    compression: { method: 'kvzip', ratio: 0.5 }, metadata_json: '{"title":"grpc"}',
+    compression: { method: 'kvzip', ratio: 0.5, kv_dtype: 'int8' },
+    metadata_json: '{"title":"grpc"}',
   });
   assert.equal(document.status, 'DOCUMENT_STATUS_READY');
   assert.match(document.id, /^doc-/);
   assert.equal(document.method, 'kvzip');
+  assert.equal(document.kv_dtype, 'int8');
   assert.ok(Math.abs(document.ratio - 0.5) < 0.01, `${document.ratio}`);
   assert.deepEqual(JSON.parse(document.metadata_json), { title: 'grpc' });
   assert.equal(document.progress, 100);
   // The same document over HTTP.
   const http = await server.fetch(`/v1/documents/${document.id}`);
   assert.equal(http.status, 'ready');
-  for (const field of ['token_count', 'kept_entries', 'stored_bytes', 'created_at', 'ratio']) {
+  for (const field of ['token_count', 'kept_entries', 'stored_bytes', 'created_at', 'ratio',
+                       'kv_dtype']) {
     assert.equal(document[field], http[field], field);
   }
   // The pieces made one text: the document's tokens are those of the whole text.
