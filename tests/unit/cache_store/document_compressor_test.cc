@@ -155,6 +155,24 @@ TEST_F(DocumentCompressorTest, UncompressedCacheAnswersExactlyAsAFullPrefill) {
   }
 }
 
+// A tokenizer that adds no BOS (Qwen2's base models) frames a plain document with no tokens
+// before it: every entry is the document's, and KVzip cuts them all alike.
+TEST_F(DocumentCompressorTest, ADocumentWithNoPrefixTokensCompresses) {
+  DocumentInput input = Input(Document(4).text);
+  input.prefix_ids.clear();
+  auto compressor = DocumentCompressor::Create(model_->config(), input, prompts_, {},
+                                               {.method = CompressionMethod::kKvzip, .ratio = 0.3});
+  ASSERT_TRUE(compressor.ok()) << compressor.status();
+  const DocumentPayload payload = Run(**compressor, 4096);
+  EXPECT_EQ(payload.original_length, static_cast<int32_t>(input.document_ids.size()));
+  const int64_t entries =
+      int64_t{payload.original_length} * payload.num_layers * payload.num_kv_heads;
+  EXPECT_EQ(payload.kept_entries(), std::llround(0.3 * static_cast<double>(entries)));
+  for (const HeadKv& head : payload.heads) {
+    for (float score : head.scores) EXPECT_FALSE(std::isinf(score));  // nothing always kept
+  }
+}
+
 TEST_F(DocumentCompressorTest, KvzipKeepsTheJointTopFractionAndAlwaysThePrefix) {
   const auto document = Document(2);
   const DocumentInput input = Input(document.text);
