@@ -1,9 +1,9 @@
 #include "kernels/cpu/attention.h"
 
-#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/attention_row.h"
+#include "kernels/cpu/score_fold.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -20,11 +20,6 @@ struct RowTask {
   int32_t row_end;
   int32_t kv_head;
 };
-
-void FoldScore(const AttentionScoresRef& scores, int32_t kv_head, int32_t entry, float p) {
-  float& score = scores.scores[static_cast<int64_t>(kv_head) * scores.stride + entry];
-  score = scores.reduce == ScoreReduce::kMax ? std::max(score, p) : score + p;
-}
 
 }  // namespace
 
@@ -48,6 +43,7 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
     }
   }
   static const AttentionRowKernel row_kernel = FastestAttentionRow(HostCpuFeatures());
+  static const ScoreFoldKernel fold_scores = FastestScoreFold(HostCpuFeatures());
   const auto run = [&](int64_t begin, int64_t end) {
     std::vector<int64_t> slots;
     std::vector<float> weights;  // [group, entries]
@@ -78,11 +74,11 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
                     .weights = weights.data(),
                     .totals = totals.data()});
         if (seq.scores.scores == nullptr || row < seq.scores.first_row) continue;
+        float* head_scores =
+            seq.scores.scores + static_cast<int64_t>(task.kv_head) * seq.scores.stride;
         for (int32_t g = 0; g < group; ++g) {
-          const float* head_weights = weights.data() + static_cast<size_t>(g) * entries;
-          for (int32_t j = 0; j < entries; ++j) {
-            FoldScore(seq.scores, task.kv_head, j, static_cast<float>(head_weights[j] / totals[g]));
-          }
+          fold_scores(weights.data() + static_cast<size_t>(g) * entries, entries, totals[g],
+                      seq.scores.reduce, head_scores);
         }
       }
     }
