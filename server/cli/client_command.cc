@@ -58,6 +58,7 @@ struct UploadOptions {
   std::string file;
   std::string method;  // empty: the server's default
   std::optional<double> ratio;
+  std::string kv_dtype;  // empty: the server's default
   size_t chunk_bytes = 65536;
 };
 
@@ -236,6 +237,7 @@ absl::Status RunUpload(const UploadOptions& options) {
   v1::Compression& compression = *part.mutable_header()->mutable_compression();
   compression.set_method(options.method);
   if (options.ratio) compression.set_ratio(*options.ratio);
+  compression.set_kv_dtype(options.kv_dtype);
   part.mutable_header()->set_text_bytes(static_cast<int64_t>(text->size()));
   // A failed write means the server already ended the call; Finish says why.
   bool open = writer->Write(part);
@@ -255,7 +257,8 @@ absl::Status RunUpload(const UploadOptions& options) {
                {"kept_entries", document.kept_entries()},
                {"stored_bytes", document.stored_bytes()},
                {"method", document.method()},
-               {"ratio", document.ratio()}};
+               {"ratio", document.ratio()},
+               {"kv_dtype", document.kv_dtype()}};
   if (document.status() == v1::DOCUMENT_STATUS_PROCESSING) line["progress"] = document.progress();
   if (!document.failure_reason().empty()) line["failure_reason"] = document.failure_reason();
   std::printf("%s\n", line.dump().c_str());
@@ -374,6 +377,9 @@ void AddClientCommand(CLI::App& app) {
   upload_command->add_option("--method", upload->method,
                              "none, kvzip, snapkv, h2o, streaming (default: the server's)");
   upload_command->add_option("--ratio", upload->ratio, "Fraction of KV entries kept, (0, 1]");
+  upload_command->add_option("--kv-dtype", upload->kv_dtype,
+                             "Precision the cache is stored in: f32, bf16, int8 (default: the "
+                             "server's)");
   upload_command
       ->add_option("--chunk-bytes", upload->chunk_bytes, "Bytes of text per streamed message")
       ->capture_default_str()

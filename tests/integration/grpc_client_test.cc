@@ -174,12 +174,14 @@ TEST_F(GrpcClientTest, UploadInPiecesThenAskTheDocument) {
       cache_store::testing::MakeKeyValueDocument(random, 600);
   const std::filesystem::path file = *dir_ / "document.txt";
   std::ofstream(file, std::ios::binary) << document.text;
-  const ClientResult uploaded = Client("upload", {"--file", file.string(), "--method", "kvzip",
-                                                  "--ratio", "0.5", "--chunk-bytes", "16"});
+  const ClientResult uploaded =
+      Client("upload", {"--file", file.string(), "--method", "kvzip", "--ratio", "0.5",
+                        "--kv-dtype", "int8", "--chunk-bytes", "16"});
   ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
   const json line = json::parse(uploaded.out, nullptr, false);
   ASSERT_TRUE(line.is_object()) << uploaded.out;
   EXPECT_EQ(line["status"], "ready") << uploaded.out;
+  EXPECT_EQ(line["kv_dtype"], "int8") << uploaded.out;
   EXPECT_EQ(uploaded.out.find('\n'), uploaded.out.size() - 1) << "one line: " << uploaded.out;
 
   for (const auto& [key, value] : {document.records[0], document.records[1]}) {
