@@ -15,21 +15,29 @@ using cache_store::DocumentPayload;
 
 DocumentResolver::DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
                                    engine::CacheFingerprint fingerprint, std::string kv_dtype,
-                                   std::string template_prefix, size_t tier_bytes)
+                                   std::string head_profile_digest, std::string template_prefix,
+                                   size_t tier_bytes)
     : store_(store),
       metrics_(metrics),
       fingerprint_(std::move(fingerprint)),
+      head_profile_digest_(std::move(head_profile_digest)),
       kv_dtype_(std::move(kv_dtype)),
       template_prefix_(std::move(template_prefix)),
       tier_(tier_bytes) {}
 
-cache_store::CacheIdentity DocumentResolver::Identity(CompressionMethod method,
-                                                      double ratio) const {
+cache_store::CacheIdentity DocumentResolver::Identity(CompressionMethod method, double ratio,
+                                                      bool merge) const {
+  std::string version = cache_store::CompressionMethodVersion(method);
+  if (method == CompressionMethod::kKvzipHeads) {
+    absl::StrAppend(&version,
+                    " profile=", head_profile_digest_.empty() ? "none" : head_profile_digest_);
+  }
+  if (merge) absl::StrAppend(&version, " merge=fold(cosine>=0.95,score*vote)/1");
   return cache_store::CacheIdentity{.model_digest = fingerprint_.model_digest,
                                     .tokenizer_digest = fingerprint_.tokenizer_digest,
                                     .kv_dtype = kv_dtype_,
                                     .method = cache_store::CompressionMethodName(method),
-                                    .method_version = cache_store::CompressionMethodVersion(method),
+                                    .method_version = std::move(version),
                                     .ratio = ratio};
 }
 
@@ -43,7 +51,7 @@ absl::StatusOr<DocumentPayload> DocumentResolver::Read(const DocumentMeta& meta)
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<DocumentPayload> payload =
-      store_->GetPayload(meta.tenant, meta.id, Identity(*method, meta.identity.ratio));
+      store_->GetPayload(meta.tenant, meta.id, Identity(*method, meta.identity.ratio, meta.merge));
   if (payload.ok()) metrics_->ObserveLoad(absl::ToDoubleSeconds(absl::Now() - start));
   return payload;
 }
@@ -57,7 +65,7 @@ absl::StatusOr<DocumentPayload> DocumentResolver::Served(const DocumentMeta& met
   const int64_t heads = int64_t{stored.num_layers} * stored.num_kv_heads;
   const int64_t keep =
       std::llround(meta.identity.ratio * cache_store::DocumentTokens(stored) * heads);
-  return cache_store::CutPayload(stored, *method, keep);
+  return cache_store::CutPayload(stored, *method, keep, meta.merge);
 }
 
 void DocumentResolver::Keep(const DocumentMeta& meta, DocumentPayload served) {

@@ -28,13 +28,16 @@ struct ResolvedDocument {
 class DocumentResolver {
  public:
   // `store` and `metrics` outlive the resolver. `template_prefix` is the rendered chat text
-  // before any document, which every served cache must start with.
+  // before any document, which every served cache must start with. `head_profile_digest` is
+  // the KVzip head profile's (head_profile.h), "" without one: kvzip_heads caches carry it.
   DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
                    engine::CacheFingerprint fingerprint, std::string kv_dtype,
-                   std::string template_prefix, size_t tier_bytes);
+                   std::string head_profile_digest, std::string template_prefix, size_t tier_bytes);
 
-  // The identity a cache of `method` kept at `ratio` has on this model and pipeline.
-  cache_store::CacheIdentity Identity(cache_store::CompressionMethod method, double ratio) const;
+  // The identity a cache of `method` kept at `ratio` (its dropped entries folded into the kept
+  // ones when `merge`) has on this model and pipeline.
+  cache_store::CacheIdentity Identity(cache_store::CompressionMethod method, double ratio,
+                                      bool merge) const;
 
   // The cache a request continues for ready document `meta`. FailedPrecondition when it was
   // computed by another model or pipeline or placed by another chat template; DataLoss when
@@ -58,6 +61,7 @@ class DocumentResolver {
   cache_store::DocumentStore* const store_;
   DocumentMetrics* const metrics_;
   const engine::CacheFingerprint fingerprint_;
+  const std::string head_profile_digest_;
   const std::string kv_dtype_;
   const std::string template_prefix_;
   cache_store::DocumentTier tier_;

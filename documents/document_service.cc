@@ -8,6 +8,7 @@
 #include "base/status_details.h"
 #include "cache_store/kvzip/recut.h"
 #include "documents/document_framing_config.h"
+#include "documents/head_profiles.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::documents {
@@ -51,6 +52,13 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   spdlog::info("documents: {} framing, model fingerprint {} in {:.3f}s",
                cache_store::FramingKindName(framing->kind), fingerprint->model_digest.substr(0, 16),
                absl::ToDoubleSeconds(absl::Now() - start));
+  absl::StatusOr<std::optional<cache_store::HeadProfile>> head_profile =
+      LoadHeadProfile(config.head_profile, *fingerprint, *deps.model.config);
+  if (!head_profile.ok()) return head_profile.status();
+  if (*head_profile) {
+    spdlog::info("documents: KVzip head profile {} of {} samples ({} tokens)", config.head_profile,
+                 (*head_profile)->samples, (*head_profile)->sample_tokens);
+  }
   absl::StatusOr<std::unique_ptr<cache_store::DocumentStore>> store =
       cache_store::DocumentStore::Open(std::filesystem::path(store_config.data_dir) / "documents",
                                        {.sync_writes = store_config.sync_writes});
@@ -77,9 +85,10 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(**store);
   if (!stored.ok()) return stored.status();
 
-  std::unique_ptr<DocumentService> service(new DocumentService(
-      config, *std::move(framing), store_config.replica, std::move(deps), *std::move(store),
-      *std::move(fingerprint), *std::move(prompts), std::move(template_prefix)));
+  std::unique_ptr<DocumentService> service(
+      new DocumentService(config, *std::move(framing), store_config.replica, std::move(deps),
+                          *std::move(store), *std::move(fingerprint), *std::move(prompts),
+                          *std::move(head_profile), std::move(template_prefix)));
   service->usage_.Recount(*std::move(stored));
   DocumentService* raw = service.get();
   service->writer_ = std::make_unique<DocumentWriter>(
@@ -95,20 +104,21 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
   return service;
 }
 
-DocumentService::DocumentService(const DocumentsConfig& config,
-                                 cache_store::DocumentFraming framing, std::string replica,
-                                 Dependencies deps,
-                                 std::unique_ptr<cache_store::DocumentStore> store,
-                                 engine::CacheFingerprint fingerprint,
-                                 cache_store::DocumentPrompts prompts, std::string template_prefix)
+DocumentService::DocumentService(
+    const DocumentsConfig& config, cache_store::DocumentFraming framing, std::string replica,
+    Dependencies deps, std::unique_ptr<cache_store::DocumentStore> store,
+    engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
+    std::optional<cache_store::HeadProfile> head_profile, std::string template_prefix)
     : config_(config),
       framing_(std::move(framing)),
       replica_(std::move(replica)),
       deps_(std::move(deps)),
       store_(std::move(store)),
       prompts_(std::move(prompts)),
+      head_profile_(std::move(head_profile)),
       resolver_(store_.get(), &metrics_, std::move(fingerprint), deps_.kv_dtype,
-                std::move(template_prefix), config.memory_tier_bytes),
+                head_profile_ ? head_profile_->Digest() : "", std::move(template_prefix),
+                config.memory_tier_bytes),
       workers_(kRequestWorkers) {}
 
 DocumentService::~DocumentService() { Shutdown(); }
@@ -140,7 +150,9 @@ void DocumentService::Upload(const std::string& tenant, const DocumentQuota& quo
 
 absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
     const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload) {
-  absl::StatusOr<UploadPlan> plan = PlanUpload(upload, config_, deps_.model, framing_, prompts_);
+  absl::StatusOr<UploadPlan> plan =
+      PlanUpload(upload, config_, deps_.model,
+                 {&framing_, &prompts_, head_profile_ ? &*head_profile_ : nullptr});
   if (!plan.ok()) return plan.status();
 
   auto job = std::make_shared<CompressionJob>();
@@ -159,7 +171,9 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   meta.token_count = plan->token_count;
   meta.keep_full = upload.keep_full;
   meta.metadata = std::move(upload.metadata);
-  meta.identity = resolver_.Identity(upload.compression.method, plan->kept_ratio);
+  meta.identity =
+      resolver_.Identity(upload.compression.method, plan->kept_ratio, upload.compression.merge);
+  meta.merge = upload.compression.merge;
   meta.storage = upload.compression.kv_dtype;
   job->started = meta.created;
 
@@ -268,12 +282,13 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   const int64_t keep = spec.KeptEntries(document_entries, heads);
   DocumentMeta updated = *meta;
   updated.identity = resolver_.Identity(
-      *method, static_cast<double>(keep) / static_cast<double>(document_entries));
+      *method, static_cast<double>(keep) / static_cast<double>(document_entries), meta->merge);
   DocumentPayload next;
   if (meta->keep_full) {
     next = *std::move(stored);
   } else {
-    absl::StatusOr<DocumentPayload> cut = cache_store::CutPayload(*stored, *method, keep);
+    absl::StatusOr<DocumentPayload> cut =
+        cache_store::CutPayload(*stored, *method, keep, meta->merge);
     if (!cut.ok()) return WithParam(cut.status(), "ratio");
     next = *std::move(cut);
   }

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_prompts.h"
+#include "cache_store/kvzip/head_profile.h"
 #include "cache_store/store/document_store.h"
 #include "documents/compression_jobs.h"
 #include "documents/document_metrics.h"
@@ -53,8 +54,9 @@ class DocumentService {
   // store.sync_writes says), fingerprints the model, marks documents a previous process left
   // processing as failed, and starts the writer. New ids carry `store.replica`; other
   // replicas' ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
-  // for a framing the model cannot have (document_framing_config.h) or a chat template that
-  // cannot hold a document in `config.chat_role`.
+  // for a framing the model cannot have (document_framing_config.h), a chat template that
+  // cannot hold a document in `config.chat_role`, or a documents.head_profile that is not this
+  // model's (head_profiles.h).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentService>> Open(
       const DocumentsConfig& config, const StoreConfig& store, Dependencies deps);
   ~DocumentService();
@@ -113,6 +115,7 @@ class DocumentService {
                   std::string replica, Dependencies deps,
                   std::unique_ptr<cache_store::DocumentStore> store,
                   engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
+                  std::optional<cache_store::HeadProfile> head_profile,
                   std::string template_prefix);
 
   // Plans, reserves the quota, stores the processing meta and submits the compression.
@@ -128,6 +131,7 @@ class DocumentService {
   const Dependencies deps_;
   const std::unique_ptr<cache_store::DocumentStore> store_;
   const cache_store::DocumentPrompts prompts_;
+  const std::optional<cache_store::HeadProfile> head_profile_;  // documents.head_profile
   DocumentMetrics metrics_;
   UsageLedger usage_;
   CompressionJobs jobs_;

@@ -53,8 +53,13 @@ struct DocumentsConfig {
   // template's end of turn and generation prompt; with plain framing, "\n\nAnswer: ". Part
   // of a cache's identity.
   std::optional<std::string> answer_prefix;
-  // Compression when an upload names none: "none", "kvzip", "h2o" or "streaming" ("snapkv"
-  // needs a query, so it is never a default). Default "kvzip".
+  // A KVzip head profile (`kvd kvzip-profile`'s output) of this model, which enables method
+  // kvzip_heads; relative to the working directory. A profile of another model is a start-up
+  // error; its digest is part of a kvzip_heads cache's identity. "" none. Default "".
+  std::string head_profile;
+  // Compression when an upload names none: "none", "kvzip", "kvzip_heads" (with a
+  // head_profile), "h2o" or "streaming" ("snapkv" needs a query, so it is never a default).
+  // Default "kvzip".
   std::string default_method = "kvzip";
   // Precision a stored cache keeps its keys and values in when an upload sets no
   // compression.kv_dtype: "f32", "bf16" or "int8" (cache_store/store/kv_storage.h). Default

@@ -29,8 +29,7 @@ int64_t EstimateBytes(int64_t entries, int64_t scores, int32_t head_dim,
 
 absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const DocumentsConfig& config,
                                       const engine::ServedModel& model,
-                                      const cache_store::DocumentFraming& framing,
-                                      const cache_store::DocumentPrompts& prompts) {
+                                      const UploadPipeline& pipeline) {
   if (upload.text.empty()) {
     return WithParam(absl::InvalidArgumentError("'text' must be a non-empty string"), "text");
   }
@@ -45,8 +44,17 @@ absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const Docume
   if (auto status = upload.compression.Validate(); !status.ok()) {
     return WithParam(status, "compression");
   }
-  absl::StatusOr<cache_store::DocumentInput> input =
-      cache_store::PrepareDocument({&framing, model.chat_template, model.tokenizer}, upload.text);
+  const bool by_heads = upload.compression.method == cache_store::CompressionMethod::kKvzipHeads;
+  if (by_heads && pipeline.head_profile == nullptr) {
+    return WithParam(absl::InvalidArgumentError(
+                         "compression method kvzip_heads needs a KVzip head profile of this "
+                         "model, and this server has none (documents.head_profile, made by kvd "
+                         "kvzip-profile)"),
+                     "compression");
+  }
+  const cache_store::DocumentPrompts& prompts = *pipeline.prompts;
+  absl::StatusOr<cache_store::DocumentInput> input = cache_store::PrepareDocument(
+      {pipeline.framing, model.chat_template, model.tokenizer}, upload.text);
   if (!input.ok()) return WithParam(input.status(), "text");
   std::vector<int32_t> query;
   if (!upload.compression.query.empty()) {
@@ -69,8 +77,9 @@ absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload, const Docume
                     static_cast<double>(document_entries);
   plan.estimated_bytes =
       EstimateBytes(stored_entries, int64_t{input->length()} * heads, shape.head_dim, run.kv_dtype);
-  auto compressor =
-      cache_store::DocumentCompressor::Create(shape, *input, prompts, std::move(query), run);
+  auto compressor = cache_store::DocumentCompressor::Create(
+      shape, *input, prompts, std::move(query), run,
+      by_heads ? pipeline.head_profile->importance : std::vector<float>{});
   if (!compressor.ok()) return WithParam(compressor.status(), "text");
   plan.compressor = *std::move(compressor);
   return plan;

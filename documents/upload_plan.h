@@ -14,6 +14,7 @@
 #include "cache_store/kvzip/document_compressor.h"
 #include "cache_store/kvzip/document_framing.h"
 #include "cache_store/kvzip/document_prompts.h"
+#include "cache_store/kvzip/head_profile.h"
 #include "documents/documents_config.h"
 #include "engine/served_model.h"
 #include "nlohmann/json.hpp"
@@ -36,13 +37,20 @@ struct UploadPlan {
   int64_t estimated_bytes = 0;  // the stored cache, about
 };
 
+// What an upload is planned with besides the model: the document framing, KVzip's prompts and
+// the head profile (null: kvzip_heads is refused). Borrowed.
+struct UploadPipeline {
+  const cache_store::DocumentFraming* framing = nullptr;
+  const cache_store::DocumentPrompts* prompts = nullptr;
+  const cache_store::HeadProfile* head_profile = nullptr;
+};
+
 // Checks `upload` and plans its compression. InvalidArgument naming the param: "text" empty
-// or not placeable, "compression" invalid; with code request_too_large when the text passes
-// documents.max_document_bytes.
+// or not placeable, "compression" invalid or kvzip_heads without a head profile; with code
+// request_too_large when the text passes documents.max_document_bytes.
 [[nodiscard]] absl::StatusOr<UploadPlan> PlanUpload(const DocumentUpload& upload,
                                                     const DocumentsConfig& config,
                                                     const engine::ServedModel& model,
-                                                    const cache_store::DocumentFraming& framing,
-                                                    const cache_store::DocumentPrompts& prompts);
+                                                    const UploadPipeline& pipeline);
 
 }  // namespace kvd::documents

@@ -10,6 +10,7 @@
 #include "server/cli/generate_command.h"
 #include "server/cli/hash_key_command.h"
 #include "server/cli/info_command.h"
+#include "server/cli/kvzip_profile_command.h"
 #include "server/cli/serve_command.h"
 #include "server/cli/tokenize_command.h"
 #include "server/version.h"
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   kvd::server::AddTokenizeCommands(app);
   kvd::server::AddChatTemplateCommand(app);
   kvd::server::AddDocumentPromptsCommand(app);
+  kvd::server::AddKvzipProfileCommand(app);
   kvd::server::AddClientCommand(app);
   CLI11_PARSE(app, argc, argv);
   return 0;

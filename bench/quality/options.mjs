@@ -6,7 +6,16 @@ export const kKeepKvRules = ['gqa_fit', 'group_mean', 'weighted_mean', 'convex',
 const kKeepKvPrefix = 'keepkv-';
 // The default run: every method of stored-document compression.
 export const kDefaultMethods = ['inline', 'none', 'kvzip', 'snapkv', 'h2o', 'streaming'];
-export const kMethods = [...kDefaultMethods, ...kKeepKvRules.map((r) => `${kKeepKvPrefix}${r}`)];
+// kvzip_heads needs a server started with documents.head_profile, so it runs when named.
+// METHOD+merge uploads with compression.merge: the dropped entries fold into the kept ones.
+const kMergeSuffix = '+merge';
+export const kMethods = [
+  ...kDefaultMethods, 'kvzip_heads', `kvzip${kMergeSuffix}`, `kvzip_heads${kMergeSuffix}`,
+  ...kKeepKvRules.map((r) => `${kKeepKvPrefix}${r}`)];
+// The upload's compression.method and compression.merge of a stored method.
+export const CompressionOf = (method) => method.endsWith(kMergeSuffix)
+  ? { method: method.slice(0, -kMergeSuffix.length), merge: true }
+  : { method };
 // The merge rule of a keepkv-RULE method; null for any other method.
 export const KeepKvRule = (method) =>
   method.startsWith(kKeepKvPrefix) ? method.slice(kKeepKvPrefix.length) : null;
@@ -25,7 +34,9 @@ const kOptions = [
   ['max-bytes', 'number', 1000, 'largest document, bytes'],
   ['methods', 'string', kDefaultMethods.join(','),
    `comma list of compression methods (${kMethods.join(', ')}); inline sends the document in ` +
-   'the message, none uploads it uncompressed, keepkv-RULE sends it in the message with a ' +
+   'the message, none uploads it uncompressed, kvzip_heads needs a server with ' +
+   'documents.head_profile, METHOD+merge folds the dropped entries into the kept ones, ' +
+   'keepkv-RULE sends it in the message with a ' +
    'KeepKV budget of the ratio; keepkv stands for all five keepkv-RULE'],
   ['ratios', 'string', '0.1,0.2,0.3,0.5,0.7,1.0',
    'comma list of fractions of KV entries kept (for keepkv: of the prompt\'s tokens), each in ' +

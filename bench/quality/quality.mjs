@@ -7,7 +7,9 @@ import { writeFileSync } from 'node:fs';
 
 import { ApiError, KvdApi } from './api.mjs';
 import { BenchDocument } from './documents.mjs';
-import { HelpText, IsInlineMethod, KeepKvRule, ParseOptions, Plan } from './options.mjs';
+import {
+  CompressionOf, HelpText, IsInlineMethod, KeepKvRule, ParseOptions, Plan,
+} from './options.mjs';
 
 const kErrorsShown = 5;  // per method and ratio, on stderr
 // With --completions, what follows the document in a question: the bundled model's question
@@ -48,7 +50,7 @@ async function Try(fn) {
 // until it is ready. snapkv compresses for the document's first question. Returns what the
 // server reported about it and the upload's wall time until ready.
 async function Store(api, doc, method, ratio, kvDtype) {
-  const compression = { method, ratio, kv_dtype: kvDtype };
+  const compression = { ...CompressionOf(method), ratio, kv_dtype: kvDtype };
   if (method === 'snapkv') compression.query = `Q:${doc.questions[0].key}`;
   const start = Now();
   const created = await Try(() =>

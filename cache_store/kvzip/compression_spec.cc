@@ -14,6 +14,7 @@ namespace {
 constexpr auto kCompressionMethodNames = base::MakeEnumNames<CompressionMethod>({
     {CompressionMethod::kNone, "none"},
     {CompressionMethod::kKvzip, "kvzip"},
+    {CompressionMethod::kKvzipHeads, "kvzip_heads"},
     {CompressionMethod::kSnapKv, "snapkv"},
     {CompressionMethod::kH2O, "h2o"},
     {CompressionMethod::kStreaming, "streaming"},
@@ -35,6 +36,9 @@ const char* CompressionMethodVersion(CompressionMethod method) {
       return "none/1";
     case CompressionMethod::kKvzip:
       return "kvzip/1 chunk=2000 lead-in=8 softmax=f32 reduce=max(queries,group) budget=joint";
+    case CompressionMethod::kKvzipHeads:
+      return "kvzip_heads/1 importance=mean(samples,max(positions)) windows=1/8 "
+             "rest=by-importance recent-first";
     case CompressionMethod::kSnapKv:
       return "snapkv/1 window=query softmax=f32 reduce=sum(queries,group) pool=max7 "
              "budget=per-head";
@@ -63,6 +67,11 @@ absl::Status CompressionSpec::Validate() const {
   }
   if (method != CompressionMethod::kSnapKv && !query.empty()) {
     return absl::InvalidArgumentError("compression query is used by method snapkv only");
+  }
+  if (merge && method != CompressionMethod::kKvzip && method != CompressionMethod::kKvzipHeads) {
+    return absl::InvalidArgumentError(
+        "compression merge folds dropped entries by their KVzip scores: methods kvzip and "
+        "kvzip_heads only");
   }
   return absl::OkStatus();
 }

@@ -13,14 +13,16 @@
 namespace kvd::cache_store {
 
 enum class CompressionMethod {
-  kNone,       // keep everything
-  kKvzip,      // query-agnostic: max attention while the model reconstructs the document
-  kSnapKv,     // query-aware: attention of one given question (baseline)
-  kH2O,        // attention accumulated during prefill, plus the most recent entries (baseline)
-  kStreaming,  // the prefix (attention sinks) and the most recent entries (baseline)
+  kNone,        // keep everything
+  kKvzip,       // query-agnostic: max attention while the model reconstructs the document
+  kKvzipHeads,  // context-independent: heads ranked by a per-model profile (head_profile.h)
+  kSnapKv,      // query-aware: attention of one given question (baseline)
+  kH2O,         // attention accumulated during prefill, plus the most recent entries (baseline)
+  kStreaming,   // the prefix (attention sinks) and the most recent entries (baseline)
 };
 
-// "none", "kvzip", "snapkv", "h2o", "streaming"; and back (InvalidArgument otherwise).
+// "none", "kvzip", "kvzip_heads", "snapkv", "h2o", "streaming"; and back (InvalidArgument
+// otherwise).
 const char* CompressionMethodName(CompressionMethod method);
 [[nodiscard]] absl::StatusOr<CompressionMethod> ParseCompressionMethod(std::string_view name);
 // The algorithm's version string, part of a stored cache's identity: bumped whenever prompts,
@@ -38,9 +40,13 @@ struct CompressionSpec {
   // The precision the cache is stored in (store/kv_storage.h); its scores are rounded the same
   // way before the cut, so a later re-cut from the stored scores picks what this cut picks.
   KvStorage kv_dtype = KvStorage::kF32;
+  // Fold the entries the cut drops into the kept ones (entry_folding.h) instead of evicting
+  // them. kvzip and kvzip_heads only: the fold weighs entries by their scores.
+  bool merge = false;
 
   // InvalidArgument naming the problem: a ratio outside (0, 1], a budget below 1, none with a
-  // ratio below 1, snapkv without a query or a query for another method.
+  // ratio below 1, snapkv without a query or a query for another method, merge with a method
+  // other than kvzip and kvzip_heads.
   [[nodiscard]] absl::Status Validate() const;
   // Document entries kept out of `document_entries` (document tokens × layers × kv heads):
   // at least one, at most all.

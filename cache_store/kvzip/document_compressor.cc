@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "cache_store/kvzip/recut.h"
 #include "cache_store/store/kv_storage.h"
 
 namespace kvd::cache_store {
@@ -19,7 +20,8 @@ int64_t BlocksFor(int64_t entries, int32_t block_size) {
 
 absl::StatusOr<std::unique_ptr<DocumentCompressor>> DocumentCompressor::Create(
     const engine::ModelConfig& config, DocumentInput input, const DocumentPrompts& prompts,
-    std::vector<int32_t> query_tokens, CompressionSpec spec) {
+    std::vector<int32_t> query_tokens, CompressionSpec spec,
+    const std::vector<float>& head_importance) {
   if (auto status = spec.Validate(); !status.ok()) return status;
   if (input.document_ids.empty()) return absl::InvalidArgumentError("the document is empty");
   const int32_t n = static_cast<int32_t>(input.document_ids.size());
@@ -39,8 +41,18 @@ absl::StatusOr<std::unique_ptr<DocumentCompressor>> DocumentCompressor::Create(
                       .shares_document = true,
                       .reduce = kernels::ScoreReduce::kSum});
   }
+  const size_t heads = static_cast<size_t>(config.num_layers) * config.num_kv_heads;
+  if (spec.method == CompressionMethod::kKvzipHeads && head_importance.size() != heads) {
+    return absl::InvalidArgumentError(absl::StrCat("kvzip_heads needs a head profile of ", heads,
+                                                   " importances; got ", head_importance.size()));
+  }
   auto compressor = std::unique_ptr<DocumentCompressor>(
       new DocumentCompressor(config, std::move(input), std::move(spec), std::move(passes)));
+  if (compressor->spec_.method == CompressionMethod::kKvzipHeads) {
+    for (size_t h = 0; h < heads; ++h) {
+      std::fill(compressor->scores_[h].begin(), compressor->scores_[h].end(), head_importance[h]);
+    }
+  }
   if (compressor->max_position() > config.max_position_embeddings) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the document's ", compressor->input().length(), " tokens and its scoring prompt reach ",
@@ -220,7 +232,9 @@ absl::StatusOr<DocumentPayload> DocumentCompressor::Finish(engine::KvBlockPool& 
   for (std::vector<float>& head_scores : scores_) {
     for (float& score : head_scores) score = StoredScore(spec_.kv_dtype, score);
   }
-  const HeadSelection selection = SelectEntries(spec_.method, scores_, keep);
+  // A merging cut needs every entry read out: the dropped ones fold into the kept ones below.
+  const HeadSelection selection =
+      SelectEntries(spec_.merge ? CompressionMethod::kNone : spec_.method, scores_, keep);
 
   DocumentPayload payload;
   payload.num_layers = config_.num_layers;
@@ -256,6 +270,11 @@ absl::StatusOr<DocumentPayload> DocumentCompressor::Finish(engine::KvBlockPool& 
     }
   }
   Release(pool);
+  if (spec_.merge) {
+    absl::StatusOr<DocumentPayload> cut = CutPayload(payload, spec_.method, keep, /*merge=*/true);
+    if (!cut.ok()) return cut.status();
+    payload = *std::move(cut);
+  }
   RoundForStorage(spec_.kv_dtype, payload);
   return payload;
 }

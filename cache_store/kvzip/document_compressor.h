@@ -21,11 +21,14 @@ namespace kvd::cache_store {
 
 class DocumentCompressor {
  public:
-  // `prompts` are used by kvzip; `query_tokens` (QuestionTokens of the spec's query) by snapkv.
-  // InvalidArgument for an invalid spec or an empty document.
+  // `prompts` are used by kvzip; `query_tokens` (QuestionTokens of the spec's query) by snapkv;
+  // `head_importance` (a HeadProfile's, one per layer and kv head) by kvzip_heads, whose every
+  // entry it scores with no forward pass beyond the prefill. InvalidArgument for an invalid
+  // spec, an empty document, or kvzip_heads without one importance per head.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<DocumentCompressor>> Create(
       const engine::ModelConfig& config, DocumentInput input, const DocumentPrompts& prompts,
-      std::vector<int32_t> query_tokens, CompressionSpec spec);
+      std::vector<int32_t> query_tokens, CompressionSpec spec,
+      const std::vector<float>& head_importance = {});
 
   // Blocks of `block_size` entries the job holds at its peak: the document's cache and the
   // largest scoring cache beside it.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cache_store/kvzip/entry_folding.h"
 #include "cache_store/kvzip/selection.h"
 
 namespace kvd::cache_store {
@@ -21,6 +22,22 @@ int32_t PrefixLength(const DocumentPayload& payload) {
   return prefix;
 }
 
+// `head` with only the held entries `keep` marks; scores unchanged.
+HeadKv KeptEntries(const HeadKv& head, const std::vector<bool>& keep, int32_t head_dim) {
+  HeadKv cut;
+  cut.scores = head.scores;
+  const auto dim = static_cast<size_t>(head_dim);
+  for (int32_t i = 0; i < head.kept(); ++i) {
+    if (!keep[i]) continue;
+    cut.positions.push_back(head.positions[i]);
+    cut.log_votes.push_back(head.log_votes[i]);
+    cut.keys.insert(cut.keys.end(), head.keys.begin() + i * dim, head.keys.begin() + (i + 1) * dim);
+    cut.values.insert(cut.values.end(), head.values.begin() + i * dim,
+                      head.values.begin() + (i + 1) * dim);
+  }
+  return cut;
+}
+
 }  // namespace
 
 int32_t DocumentTokens(const DocumentPayload& payload) {
@@ -35,7 +52,7 @@ int64_t DocumentEntries(const DocumentPayload& payload) {
 }
 
 absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, CompressionMethod method,
-                                           int64_t keep) {
+                                           int64_t keep, bool merge) {
   if (method == CompressionMethod::kNone) {
     return absl::InvalidArgumentError(
         "a cache compressed with method none has no scores to cut by");
@@ -63,24 +80,16 @@ absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, Compre
   DocumentPayload cut = source;
   for (size_t h = 0; h < source.heads.size(); ++h) {
     const HeadKv& from = source.heads[h];
-    HeadKv& to = cut.heads[h];
-    to.keys.clear();
-    to.values.clear();
-    to.log_votes.clear();
-    to.positions.clear();
     std::vector<bool> chosen(document, false);
     // A per-head rule may pick positions the cache no longer holds; they stay dropped.
     for (int32_t p : selection[h]) chosen[p] = scores[h][p] != kDropped;
-    const size_t dim = static_cast<size_t>(source.head_dim);
+    std::vector<bool> keep_entry(from.kept());
     for (int32_t i = 0; i < from.kept(); ++i) {
       const int32_t position = from.positions[i];
-      if (position >= prefix && !chosen[position - prefix]) continue;
-      to.positions.push_back(position);
-      to.log_votes.push_back(from.log_votes[i]);
-      to.keys.insert(to.keys.end(), from.keys.begin() + i * dim, from.keys.begin() + (i + 1) * dim);
-      to.values.insert(to.values.end(), from.values.begin() + i * dim,
-                       from.values.begin() + (i + 1) * dim);
+      keep_entry[i] = position < prefix || chosen[position - prefix];
     }
+    cut.heads[h] = merge ? FoldDroppedEntries(from, keep_entry, prefix, source.head_dim)
+                         : KeptEntries(from, keep_entry, source.head_dim);
   }
   return cut;
 }

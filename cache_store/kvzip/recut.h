@@ -17,10 +17,12 @@ int32_t DocumentTokens(const DocumentPayload& payload);
 int64_t DocumentEntries(const DocumentPayload& payload);
 
 // A copy of `source` that keeps `keep` of its document entries, chosen by `method`'s rule over
-// the stored scores; the prefix stays. InvalidArgument when `keep` exceeds what `source` holds
-// (a larger cut needs the full cache), when the method is none, or when the scores are not
-// those of a compressed cache.
+// the stored scores; the prefix stays. With `merge`, the entries not kept fold into the kept
+// ones (entry_folding.h) instead of leaving. InvalidArgument when `keep` exceeds what `source`
+// holds (a larger cut needs the full cache), when the method is none, or when the scores are
+// not those of a compressed cache.
 [[nodiscard]] absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source,
-                                                         CompressionMethod method, int64_t keep);
+                                                         CompressionMethod method, int64_t keep,
+                                                         bool merge = false);
 
 }  // namespace kvd::cache_store

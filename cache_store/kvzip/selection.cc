@@ -1,6 +1,7 @@
 #include "cache_store/kvzip/selection.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 namespace kvd::cache_store {
@@ -11,6 +12,11 @@ int64_t ShareOf(int64_t keep, size_t heads, size_t i) {
   const int64_t n = static_cast<int64_t>(heads);
   return keep / n + (static_cast<int64_t>(i) < keep % n ? 1 : 0);
 }
+
+// kvzip_heads: one in this many kept entries goes to the heads' recent windows. Measured on the
+// bundled model (docs/benchmarks.md): a quarter or a half starves the important heads at small
+// ratios, none leaves the others without local context.
+constexpr int64_t kRecentWindowShare = 8;
 
 // The `count` highest-scoring positions among `candidates`, ascending; ties to earlier ones.
 std::vector<int32_t> TopPositions(const std::vector<float>& scores, std::vector<int32_t> candidates,
@@ -90,6 +96,43 @@ HeadSelection SelectRecent(const HeadScores& scores, int64_t keep) {
   return kept;
 }
 
+HeadSelection SelectByHeadImportance(const HeadScores& scores, int64_t keep) {
+  constexpr float kNotHeld = -std::numeric_limits<float>::infinity();
+  std::vector<float> importance(scores.size(), kNotHeld);
+  std::vector<std::vector<int32_t>> held(scores.size());
+  for (size_t h = 0; h < scores.size(); ++h) {
+    for (size_t p = 0; p < scores[h].size(); ++p) {
+      if (scores[h][p] == kNotHeld) continue;
+      held[h].push_back(static_cast<int32_t>(p));
+      importance[h] = std::max(importance[h], scores[h][p]);
+    }
+  }
+  std::vector<size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return importance[a] > importance[b]; });
+  keep = std::max<int64_t>(keep, 0);
+  // Every head's recent window first, then the rest by importance.
+  const int64_t windows = keep / kRecentWindowShare;
+  std::vector<int64_t> counts(scores.size(), 0);
+  for (size_t h = 0; h < scores.size(); ++h) {
+    counts[h] =
+        std::min<int64_t>(ShareOf(windows, scores.size(), h), static_cast<int64_t>(held[h].size()));
+  }
+  int64_t left = keep;
+  for (int64_t count : counts) left -= count;
+  for (size_t h : order) {
+    const int64_t more = std::min<int64_t>(left, static_cast<int64_t>(held[h].size()) - counts[h]);
+    counts[h] += more;
+    left -= more;
+  }
+  HeadSelection kept(scores.size());
+  for (size_t h = 0; h < scores.size(); ++h) {
+    kept[h].assign(held[h].end() - counts[h], held[h].end());
+  }
+  return kept;
+}
+
 std::vector<float> MaxPool(const std::vector<float>& scores, int32_t kernel) {
   const int32_t n = static_cast<int32_t>(scores.size());
   const int32_t half = kernel / 2;
@@ -106,6 +149,8 @@ HeadSelection SelectEntries(CompressionMethod method, const HeadScores& scores, 
   switch (method) {
     case CompressionMethod::kKvzip:
       return SelectJointTop(scores, keep);
+    case CompressionMethod::kKvzipHeads:
+      return SelectByHeadImportance(scores, keep);
     case CompressionMethod::kSnapKv: {
       constexpr int32_t kPoolKernel = 7;
       HeadScores pooled;

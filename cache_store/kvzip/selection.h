@@ -32,12 +32,20 @@ HeadSelection SelectHeavyAndRecent(const HeadScores& scores, int64_t keep);
 // the always-kept prefix plays the attention sinks).
 HeadSelection SelectRecent(const HeadScores& scores, int64_t keep);
 
+// KVzip's context-independent rule: an eighth of `keep` spread evenly over the heads as their
+// most recent positions (every head keeps local context, as DuoAttention's streaming heads do),
+// the rest to the heads in importance order (a head's importance: its highest score, as a
+// profile scores every position of a head alike; ties to the lower head), each filled with its
+// most recent positions up to the whole head before the next. Positions scored -infinity are
+// not held and never chosen.
+HeadSelection SelectByHeadImportance(const HeadScores& scores, int64_t keep);
+
 // Each score replaced by the maximum over the `kernel` positions centred on it (SnapKV's
 // pooling, which keeps neighbours of important tokens so kept spans stay readable).
 std::vector<float> MaxPool(const std::vector<float>& scores, int32_t kernel);
 
-// The method's rule: kvzip joint, snapkv pooled per head, h2o heavy and recent, streaming
-// recent, none everything.
+// The method's rule: kvzip joint, kvzip_heads by head importance, snapkv pooled per head, h2o heavy
+// and recent, streaming recent, none everything.
 HeadSelection SelectEntries(CompressionMethod method, const HeadScores& scores, int64_t keep);
 
 }  // namespace kvd::cache_store

@@ -83,6 +83,7 @@ std::string EncodeMeta(const DocumentMeta& meta) {
       {"method", meta.identity.method},
       {"ratio", meta.identity.ratio},
       {"keep_full", meta.keep_full},
+      {"merge", meta.merge},
       {"metadata", meta.metadata},
       {"identity",
        {{"model_digest", meta.identity.model_digest},
@@ -129,6 +130,7 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     meta.kept_entries = *kept_entries;
     meta.stored_bytes = *stored_bytes;
     meta.keep_full = json.value("keep_full", false);  // absent in metas written before it
+    meta.merge = json.value("merge", false);          // absent in metas written before it
     // Absent in metas written before compact storage: their payloads are f32.
     absl::StatusOr<KvStorage> storage =
         ParseKvStorage(json.value("kv_storage", std::string(KvStorageName(KvStorage::kF32))));

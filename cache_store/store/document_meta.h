@@ -32,6 +32,8 @@ struct DocumentMeta {
   // The payload holds every entry and identity.ratio is cut from it on load, so a re-cut may
   // also keep more than before.
   bool keep_full = false;
+  // The cut folds dropped entries into kept ones (CompressionSpec::merge), re-cuts too.
+  bool merge = false;
   nlohmann::json metadata = nlohmann::json::object();  // free-form, from the client
   // What the cache was computed with, its compression method and the fraction it keeps
   // included: the one place a document's method and ratio live.

@@ -46,7 +46,8 @@ int64_t IntegerOr(const json& value) {
 absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) {
   if (!value.is_object()) return Invalid("compression", "'compression' must be an object");
   if (auto status = RefuseUnknownKeys(
-          value, {"method", "ratio", "budget_tokens", "query", "kv_dtype"}, "compression.");
+          value, {"method", "ratio", "budget_tokens", "query", "kv_dtype", "merge"},
+          "compression.");
       !status.ok()) {
     return status;
   }
@@ -71,6 +72,12 @@ absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) 
       return Invalid("compression.kv_dtype", "'compression.kv_dtype' must be a string");
     }
     request.kv_dtype = kv_dtype->get<std::string>();
+  }
+  if (const json* merge = Member(value, "merge")) {
+    if (!merge->is_boolean()) {
+      return Invalid("compression.merge", "'compression.merge' must be a boolean");
+    }
+    request.merge = merge->get<bool>();
   }
   return absl::OkStatus();
 }
@@ -135,6 +142,7 @@ json DocumentJson(const documents::DocumentView& view) {
       {"method", meta.identity.method},
       {"kv_dtype", cache_store::KvStorageName(meta.storage)},
       {"keep_full", meta.keep_full},
+      {"merge", meta.merge},
       {"metadata", meta.metadata},
   };
   if (const std::string replica = cache_store::DocumentStore::ReplicaOfDocumentId(meta.id);

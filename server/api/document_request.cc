@@ -60,6 +60,7 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
   auto kv_dtype = cache_store::ParseKvStorage(request.kv_dtype.value_or(config.default_kv_dtype));
   if (!kv_dtype.ok()) return WithParam(kv_dtype.status(), "compression.kv_dtype");
   spec.kv_dtype = *kv_dtype;
+  spec.merge = request.merge;
   upload.keep_full = request.keep_full;
   if (request.ttl_seconds) {
     const double ttl = *request.ttl_seconds;

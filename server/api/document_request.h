@@ -23,6 +23,7 @@ struct DocumentUploadRequest {
   std::optional<int64_t> budget_tokens;
   std::string query;
   std::optional<std::string> kv_dtype;  // compression.kv_dtype; empty: documents.default_kv_dtype
+  bool merge = false;                   // compression.merge
   bool keep_full = false;
   std::optional<double> ttl_seconds;
   std::optional<nlohmann::json> metadata;  // as sent; it must be an object

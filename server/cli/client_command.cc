@@ -59,6 +59,7 @@ struct UploadOptions {
   std::string method;  // empty: the server's default
   std::optional<double> ratio;
   std::string kv_dtype;  // empty: the server's default
+  bool merge = false;
   size_t chunk_bytes = 65536;
 };
 
@@ -238,6 +239,7 @@ absl::Status RunUpload(const UploadOptions& options) {
   compression.set_method(options.method);
   if (options.ratio) compression.set_ratio(*options.ratio);
   compression.set_kv_dtype(options.kv_dtype);
+  compression.set_merge(options.merge);
   part.mutable_header()->set_text_bytes(static_cast<int64_t>(text->size()));
   // A failed write means the server already ended the call; Finish says why.
   bool open = writer->Write(part);
@@ -258,7 +260,8 @@ absl::Status RunUpload(const UploadOptions& options) {
                {"stored_bytes", document.stored_bytes()},
                {"method", document.method()},
                {"ratio", document.ratio()},
-               {"kv_dtype", document.kv_dtype()}};
+               {"kv_dtype", document.kv_dtype()},
+               {"merge", document.merge()}};
   if (document.status() == v1::DOCUMENT_STATUS_PROCESSING) line["progress"] = document.progress();
   if (!document.failure_reason().empty()) line["failure_reason"] = document.failure_reason();
   std::printf("%s\n", line.dump().c_str());
@@ -374,12 +377,16 @@ void AddClientCommand(CLI::App& app) {
   AddConnectionOptions(*upload_command, upload->connection);
   upload_command->add_option("--file", upload->file, "The document's text ('-': stdin)")
       ->required();
-  upload_command->add_option("--method", upload->method,
-                             "none, kvzip, snapkv, h2o, streaming (default: the server's)");
+  upload_command->add_option(
+      "--method", upload->method,
+      "none, kvzip, kvzip_heads, snapkv, h2o, streaming (default: the server's)");
   upload_command->add_option("--ratio", upload->ratio, "Fraction of KV entries kept, (0, 1]");
   upload_command->add_option("--kv-dtype", upload->kv_dtype,
                              "Precision the cache is stored in: f32, bf16, int8 (default: the "
                              "server's)");
+  upload_command->add_flag(
+      "--merge", upload->merge,
+      "Fold the entries the cut drops into the kept ones (kvzip, kvzip_heads)");
   upload_command
       ->add_option("--chunk-bytes", upload->chunk_bytes, "Bytes of text per streamed message")
       ->capture_default_str()

@@ -183,6 +183,7 @@ void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::Do
   r.Read("repeat_prompt", &c.repeat_prompt);
   r.Read("repeat_from_prompt", &c.repeat_from_prompt);
   r.Read("answer_prefix", &c.answer_prefix);
+  r.Read("head_profile", &c.head_profile);
   r.Read("default_method", &c.default_method);
   r.Read("default_ratio", &c.default_ratio);
   r.Read("default_kv_dtype", &c.default_kv_dtype);

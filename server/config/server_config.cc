@@ -259,9 +259,13 @@ absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
     }
   }
   if (auto s = CheckOneOf("documents.default_method", d.default_method,
-                          {"none", "kvzip", "h2o", "streaming"});
+                          {"none", "kvzip", "kvzip_heads", "h2o", "streaming"});
       !s.ok()) {
     return s;
+  }
+  if (d.default_method == "kvzip_heads" && d.head_profile.empty()) {
+    return KeyError("documents.default_method",
+                    "kvzip_heads needs documents.head_profile (made by kvd kvzip-profile)");
   }
   if (auto s =
           CheckOneOf("documents.default_kv_dtype", d.default_kv_dtype, {"f32", "bf16", "int8"});

@@ -49,6 +49,7 @@ void ToProto(const documents::DocumentView& view, v1::Document& out) {
   out.set_method(view.meta.identity.method);
   out.set_kv_dtype(cache_store::KvStorageName(view.meta.storage));
   out.set_keep_full(view.meta.keep_full);
+  out.set_merge(view.meta.merge);
   out.set_metadata_json(view.meta.metadata.dump());
   out.set_replica(document.value("replica", ""));
 }

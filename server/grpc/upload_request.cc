@@ -17,6 +17,7 @@ absl::StatusOr<DocumentUploadRequest> ReadUploadHeader(const v1::UploadHeader& h
   if (compression.has_budget_tokens()) request.budget_tokens = compression.budget_tokens();
   request.query = compression.query();
   if (!compression.kv_dtype().empty()) request.kv_dtype = compression.kv_dtype();
+  request.merge = compression.merge();
   request.keep_full = header.keep_full();
   if (header.has_ttl_seconds()) request.ttl_seconds = header.ttl_seconds();
   if (!header.metadata_json().empty()) {

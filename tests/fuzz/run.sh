@@ -31,6 +31,7 @@ declare -A settings=(
   [chat_template]="8192 30 2048"
   [payload_codec]="4096 10 2048"
   [document_meta]="4096 10 2048"
+  [head_profile]="2048 10 2048"
   [server_config]="8192 10 2048"
   [byte_size]="64 10 2048"
   [query_string]="1024 10 2048"

@@ -179,6 +179,47 @@ TEST_F(DocumentsTest, BaseModelServesCompletionsAndPlainDocumentsWithTheDefaultC
   EXPECT_THAT(chat.body, ::testing::HasSubstr("no chat template"));
 }
 
+// kvzip_heads is refused until the server has a head profile of its model; with one made by
+// kvd kvzip-profile, an upload is one prefill and answers; a changed profile changes the
+// identity, so documents cut under the old one are refused, not served.
+TEST_F(DocumentsTest, KvzipHeadsNeedsAProfileOfTheModelAndItsDigestIsPartOfTheIdentity) {
+  Start();
+  const KeyValueDocument document = Document(6);
+  const json heads = {{"method", "kvzip_heads"}, {"ratio", 0.5}};
+  const HttpResult refused =
+      Call("POST", "/v1/documents", {{"text", document.text}, {"compression", heads}});
+  ExpectError(refused, 400, "compression");
+  EXPECT_THAT(refused.body, ::testing::HasSubstr("kvd kvzip-profile"));
+
+  const auto profile = [&](const std::string& name, const std::vector<std::string>& samples) {
+    std::string command = std::string(KVD_BINARY) + " kvzip-profile --model " + kModel;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const std::filesystem::path sample = dir_ / (name + "-sample" + std::to_string(i) + ".txt");
+      std::ofstream(sample) << samples[i];
+      command += " --text " + sample.string();
+    }
+    const std::filesystem::path out = dir_ / (name + ".json");
+    Shell(command + " --out " + out.string() + " 2>&1");
+    EXPECT_TRUE(std::filesystem::exists(out)) << command;
+    return out.string();
+  };
+  const std::string first = profile("first", {Document(7).text, Document(8).text});
+  Start("  head_profile: " + first + "\n");
+  const json uploaded = Upload(document.text, heads);
+  ASSERT_EQ(uploaded["status"], "ready") << uploaded.dump();
+  EXPECT_EQ(uploaded["method"], "kvzip_heads") << uploaded.dump();
+  const std::string id = uploaded["id"];
+  for (const auto& [key, value] : document.records) {
+    EXPECT_EQ(AskResult(id, "Q:" + key).status, 200);
+  }
+
+  const std::string second = profile("second", {Document(9).text});
+  Start("  head_profile: " + second + "\n");
+  const HttpResult stale = AskResult(id, "Q:" + document.records[0].first);
+  EXPECT_NE(stale.status, 200) << stale.body;
+  EXPECT_THAT(stale.body, ::testing::HasSubstr("method_version"));
+}
+
 TEST_F(DocumentsTest, ConcurrentQuestionsMatchTheFullPromptAndStayCorrectCompressed) {
   Start();
   for (uint32_t seed : {1u, 2u}) {
@@ -393,6 +434,37 @@ TEST_F(DocumentsTest, RecutKeepsFewerEntriesAndGrowsOnlyWithKeepFull) {
   ExpectError(
       Call("POST", "/v1/documents/" + none["id"].get<std::string>() + "/recut", {{"ratio", 0.5}}),
       400);
+}
+
+// compression.merge folds the dropped entries into the kept ones: the same entries are kept,
+// the cache answers, re-cuts (from a stored cut and from a whole cache) fold too, and only the
+// methods with scores to weigh by take it.
+TEST_F(DocumentsTest, MergedUploadsKeepTheSameEntriesAnswerAndRecut) {
+  Start();
+  const KeyValueDocument document = Document(12);
+  const json plain = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}});
+  const json merged = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}, {"merge", true}});
+  const json whole = Upload(document.text, {{"method", "kvzip"}, {"ratio", 0.5}, {"merge", true}},
+                            "key-alpha", {{"keep_full", true}});
+  ASSERT_EQ(merged["status"], "ready") << merged.dump();
+  EXPECT_EQ(merged["merge"], true);
+  EXPECT_EQ(plain["merge"], false);
+  EXPECT_EQ(merged["kept_entries"], plain["kept_entries"]);
+  for (const json* uploaded : {&merged, &whole}) {
+    const std::string id = (*uploaded)["id"];
+    EXPECT_EQ(Ask(id, "Q:" + document.records[0].first), document.records[0].second);
+    const HttpResult cut = Call("POST", "/v1/documents/" + id + "/recut", {{"ratio", 0.3}});
+    ASSERT_EQ(cut.status, 200) << cut.body;
+    EXPECT_EQ(json::parse(cut.body)["merge"], true);
+    EXPECT_EQ(AskResult(id, "Q:" + document.records[1].first).status, 200);
+  }
+  ExpectError(
+      Call("POST", "/v1/documents",
+           {{"text", document.text}, {"compression", {{"method", "h2o"}, {"merge", true}}}}),
+      400, "compression");
+  ExpectError(
+      Call("POST", "/v1/documents", {{"text", document.text}, {"compression", {{"merge", "yes"}}}}),
+      400, "compression.merge");
 }
 
 TEST_F(DocumentsTest, SlowCompressionAnswers202AndReportsProgressUntilReady) {

@@ -371,6 +371,42 @@ TEST_F(DocumentCompressorTest, RecutFromStoredScoresEqualsCompressingAtTheSmalle
             absl::StatusCode::kInvalidArgument);
 }
 
+// kvzip_heads scores by the profile alone: the upload is one prefill, the most important head
+// is kept whole, and every head keeps its most recent entries.
+TEST_F(DocumentCompressorTest, KvzipHeadsCostsOnePrefillAndKeepsTheMostImportantHeadWhole) {
+  const DocumentInput input = Input(Document(5).text);
+  const engine::ModelConfig& config = model_->config();
+  const size_t heads = static_cast<size_t>(config.num_layers) * config.num_kv_heads;
+  std::vector<float> importance(heads);
+  for (size_t h = 0; h < heads; ++h) importance[h] = static_cast<float>((h * 5) % heads) / 10.0f;
+  const CompressionSpec spec{.method = CompressionMethod::kKvzipHeads, .ratio = 0.3};
+  auto compressor = DocumentCompressor::Create(config, input, prompts_, {}, spec, importance);
+  ASSERT_TRUE(compressor.ok()) << compressor.status();
+  EXPECT_EQ((*compressor)->total_tokens(), input.length()) << "no scoring pass";
+  const DocumentPayload payload = Run(**compressor, 4096);
+
+  const auto prefix = static_cast<int32_t>(input.prefix_ids.size());
+  const auto n = static_cast<int32_t>(input.document_ids.size());
+  const int64_t keep = std::llround(0.3 * n * static_cast<double>(heads));
+  EXPECT_EQ(payload.kept_entries(), prefix * static_cast<int64_t>(heads) + keep);
+  const size_t top = static_cast<size_t>(std::max_element(importance.begin(), importance.end()) -
+                                         importance.begin());
+  EXPECT_EQ(payload.heads[top].kept(), prefix + n) << "the most important head is whole";
+  for (const HeadKv& head : payload.heads) {
+    // Each head keeps the prefix and its most recent document positions.
+    const int32_t window = head.kept() - prefix;
+    EXPECT_GT(window, 0) << "every head keeps a recent window";
+    for (int32_t i = 0; i < window; ++i) {
+      EXPECT_EQ(head.positions[prefix + i], prefix + n - window + i);
+    }
+  }
+
+  EXPECT_EQ(DocumentCompressor::Create(config, input, prompts_, {}, spec, {0.5f}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(DocumentCompressor::Create(config, input, prompts_, {}, spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(DocumentCompressorTest, RefusesWorkBeyondTheModelsContext) {
   std::string text;
   while (text.size() < 12000) text += "the river finds a lamp.\n";

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "cache_store/kvzip/compression_spec.h"
 
 namespace kvd::cache_store {
@@ -80,6 +83,54 @@ TEST(CompressionSpec, ValidatesAndCountsKeptEntries) {
   EXPECT_EQ(ParseCompressionMethod("h2o").value_or(CompressionMethod::kNone),
             CompressionMethod::kH2O);
   EXPECT_EQ(ParseCompressionMethod("random").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Importance as a profile gives it: one value per head, every position alike.
+HeadScores ProfileScores(const std::vector<float>& importance, size_t length) {
+  HeadScores scores;
+  for (float value : importance) scores.emplace_back(length, value);
+  return scores;
+}
+
+Positions Recent(int32_t count, int32_t length) {
+  Positions positions;
+  for (int32_t p = length - count; p < length; ++p) positions.push_back(p);
+  return positions;
+}
+
+TEST(SelectByHeadImportance, AnEighthGoesToRecentWindowsTheRestToTheMostImportantHeads) {
+  const HeadScores scores = ProfileScores({0.2f, 0.9f, 0.1f, 0.5f}, 20);
+  // 40 entries: 5 as windows (2, 1, 1, 1 from head 0 on), 35 in importance order: head 1
+  // fills to 20, head 3 then takes the other 16 (1 + 16 = 17).
+  const HeadSelection kept = SelectByHeadImportance(scores, 40);
+  EXPECT_EQ(kept[1], Recent(20, 20));
+  EXPECT_EQ(kept[3], Recent(17, 20));
+  EXPECT_EQ(kept[0], Recent(2, 20));
+  EXPECT_EQ(kept[2], Recent(1, 20));
+  EXPECT_EQ(SelectEntries(CompressionMethod::kKvzipHeads, scores, 40), kept);
+}
+
+TEST(SelectByHeadImportance, KeepsExactlyTheBudgetAndAtMostEverything) {
+  const HeadScores scores = ProfileScores({0.3f, 0.7f, 0.7f}, 5);
+  for (int64_t keep : {0, 1, 7, 8, 14, 15, 99}) {
+    const HeadSelection kept = SelectByHeadImportance(scores, keep);
+    int64_t total = 0;
+    for (const Positions& positions : kept) total += static_cast<int64_t>(positions.size());
+    EXPECT_EQ(total, std::min<int64_t>(keep, 15)) << keep;
+  }
+  // Ties go to the lower head: with no windows (keep < 8), head 1 fills before head 2.
+  EXPECT_EQ(SelectByHeadImportance(scores, 7)[1], Recent(5, 5));
+  EXPECT_EQ(SelectByHeadImportance(scores, 7)[2], Recent(2, 5));
+  EXPECT_TRUE(SelectByHeadImportance(scores, 7)[0].empty());
+}
+
+TEST(SelectByHeadImportance, ChoosesOnlyHeldPositionsOfACutCache) {
+  constexpr float kDropped = -std::numeric_limits<float>::infinity();
+  const HeadScores scores = {{kDropped, 0.7f, kDropped, 0.7f}, {0.3f, kDropped, 0.3f, 0.3f}};
+  // Head 0 holds two entries and is the more important: both, then head 1's most recent.
+  const HeadSelection kept = SelectByHeadImportance(scores, 3);
+  EXPECT_EQ(kept[0], (Positions{1, 3}));
+  EXPECT_EQ(kept[1], (Positions{3}));
 }
 
 }  // namespace

@@ -100,6 +100,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.documents.repeat_prompt, b.documents.repeat_prompt);
   EXPECT_EQ(a.documents.repeat_from_prompt, b.documents.repeat_from_prompt);
   EXPECT_EQ(a.documents.answer_prefix, b.documents.answer_prefix);
+  EXPECT_EQ(a.documents.head_profile, b.documents.head_profile);
   EXPECT_EQ(a.documents.default_method, b.documents.default_method);
   EXPECT_EQ(a.documents.default_ratio, b.documents.default_ratio);
   EXPECT_EQ(a.documents.default_kv_dtype, b.documents.default_kv_dtype);
@@ -481,6 +482,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
               HasSubstr("config.yaml:2: documents.default_kv_dtype"));
   EXPECT_THAT(ParseError("documents:\n  framing: raw\n"),
               HasSubstr("config.yaml:2: documents.framing"));
+  EXPECT_THAT(ParseError("documents:\n  default_method: kvzip_heads\n"),
+              HasSubstr("documents.default_method: kvzip_heads needs documents.head_profile"));
   EXPECT_THAT(ParseError("documents:\n  repeat_prompt: \"\"\n"),
               HasSubstr("documents.repeat_prompt: must not be empty"));
   EXPECT_THAT(ParseError("documents:\n  repeat_from_prompt: \"" + std::string(5000, 'x') + "\"\n"),
