@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cache_store/kvzip/entry_folding.h"
 #include "cache_store/kvzip/recut.h"
 
 namespace kvd::documents {
@@ -32,7 +33,7 @@ cache_store::CacheIdentity DocumentResolver::Identity(CompressionMethod method, 
     absl::StrAppend(&version,
                     " profile=", head_profile_digest_.empty() ? "none" : head_profile_digest_);
   }
-  if (merge) absl::StrAppend(&version, " merge=fold(cosine>=0.95,score*vote)/1");
+  if (merge) absl::StrAppend(&version, " merge=", cache_store::kFoldVersion);
   return cache_store::CacheIdentity{.model_digest = fingerprint_.model_digest,
                                     .tokenizer_digest = fingerprint_.tokenizer_digest,
                                     .kv_dtype = kv_dtype_,

@@ -82,8 +82,9 @@ absl::StatusOr<cache_store::HeadProfile> ProfileHeads(engine::Model& model,
     if (!scored.ok()) return scored.status();
     maxima.push_back(cache_store::MaxScorePerHead(*scored));
   }
-  return cache_store::AverageHeadMaxima(fingerprint.model_digest, config.num_layers,
-                                        config.num_kv_heads, maxima, sample_tokens);
+  return cache_store::AverageHeadMaxima(fingerprint.model_digest, fingerprint.tokenizer_digest,
+                                        config.num_layers, config.num_kv_heads, maxima,
+                                        sample_tokens);
 }
 
 absl::StatusOr<std::optional<cache_store::HeadProfile>> LoadHeadProfile(
@@ -91,7 +92,7 @@ absl::StatusOr<std::optional<cache_store::HeadProfile>> LoadHeadProfile(
     const engine::ModelConfig& config) {
   if (path.empty()) return std::nullopt;
   // A profile is a few numbers per head; anything far larger is not one.
-  constexpr uintmax_t kMaxBytes = uintmax_t{64} << 20;
+  constexpr uintmax_t kMaxBytes = uintmax_t{4} << 20;
   std::error_code error;
   const uintmax_t size = std::filesystem::file_size(path, error);
   if (error) return ProfileError(absl::StrCat("cannot read ", path, ": ", error.message()));
@@ -109,6 +110,12 @@ absl::StatusOr<std::optional<cache_store::HeadProfile>> LoadHeadProfile(
                                      profile->model_digest.substr(0, 16), ", this model's ",
                                      fingerprint.model_digest.substr(0, 16),
                                      "); run kvd kvzip-profile for it"));
+  }
+  if (profile->tokenizer_digest != fingerprint.tokenizer_digest) {
+    return ProfileError(
+        absl::StrCat(path,
+                     " was scored under another tokenizer, chat template or documents framing and "
+                     "prompts; run kvd kvzip-profile with this server's config"));
   }
   return profile;
 }

@@ -25,9 +25,9 @@ namespace kvd::documents {
     const cache_store::DocumentPrompts& prompts, const engine::CacheFingerprint& fingerprint,
     const std::vector<std::string>& texts);
 
-// The profile at `path` ("": none), refused unless made for this model: InvalidArgument naming
-// documents.head_profile when it is unreadable, malformed, or of other weights or another
-// shape.
+// The profile at `path` ("": none), refused unless made for this model and pipeline:
+// InvalidArgument naming documents.head_profile when it is unreadable, malformed, of other
+// weights or another shape, or scored under another tokenizer, template, framing or prompts.
 [[nodiscard]] absl::StatusOr<std::optional<cache_store::HeadProfile>> LoadHeadProfile(
     const std::string& path, const engine::CacheFingerprint& fingerprint,
     const engine::ModelConfig& config);

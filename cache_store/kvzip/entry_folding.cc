@@ -1,6 +1,8 @@
 #include "cache_store/kvzip/entry_folding.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 
 #include "base/check.h"
@@ -14,71 +16,90 @@ double Dot(std::span<const float> a, std::span<const float> b) {
   return sum;
 }
 
+constexpr double kNoMass = -std::numeric_limits<double>::infinity();
+
 }  // namespace
 
 HeadKv FoldDroppedEntries(const HeadKv& head, const std::vector<bool>& keep, int32_t prefix,
                           int32_t head_dim) {
   KVD_CHECK(keep.size() == head.positions.size());
+  const size_t held = head.positions.size();
   const auto dim = static_cast<size_t>(head_dim);
   const auto key = [&](size_t i) { return std::span(head.keys).subspan(i * dim, dim); };
   const auto value = [&](size_t i) { return std::span(head.values).subspan(i * dim, dim); };
-  // Attention mass m = score * p of held entry i; 0 for the prefix and unusable scores.
-  const auto mass = [&](size_t i) {
-    const int32_t position = head.positions[i];
-    const float score = head.scores[position];
-    if (position < prefix || !std::isfinite(score) || score <= 0.0f) return 0.0;
-    return static_cast<double>(score) * std::exp(static_cast<double>(head.log_votes[i]));
-  };
-
-  std::vector<size_t> targets;
-  std::vector<double> norms(head.positions.size(), 0.0);
-  for (size_t i = 0; i < head.positions.size(); ++i) {
+  // ln m = ln score + ln p of held entry i; kNoMass for the prefix and unusable scores.
+  std::vector<double> log_mass(held, kNoMass);
+  std::vector<double> norms(held, 0.0);
+  std::vector<size_t> targets;  // ascending position
+  for (size_t i = 0; i < held; ++i) {
+    const float score = head.scores[head.positions[i]];
     norms[i] = std::sqrt(Dot(key(i), key(i)));
-    if (keep[i] && mass(i) > 0.0 && norms[i] > 0.0) targets.push_back(i);
+    if (head.positions[i] < prefix || !(score > 0.0f) || !std::isfinite(score)) continue;
+    log_mass[i] = std::log(static_cast<double>(score)) + head.log_votes[i];
+    if (keep[i] && norms[i] > 0.0) targets.push_back(i);
   }
-  // Per target: the mass folded in and its mass-weighted sums of keys and values.
-  std::vector<double> folded_mass(head.positions.size(), 0.0);
-  std::vector<double> key_sums(head.positions.size() * dim, 0.0);
-  std::vector<double> value_sums(head.positions.size() * dim, 0.0);
-  for (size_t e = 0; e < head.positions.size(); ++e) {
-    const double m = keep[e] ? 0.0 : mass(e);
-    if (m <= 0.0 || norms[e] <= 0.0) continue;
-    size_t best = 0;
-    double best_cosine = -2.0;
-    for (size_t t : targets) {
-      const double cosine = Dot(key(e), key(t)) / (norms[e] * norms[t]);
-      if (cosine > best_cosine) {
+
+  // Each dropped entry's target (held index), or held when it folds nowhere.
+  std::vector<size_t> target_of(held, held);
+  for (size_t e = 0; e < held; ++e) {
+    if (keep[e] || log_mass[e] == kNoMass || norms[e] == 0.0) continue;
+    const auto after = std::lower_bound(targets.begin(), targets.end(), e);
+    const auto first = after - std::min<ptrdiff_t>(kFoldCandidatesPerSide, after - targets.begin());
+    const auto last = after + std::min<ptrdiff_t>(kFoldCandidatesPerSide, targets.end() - after);
+    double best_cosine = kMinFoldCosine;
+    for (auto t = first; t != last; ++t) {
+      const double cosine = Dot(key(e), key(*t)) / (norms[e] * norms[*t]);
+      if (cosine >= best_cosine) {
         best_cosine = cosine;
-        best = t;
+        target_of[e] = *t;
       }
     }
-    if (best_cosine < kMinFoldCosine) continue;
-    folded_mass[best] += m;
+  }
+  // Per target, the largest log mass of itself and its folds, so every weight is at most 1.
+  std::vector<double> top = log_mass;
+  for (size_t e = 0; e < held; ++e) {
+    if (target_of[e] != held) top[target_of[e]] = std::max(top[target_of[e]], log_mass[e]);
+  }
+  std::vector<double> weights(held, 0.0);  // sum of exp(ln m - top), the target's own included
+  std::vector<double> key_sums(held * dim, 0.0);
+  std::vector<double> value_sums(held * dim, 0.0);
+  const auto add = [&](size_t into, size_t from) {
+    const double w = std::exp(log_mass[from] - top[into]);
+    weights[into] += w;
     for (size_t d = 0; d < dim; ++d) {
-      key_sums[best * dim + d] += m * key(e)[d];
-      value_sums[best * dim + d] += m * value(e)[d];
+      key_sums[into * dim + d] += w * key(from)[d];
+      value_sums[into * dim + d] += w * value(from)[d];
     }
+  };
+  std::vector<bool> folded_into(held, false);
+  for (size_t e = 0; e < held; ++e) {
+    if (target_of[e] == held) continue;
+    if (!folded_into[target_of[e]]) add(target_of[e], target_of[e]);
+    folded_into[target_of[e]] = true;
+    add(target_of[e], e);
   }
 
   HeadKv cut;
   cut.scores = head.scores;
-  for (size_t i = 0; i < head.positions.size(); ++i) {
+  for (size_t i = 0; i < held; ++i) {
     if (!keep[i]) continue;
     cut.positions.push_back(head.positions[i]);
-    if (folded_mass[i] == 0.0) {
+    // ln p' = ln p + ln(M / m) = ln(sum of weights) + top - ln score.
+    const double log_vote = folded_into[i]
+                                ? std::log(weights[i]) + top[i] -
+                                      std::log(static_cast<double>(head.scores[head.positions[i]]))
+                                : 0.0;
+    if (!folded_into[i] || !(std::abs(log_vote) <= std::numeric_limits<float>::max())) {
       cut.keys.insert(cut.keys.end(), key(i).begin(), key(i).end());
       cut.values.insert(cut.values.end(), value(i).begin(), value(i).end());
       cut.log_votes.push_back(head.log_votes[i]);
       continue;
     }
-    const double own = mass(i);
-    const double total = own + folded_mass[i];
     for (size_t d = 0; d < dim; ++d) {
-      cut.keys.push_back(static_cast<float>((own * key(i)[d] + key_sums[i * dim + d]) / total));
-      cut.values.push_back(
-          static_cast<float>((own * value(i)[d] + value_sums[i * dim + d]) / total));
+      cut.keys.push_back(static_cast<float>(key_sums[i * dim + d] / weights[i]));
+      cut.values.push_back(static_cast<float>(value_sums[i * dim + d] / weights[i]));
     }
-    cut.log_votes.push_back(static_cast<float>(head.log_votes[i] + std::log(total / own)));
+    cut.log_votes.push_back(static_cast<float>(log_vote));
   }
   return cut;
 }

@@ -13,8 +13,12 @@ namespace kvd::cache_store {
 namespace {
 
 constexpr char kFormat[] = "kvd-kvzip-head-profile/1";
-// Far beyond any model's layers × kv heads; bounds what a hostile file may ask to be checked.
-constexpr int64_t kMaxHeads = int64_t{1} << 20;
+// Far beyond any model's layers × kv heads (Llama 3 405B: 126 × 8); bounds what a hostile file
+// may make the decoder hold.
+constexpr int64_t kMaxHeads = int64_t{1} << 16;
+constexpr const char* kMembers[] = {"format",        "model_digest", "tokenizer_digest",
+                                    "num_layers",    "num_kv_heads", "samples",
+                                    "sample_tokens", "importance"};
 
 absl::Status Malformed(absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("KVzip head profile: ", why));
@@ -54,9 +58,7 @@ absl::Status HeadProfile::Validate() const {
                                   int64_t{num_layers} * num_kv_heads, " heads"));
   }
   for (float value : importance) {
-    if (!std::isfinite(value) || value < 0.0f) {
-      return Malformed("an importance is not a finite number of at least 0");
-    }
+    if (!(value >= 0.0f && value <= 1.0f)) return Malformed("an importance is not in [0, 1]");
   }
   return absl::OkStatus();
 }
@@ -76,7 +78,8 @@ std::vector<float> MaxScorePerHead(const DocumentPayload& payload) {
   return maxima;
 }
 
-absl::StatusOr<HeadProfile> AverageHeadMaxima(std::string model_digest, int32_t num_layers,
+absl::StatusOr<HeadProfile> AverageHeadMaxima(std::string model_digest,
+                                              std::string tokenizer_digest, int32_t num_layers,
                                               int32_t num_kv_heads,
                                               const std::vector<std::vector<float>>& per_sample,
                                               int64_t sample_tokens) {
@@ -90,6 +93,7 @@ absl::StatusOr<HeadProfile> AverageHeadMaxima(std::string model_digest, int32_t 
     for (size_t h = 0; h < heads; ++h) sums[h] += maxima[h];
   }
   HeadProfile profile{.model_digest = std::move(model_digest),
+                      .tokenizer_digest = std::move(tokenizer_digest),
                       .num_layers = num_layers,
                       .num_kv_heads = num_kv_heads,
                       .samples = static_cast<int32_t>(per_sample.size()),
@@ -105,6 +109,7 @@ std::string EncodeHeadProfile(const HeadProfile& profile) {
   nlohmann::ordered_json json;
   json["format"] = kFormat;
   json["model_digest"] = profile.model_digest;
+  json["tokenizer_digest"] = profile.tokenizer_digest;
   json["num_layers"] = profile.num_layers;
   json["num_kv_heads"] = profile.num_kv_heads;
   json["samples"] = profile.samples;
@@ -121,16 +126,24 @@ absl::StatusOr<HeadProfile> DecodeHeadProfile(std::string_view text) {
   if (!parsed.ok()) return Malformed(parsed.status().message());
   const nlohmann::json& json = *parsed;
   if (!json.is_object()) return Malformed("it is not a JSON object");
+  for (const auto& [name, value] : json.items()) {
+    if (std::find(std::begin(kMembers), std::end(kMembers), name) == std::end(kMembers)) {
+      return Malformed(absl::StrCat("unknown member '", name, "'"));
+    }
+  }
   const auto format = json.find("format");
   if (format == json.end() || !format->is_string() || format->get<std::string>() != kFormat) {
     return Malformed(absl::StrCat("its format is not ", kFormat));
   }
-  const auto digest = json.find("model_digest");
-  if (digest == json.end() || !digest->is_string()) {
-    return Malformed("'model_digest' must be a string");
-  }
   HeadProfile profile;
-  profile.model_digest = digest->get<std::string>();
+  for (const auto& [key, digest] : {std::pair{"model_digest", &profile.model_digest},
+                                    std::pair{"tokenizer_digest", &profile.tokenizer_digest}}) {
+    const auto member = json.find(key);
+    if (member == json.end() || !member->is_string()) {
+      return Malformed(absl::StrCat("'", key, "' must be a string"));
+    }
+    *digest = member->get<std::string>();
+  }
   absl::StatusOr<int32_t> layers = Int32At(json, "num_layers");
   absl::StatusOr<int32_t> kv_heads = Int32At(json, "num_kv_heads");
   absl::StatusOr<int32_t> samples = Int32At(json, "samples");

@@ -16,15 +16,19 @@
 namespace kvd::cache_store {
 
 struct HeadProfile {
-  std::string model_digest;  // engine::CacheFingerprint::model_digest of the profiled model
+  // engine::CacheFingerprint of the profiled model and of the tokenizer, template and document
+  // prompts the samples were scored under.
+  std::string model_digest;
+  std::string tokenizer_digest;
   int32_t num_layers = 0;
   int32_t num_kv_heads = 0;
   int32_t samples = 0;            // sample texts averaged
   int64_t sample_tokens = 0;      // their document tokens, all together
-  std::vector<float> importance;  // per (layer, kv head), layer-major; finite, at least 0
+  std::vector<float> importance;  // per (layer, kv head), layer-major; in [0, 1]
 
   // InvalidArgument naming the first problem: no samples, a shape that is not positive, an
-  // importance count other than layers × kv heads, or an importance not finite or negative.
+  // importance count other than layers × kv heads, or an importance outside [0, 1] (each is a
+  // mean of attention probabilities).
   [[nodiscard]] absl::Status Validate() const;
   // Lowercase hex SHA-256 of the encoded profile: part of a kvzip_heads cache's identity.
   std::string Digest() const;
@@ -39,11 +43,12 @@ std::vector<float> MaxScorePerHead(const DocumentPayload& payload);
 // The profile of `per_sample` (each MaxScorePerHead of one sample): their mean per head.
 // InvalidArgument when it is empty or a sample has another number of heads.
 [[nodiscard]] absl::StatusOr<HeadProfile> AverageHeadMaxima(
-    std::string model_digest, int32_t num_layers, int32_t num_kv_heads,
-    const std::vector<std::vector<float>>& per_sample, int64_t sample_tokens);
+    std::string model_digest, std::string tokenizer_digest, int32_t num_layers,
+    int32_t num_kv_heads, const std::vector<std::vector<float>>& per_sample, int64_t sample_tokens);
 
 // The profile as canonical JSON (the same profile always gives the same bytes), and back:
-// InvalidArgument for anything malformed, of another format or failing Validate.
+// InvalidArgument for anything malformed, of another format, with unknown members, or failing
+// Validate.
 std::string EncodeHeadProfile(const HeadProfile& profile);
 [[nodiscard]] absl::StatusOr<HeadProfile> DecodeHeadProfile(std::string_view json);
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "cache_store/kvzip/entry_folding.h"
 #include "cache_store/kvzip/selection.h"
+#include "cache_store/store/kv_storage.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -77,7 +78,15 @@ absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, Compre
   }
   const HeadSelection selection = SelectEntries(method, scores, keep);
 
-  DocumentPayload cut = source;
+  DocumentPayload cut;
+  cut.storage = source.storage;
+  cut.num_layers = source.num_layers;
+  cut.num_kv_heads = source.num_kv_heads;
+  cut.head_dim = source.head_dim;
+  cut.original_length = source.original_length;
+  cut.prefix_text = source.prefix_text;
+  cut.prefix_token_ids = source.prefix_token_ids;
+  cut.heads.resize(source.heads.size());
   for (size_t h = 0; h < source.heads.size(); ++h) {
     const HeadKv& from = source.heads[h];
     std::vector<bool> chosen(document, false);
@@ -91,6 +100,9 @@ absl::StatusOr<DocumentPayload> CutPayload(const DocumentPayload& source, Compre
     cut.heads[h] = merge ? FoldDroppedEntries(from, keep_entry, prefix, source.head_dim)
                          : KeptEntries(from, keep_entry, source.head_dim);
   }
+  // Folded keys, values and votes are new numbers: rounded to the payload's precision, so the
+  // cut serves exactly what a store of it would read back.
+  if (merge) RoundForStorage(cut.storage, cut);
   return cut;
 }
 

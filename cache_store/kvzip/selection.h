@@ -33,7 +33,8 @@ HeadSelection SelectHeavyAndRecent(const HeadScores& scores, int64_t keep);
 HeadSelection SelectRecent(const HeadScores& scores, int64_t keep);
 
 // KVzip's context-independent rule: an eighth of `keep` spread evenly over the heads as their
-// most recent positions (every head keeps local context, as DuoAttention's streaming heads do),
+// most recent positions (local context in every head while the eighth reaches them all, as
+// DuoAttention's streaming heads keep it),
 // the rest to the heads in importance order (a head's importance: its highest score, as a
 // profile scores every position of a head alike; ties to the lower head), each filled with its
 // most recent positions up to the whole head before the next. Positions scored -infinity are

@@ -63,6 +63,9 @@ absl::Status DocumentMeta::Validate() const {
   if (!metadata.is_object()) {
     return absl::InvalidArgumentError("document metadata must be a JSON object");
   }
+  if (merge && identity.method != "kvzip" && identity.method != "kvzip_heads") {
+    return absl::InvalidArgumentError("only kvzip and kvzip_heads caches fold their drops");
+  }
   return absl::OkStatus();
 }
 

@@ -12,8 +12,8 @@
 
 namespace kvd::server {
 
-// POST /v1/documents: {"text", "compression": {"method", "ratio" | "budget_tokens", "query"},
-// "keep_full", "ttl_seconds", "metadata"} as sent (document_request.h).
+// POST /v1/documents: {"text", "compression": {"method", "ratio" | "budget_tokens", "query",
+// "kv_dtype", "merge"}, "keep_full", "ttl_seconds", "metadata"} as sent (document_request.h).
 [[nodiscard]] absl::StatusOr<DocumentUploadRequest> ReadDocumentUploadJson(
     const nlohmann::json& body);
 // ReadDocumentUploadJson, then ResolveDocumentUpload: what is left out comes from `config`.
@@ -24,8 +24,9 @@ namespace kvd::server {
 [[nodiscard]] absl::StatusOr<RecutRequest> ParseRecut(const nlohmann::json& body);
 
 // {"id", "object": "document", "status", "progress", "failure_reason", "created_at",
-//  "expires_at", "token_count", "kept_entries", "stored_bytes", "ratio", "method",
-//  "keep_full", "metadata", "replica"}; times in Unix seconds, expires_at null for never;
+//  "expires_at", "token_count", "kept_entries", "stored_bytes", "ratio", "method", "kv_dtype",
+//  "keep_full", "merge", "metadata", "replica"}; times in Unix seconds, expires_at null for
+//  never;
 // replica (the one that stores it) only when the id names one.
 nlohmann::json DocumentJson(const documents::DocumentView& view);
 

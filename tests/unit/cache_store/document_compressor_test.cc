@@ -407,6 +407,26 @@ TEST_F(DocumentCompressorTest, KvzipHeadsCostsOnePrefillAndKeepsTheMostImportant
             absl::StatusCode::kInvalidArgument);
 }
 
+// An upload with merge keeps the entries a plain cut keeps, folded exactly as a merged cut of
+// the whole cache folds them.
+TEST_F(DocumentCompressorTest, AMergingUploadFoldsWhatAMergedCutOfTheWholeCacheFolds) {
+  const std::string text = Document(6).text;
+  const DocumentPayload whole = Compress(text, {.method = CompressionMethod::kKvzip});
+  const DocumentPayload evicted =
+      Compress(text, {.method = CompressionMethod::kKvzip, .ratio = 0.3});
+  const DocumentPayload merged =
+      Compress(text, {.method = CompressionMethod::kKvzip, .ratio = 0.3, .merge = true});
+  auto cut = CutPayload(whole, CompressionMethod::kKvzip, DocumentEntries(evicted), true);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(merged, *cut);
+  bool folded = false;
+  for (size_t h = 0; h < merged.heads.size(); ++h) {
+    EXPECT_EQ(merged.heads[h].positions, evicted.heads[h].positions);
+    folded = folded || merged.heads[h].keys != evicted.heads[h].keys;
+  }
+  EXPECT_TRUE(folded) << "some dropped entry has a kept one pointing alike";
+}
+
 TEST_F(DocumentCompressorTest, RefusesWorkBeyondTheModelsContext) {
   std::string text;
   while (text.size() < 12000) text += "the river finds a lamp.\n";

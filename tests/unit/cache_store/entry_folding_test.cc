@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache_store/kvzip/recut.h"
+#include "cache_store/store/kv_storage.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -64,12 +65,44 @@ TEST(FoldDroppedEntries, FoldsByMassIntoTheMostAlikeKeyAndCarriesTheVotes) {
   EXPECT_EQ(folded.log_votes[0], 0.0f);
 }
 
-TEST(FoldDroppedEntries, TheOrderOfTheDroppedEntriesDoesNotMatter) {
+TEST(FoldDroppedEntries, SeveralDropsFoldIntoOneTargetTogether) {
   const HeadKv head = Head({{1, 0}, {1, 0}, {1, 0.3f}, {1, -0.2f}}, {0.5f, 0.2f, 0.1f});
   const HeadKv folded = FoldDroppedEntries(head, {true, true, false, false}, 1, 2);
   const double total = 0.5 + 0.2 + 0.1;
+  EXPECT_NEAR(folded.keys[2], 1.0, 1e-6);
   EXPECT_NEAR(folded.keys[3], (0.2 * 0.3 + 0.1 * -0.2) / total, 1e-6);
+  EXPECT_NEAR(folded.values[3], (0.2 * -0.3 + 0.1 * 0.2) / total, 1e-6);
   EXPECT_NEAR(folded.log_votes[1], std::log(total / 0.5), 1e-6);
+}
+
+TEST(FoldDroppedEntries, HugeVotesFoldInLogSpaceAndStayFinite) {
+  // A dropped entry with a vote of e^80 outweighs its target by far: the fold is its key, and
+  // the target's vote takes its mass, with no overflow on the way.
+  const HeadKv head = Head({{1, 0}, {1, 0}, {1, 0.2f}}, {0.5f, 0.5f}, {0, 0, 80.0f});
+  const HeadKv folded = FoldDroppedEntries(head, {true, true, false}, 1, 2);
+  EXPECT_NEAR(folded.keys[3], 0.2, 1e-6);
+  EXPECT_NEAR(folded.log_votes[1], 80.0, 1e-4);
+  const HeadKv hostile = Head({{1, 0}, {1, 0}, {1, 0.2f}}, {0.5f, 0.5f}, {0, 0, 3e38f});
+  const HeadKv kept = FoldDroppedEntries(hostile, {true, true, false}, 1, 2);
+  for (float x : kept.keys) EXPECT_TRUE(std::isfinite(x));
+  for (float x : kept.log_votes) EXPECT_TRUE(std::isfinite(x));
+}
+
+TEST(FoldDroppedEntries, OnlyKeptEntriesNearByPositionAreCandidates) {
+  // 40 kept entries along y between a kept entry along x (position 1) and a dropped one along x
+  // (position 42): the x entry is beyond the candidates, so the drop folds nowhere.
+  std::vector<std::vector<float>> keys = {{0, 1}, {1, 0}};
+  for (int i = 0; i < 40; ++i) keys.push_back({0, 1});
+  keys.push_back({1, 0});
+  std::vector<float> scores(41, 0.5f);
+  scores.push_back(0.4f);
+  const HeadKv head = Head(keys, scores);
+  std::vector<bool> keep(keys.size(), true);
+  keep.back() = false;
+  ASSERT_LT(kFoldCandidatesPerSide, 41);
+  const HeadKv folded = FoldDroppedEntries(head, keep, 1, 2);
+  EXPECT_EQ(folded.keys[2], 1.0f);
+  EXPECT_EQ(folded.log_votes[1], 0.0f);
 }
 
 TEST(FoldDroppedEntries, AKeyPointingAwayFromEveryKeptOneIsDroppedAndThePrefixTakesNoFold) {
@@ -107,6 +140,15 @@ TEST(CutPayloadWithMerge, KeepsTheSameEntriesAsEvictionAndFoldsOnlyWhatHasMass) 
   }
   EXPECT_NE(merged->heads[0].keys, evicted->heads[0].keys) << "head 0's drops have mass";
   EXPECT_EQ(merged->heads[1], evicted->heads[1]) << "head 1's drops score zero";
+
+  // A compact cache's folds are rounded to its precision: what a store would read back.
+  payload.storage = KvStorage::kInt8;
+  auto compact = CutPayload(payload, CompressionMethod::kKvzip, 4, /*merge=*/true);
+  ASSERT_TRUE(compact.ok());
+  DocumentPayload rounded = *compact;
+  RoundForStorage(KvStorage::kInt8, rounded);
+  EXPECT_EQ(rounded, *compact);
+  EXPECT_NE(compact->heads[0].keys, merged->heads[0].keys);
 }
 
 }  // namespace

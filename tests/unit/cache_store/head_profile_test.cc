@@ -19,6 +19,7 @@ using ::testing::HasSubstr;
 
 HeadProfile SmallProfile() {
   return HeadProfile{.model_digest = "ab12",
+                     .tokenizer_digest = "cd34",
                      .num_layers = 2,
                      .num_kv_heads = 2,
                      .samples = 3,
@@ -36,14 +37,15 @@ TEST(MaxScorePerHead, TakesEachHeadsHighestDocumentScoreSkippingThePrefix) {
 }
 
 TEST(AverageHeadMaxima, IsTheMeanPerHeadOverTheSamples) {
-  auto profile = AverageHeadMaxima("d", 1, 2, {{0.2f, 0.9f}, {0.4f, 0.1f}}, 40);
+  auto profile = AverageHeadMaxima("d", "t", 1, 2, {{0.2f, 0.9f}, {0.4f, 0.1f}}, 40);
   ASSERT_TRUE(profile.ok()) << profile.status();
   EXPECT_FLOAT_EQ(profile->importance[0], 0.3f);
   EXPECT_FLOAT_EQ(profile->importance[1], 0.5f);
   EXPECT_EQ(profile->samples, 2);
   EXPECT_EQ(profile->sample_tokens, 40);
-  EXPECT_FALSE(AverageHeadMaxima("d", 1, 2, {}, 0).ok());
-  EXPECT_THAT(AverageHeadMaxima("d", 1, 2, {{0.2f, 0.9f}, {0.4f}}, 40).status().message(),
+  EXPECT_EQ(profile->tokenizer_digest, "t");
+  EXPECT_FALSE(AverageHeadMaxima("d", "t", 1, 2, {}, 0).ok());
+  EXPECT_THAT(AverageHeadMaxima("d", "t", 1, 2, {{0.2f, 0.9f}, {0.4f}}, 40).status().message(),
               HasSubstr("1 heads, not 2"));
 }
 
@@ -66,6 +68,9 @@ TEST(HeadProfileCodec, TheDigestFollowsEveryField) {
   other.model_digest = "cd34";
   EXPECT_NE(other.Digest(), digest);
   other = SmallProfile();
+  other.tokenizer_digest = "ef56";
+  EXPECT_NE(other.Digest(), digest);
+  other = SmallProfile();
   other.samples = 4;
   EXPECT_NE(other.Digest(), digest);
 }
@@ -83,6 +88,8 @@ TEST(HeadProfileCodec, RefusesWhatIsNotAProfile) {
            DecodeHeadProfile("{\"format\": \"kvd-kvzip-head-profile/1\"").status(),
            with("format", "kvd-kvzip-head-profile/2"),
            with("model_digest", 7),
+           with("tokenizer_digest", nullptr),
+           with("comment", "an unknown member"),
            with("num_layers", 2.5),
            with("num_layers", 0),
            with("num_kv_heads", int64_t{1} << 40),
@@ -92,6 +99,7 @@ TEST(HeadProfileCodec, RefusesWhatIsNotAProfile) {
            with("importance", nlohmann::json::array({0.1, 0.2, 0.3})),
            with("importance", nlohmann::json::array({0.1, 0.2, 0.3, -0.5})),
            with("importance", nlohmann::json::array({0.1, 0.2, 0.3, 1e300})),
+           with("importance", nlohmann::json::array({0.1, 0.2, 0.3, 1.5})),
            with("importance", nlohmann::json::array({0.1, 0.2, 0.3, "x"})),
            with("importance", 0.5),
        }) {

@@ -73,6 +73,7 @@ TEST_F(HeadProfilesTest, TheSameSamplesGiveTheSameProfileBitForBit) {
   EXPECT_EQ(*first, *second);
   EXPECT_EQ(cache_store::EncodeHeadProfile(*first), cache_store::EncodeHeadProfile(*second));
   EXPECT_EQ(first->model_digest, fingerprint_.model_digest);
+  EXPECT_EQ(first->tokenizer_digest, fingerprint_.tokenizer_digest);
   EXPECT_EQ(first->samples, 2);
   const engine::ModelConfig& config = model_->config();
   ASSERT_EQ(first->importance.size(), static_cast<size_t>(config.num_layers) * config.num_kv_heads);
@@ -100,7 +101,8 @@ TEST_F(HeadProfilesTest, LoadsOnlyAProfileOfTheServedModel) {
   EXPECT_FALSE(none->has_value());
 
   const auto profile = *cache_store::AverageHeadMaxima(
-      fingerprint_.model_digest, config.num_layers, config.num_kv_heads,
+      fingerprint_.model_digest, fingerprint_.tokenizer_digest, config.num_layers,
+      config.num_kv_heads,
       {std::vector<float>(static_cast<size_t>(config.num_layers) * config.num_kv_heads, 0.5f)}, 10);
   auto loaded = LoadHeadProfile(WriteFile("profile.json", cache_store::EncodeHeadProfile(profile)),
                                 fingerprint_, config);
@@ -113,6 +115,14 @@ TEST_F(HeadProfilesTest, LoadsOnlyAProfileOfTheServedModel) {
       WriteFile("foreign.json", cache_store::EncodeHeadProfile(foreign));
   EXPECT_THAT(LoadHeadProfile(foreign_path, fingerprint_, config).status().message(),
               HasSubstr("made for another model"));
+  cache_store::HeadProfile other_prompts = profile;
+  other_prompts.tokenizer_digest = std::string(64, '1');
+  EXPECT_THAT(
+      LoadHeadProfile(WriteFile("prompts.json", cache_store::EncodeHeadProfile(other_prompts)),
+                      fingerprint_, config)
+          .status()
+          .message(),
+      HasSubstr("another tokenizer, chat template or documents framing"));
   engine::ModelConfig other_shape = config;
   other_shape.num_kv_heads += 1;
   EXPECT_FALSE(LoadHeadProfile(WriteFile("shape.json", cache_store::EncodeHeadProfile(profile)),

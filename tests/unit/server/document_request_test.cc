@@ -24,6 +24,7 @@ void ExpectSameUpload(const documents::DocumentUpload& a, const documents::Docum
   EXPECT_EQ(a.compression.budget_tokens, b.compression.budget_tokens);
   EXPECT_EQ(a.compression.query, b.compression.query);
   EXPECT_EQ(a.compression.kv_dtype, b.compression.kv_dtype);
+  EXPECT_EQ(a.compression.merge, b.compression.merge);
   EXPECT_EQ(a.keep_full, b.keep_full);
   EXPECT_EQ(a.ttl, b.ttl);
   EXPECT_EQ(a.metadata, b.metadata);
@@ -54,9 +55,15 @@ TEST(DocumentRequestTest, BothProtocolsResolveAnUploadTheSameWay) {
       {"keep_full", true},
       {"ttl_seconds", 3600},
       {"metadata", {{"title", "t"}}}};
+  v1::UploadHeader merged;
+  merged.mutable_compression()->set_method("kvzip_heads");
+  merged.mutable_compression()->set_merge(true);
+  const json merged_body = {{"text", "the text"},
+                            {"compression", {{"method", "kvzip_heads"}, {"merge", true}}}};
   const std::vector<std::pair<v1::UploadHeader, json>> cases = {
       {v1::UploadHeader(), {{"text", "the text"}}},  // every default
       {full, full_body},
+      {merged, merged_body},
   };
   for (const auto& [header, body] : cases) {
     SCOPED_TRACE(body.dump());
@@ -65,6 +72,7 @@ TEST(DocumentRequestTest, BothProtocolsResolveAnUploadTheSameWay) {
     ASSERT_TRUE(grpc.ok()) << grpc.status();
     ASSERT_TRUE(http.ok()) << http.status();
     ExpectSameUpload(*grpc, *http);
+    EXPECT_EQ(grpc->compression.merge, header.compression().merge());
   }
   auto defaults = ParseDocumentUpload({{"text", "x"}}, config);
   ASSERT_TRUE(defaults.ok());
