@@ -22,6 +22,10 @@ struct CompressionJob {
   cache_store::DocumentMeta meta;  // as stored while processing
   scheduler::CompressionHandle handle;
   absl::Time started;
+  // Why the writer could not store the finished cache, when the fault was the storage's and a
+  // retry may succeed (the shared tier unreachable): the waiting upload answers with it.
+  // Written and read on the writer's thread.
+  absl::Status store_error;
 };
 
 class CompressionJobs {

@@ -14,11 +14,11 @@ using cache_store::CompressionMethod;
 using cache_store::DocumentMeta;
 using cache_store::DocumentPayload;
 
-DocumentResolver::DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
+DocumentResolver::DocumentResolver(DocumentStorage* storage, DocumentMetrics* metrics,
                                    engine::CacheFingerprint fingerprint, std::string kv_dtype,
                                    std::string head_profile_digest, std::string template_prefix,
                                    size_t tier_bytes)
-    : store_(store),
+    : storage_(storage),
       metrics_(metrics),
       fingerprint_(std::move(fingerprint)),
       head_profile_digest_(std::move(head_profile_digest)),
@@ -52,7 +52,7 @@ absl::StatusOr<DocumentPayload> DocumentResolver::Read(const DocumentMeta& meta)
   }
   const absl::Time start = absl::Now();
   absl::StatusOr<DocumentPayload> payload =
-      store_->GetPayload(meta.tenant, meta.id, Identity(*method, meta.identity.ratio, meta.merge));
+      storage_->GetPayload(meta.tenant, meta.id, Identity(*method, meta.identity.ratio, meta.merge));
   if (payload.ok()) metrics_->ObserveLoad(absl::ToDoubleSeconds(absl::Now() - start));
   return payload;
 }

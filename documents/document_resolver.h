@@ -1,5 +1,5 @@
 // The caches requests are served: a ready document's cache from the memory tier, or read from
-// the store, checked against the identity it must have, cut to the document's ratio when it
+// storage (this replica's store, or the shared tier), checked against the identity it must have, cut to the document's ratio when it
 // was stored whole, and kept in the tier for the next request. Thread-safe.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include "cache_store/store/cache_identity.h"
 #include "cache_store/store/document_meta.h"
 #include "cache_store/store/document_payload.h"
-#include "cache_store/store/document_store.h"
+#include "documents/document_storage.h"
 #include "cache_store/store/document_tier.h"
 #include "documents/document_metrics.h"
 #include "engine/model_fingerprint.h"
@@ -27,10 +27,10 @@ struct ResolvedDocument {
 
 class DocumentResolver {
  public:
-  // `store` and `metrics` outlive the resolver. `template_prefix` is the rendered chat text
+  // `storage` and `metrics` outlive the resolver. `template_prefix` is the rendered chat text
   // before any document, which every served cache must start with. `head_profile_digest` is
   // the KVzip head profile's (head_profile.h), "" without one: kvzip_heads caches carry it.
-  DocumentResolver(cache_store::DocumentStore* store, DocumentMetrics* metrics,
+  DocumentResolver(DocumentStorage* storage, DocumentMetrics* metrics,
                    engine::CacheFingerprint fingerprint, std::string kv_dtype,
                    std::string head_profile_digest, std::string template_prefix, size_t tier_bytes);
 
@@ -58,7 +58,7 @@ class DocumentResolver {
   cache_store::TierStats TierStats() const { return tier_.Stats(); }
 
  private:
-  cache_store::DocumentStore* const store_;
+  DocumentStorage* const storage_;
   DocumentMetrics* const metrics_;
   const engine::CacheFingerprint fingerprint_;
   const std::string head_profile_digest_;

@@ -20,6 +20,35 @@ constexpr int kRequestWorkers = 2;
 
 absl::Status ShuttingDown() { return absl::UnavailableError("the server is shutting down"); }
 
+// The shared tier store.remote configures; null without one.
+absl::StatusOr<std::unique_ptr<cache_store::RemoteDocumentStore>> OpenRemoteTier(
+    const RemoteTierConfig& config) {
+  if (config.url.empty()) return nullptr;
+  absl::StatusOr<cache_store::RedisEndpoint> endpoint = cache_store::ParseRedisUrl(config.url);
+  if (!endpoint.ok()) return WithParam(endpoint.status(), "store.remote.url");
+  if (!config.user.empty()) endpoint->user = config.user;
+  if (!config.password.empty()) endpoint->password = config.password;
+  // Where, for the log: never the credentials.
+  const std::string where = endpoint->unix_path.empty()
+                                ? absl::StrCat(endpoint->host, ":", endpoint->port)
+                                : endpoint->unix_path;
+  auto remote = std::make_unique<cache_store::RemoteDocumentStore>(cache_store::RemoteStoreOptions{
+      .endpoint = *std::move(endpoint),
+      .timeout = absl::Seconds(config.timeout_seconds),
+      .max_payload_bytes = static_cast<int64_t>(config.max_payload_bytes),
+      .key_prefix = config.key_prefix,
+      .processing_lease = absl::Seconds(config.processing_lease_seconds)});
+  // Redis may start after kvd (a fresh deployment): an unreachable tier is a warning here and an
+  // error of each write until it answers.
+  if (absl::Status ping = remote->Ping(); !ping.ok()) {
+    spdlog::warn("documents: the shared tier at {} does not answer yet: {}", where,
+                 ping.ToString());
+  } else {
+    spdlog::info("documents: shared tier at {}", where);
+  }
+  return remote;
+}
+
 }  // namespace
 
 using cache_store::CompressionMethod;
@@ -63,37 +92,52 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
       cache_store::DocumentStore::Open(std::filesystem::path(store_config.data_dir) / "documents",
                                        {.sync_writes = store_config.sync_writes});
   if (!store.ok()) return store.status();
+  absl::StatusOr<std::unique_ptr<cache_store::RemoteDocumentStore>> remote =
+      OpenRemoteTier(store_config.remote);
+  if (!remote.ok()) return remote.status();
+  auto storage = std::make_unique<DocumentStorage>(*std::move(store), *std::move(remote));
 
   // A document a previous process was compressing will never finish: it fails, stays
   // listed for the retention period and counts against no quota.
   std::vector<DocumentMeta> abandoned;
-  auto unreadable = (*store)->ForEachMeta([&](const DocumentMeta& meta) {
+  auto unreadable = storage->local().ForEachMeta([&](const DocumentMeta& meta) {
     if (meta.status == DocumentStatus::kProcessing) abandoned.push_back(meta);
   });
   if (!unreadable.ok()) return unreadable.status();
   if (*unreadable > 0) spdlog::warn("documents: {} stored metas are unreadable", *unreadable);
   const absl::Time now = absl::Now();
   for (DocumentMeta& meta : abandoned) {
+    // With a shared tier the compression may have been stored there before the stop: then it
+    // is ready, and this replica fetches its copy when asked.
+    if (storage->shared()) {
+      absl::StatusOr<DocumentMeta> shared = storage->GetMeta(meta.tenant, meta.id);
+      if (shared.ok() && shared->status == DocumentStatus::kReady) {
+        if (auto status = storage->local().Delete(meta.tenant, meta.id); !status.ok()) {
+          return status;
+        }
+        continue;
+      }
+    }
     MarkFailed(meta, "the server stopped before the compression finished", now,
                config.failed_retention_seconds);
-    if (auto status = (*store)->PutMeta(meta); !status.ok()) return status;
+    if (auto status = storage->PutFailedMeta(meta); !status.ok()) return status;
   }
   if (!abandoned.empty()) {
     spdlog::warn("documents: {} compressions a previous process left unfinished marked failed",
                  abandoned.size());
   }
-  absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(**store);
+  absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(storage->local());
   if (!stored.ok()) return stored.status();
 
   std::unique_ptr<DocumentService> service(
       new DocumentService(config, *std::move(framing), store_config.replica, std::move(deps),
-                          *std::move(store), *std::move(fingerprint), *std::move(prompts),
+                          std::move(storage), *std::move(fingerprint), *std::move(prompts),
                           *std::move(head_profile), std::move(template_prefix)));
   service->usage_.Recount(*std::move(stored));
   DocumentService* raw = service.get();
   service->writer_ = std::make_unique<DocumentWriter>(
       DocumentWriter::Parts{.config = &raw->config_,
-                            .store = raw->store_.get(),
+                            .storage = raw->storage_.get(),
                             .jobs = &raw->jobs_,
                             .usage = &raw->usage_,
                             .resolver = &raw->resolver_,
@@ -106,17 +150,17 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
 
 DocumentService::DocumentService(
     const DocumentsConfig& config, cache_store::DocumentFraming framing, std::string replica,
-    Dependencies deps, std::unique_ptr<cache_store::DocumentStore> store,
+    Dependencies deps, std::unique_ptr<DocumentStorage> storage,
     engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
     std::optional<cache_store::HeadProfile> head_profile, std::string template_prefix)
     : config_(config),
       framing_(std::move(framing)),
       replica_(std::move(replica)),
       deps_(std::move(deps)),
-      store_(std::move(store)),
+      storage_(std::move(storage)),
       prompts_(std::move(prompts)),
       head_profile_(std::move(head_profile)),
-      resolver_(store_.get(), &metrics_, std::move(fingerprint), deps_.kv_dtype,
+      resolver_(storage_.get(), &metrics_, std::move(fingerprint), deps_.kv_dtype,
                 head_profile_ ? head_profile_->Digest() : "", std::move(template_prefix),
                 config.memory_tier_bytes),
       workers_(kRequestWorkers) {}
@@ -124,7 +168,7 @@ DocumentService::DocumentService(
 DocumentService::~DocumentService() { Shutdown(); }
 
 absl::Status DocumentService::CheckReplica(const std::string& id) const {
-  if (replica_.empty()) return absl::OkStatus();
+  if (replica_.empty() || storage_->shared()) return absl::OkStatus();
   const std::string home = cache_store::DocumentStore::ReplicaOfDocumentId(id);
   if (home.empty() || home == replica_) return absl::OkStatus();
   return WithErrorCode(absl::FailedPreconditionError(absl::StrCat(
@@ -178,10 +222,20 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   job->started = meta.created;
 
   if (jobs_.stopping()) return ShuttingDown();
+  if (const std::optional<int64_t> limit = storage_->RemoteLimit();
+      limit && plan->estimated_bytes > *limit) {
+    return WithParam(
+        WithErrorCode(absl::InvalidArgumentError(absl::StrCat(
+                          "the document's cache would take about ", plan->estimated_bytes,
+                          " bytes, more than the shared tier's limit of ", *limit,
+                          " (store.remote.max_payload_bytes)")),
+                      "request_too_large"),
+        "text");
+  }
   if (auto status = usage_.Reserve(tenant, meta.id, quota, plan->estimated_bytes); !status.ok()) {
     return status;
   }
-  if (auto status = store_->PutMeta(meta); !status.ok()) {
+  if (auto status = storage_->PutMeta(meta); !status.ok()) {
     usage_.Release(meta.id);
     return status;
   }
@@ -194,7 +248,7 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   }
   if (!submitted.ok()) {
     usage_.Release(meta.id);
-    (void)store_->Delete(tenant, meta.id);
+    (void)storage_->Delete(tenant, meta.id);
     return submitted.code() == absl::StatusCode::kInvalidArgument ? WithParam(submitted, "text")
                                                                   : submitted;
   }
@@ -211,7 +265,7 @@ absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
   if (auto running = jobs_.Running(tenant, id)) {
     return DocumentView{std::move(running->first), running->second};
   }
-  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   const double progress = meta->status == DocumentStatus::kReady ? 1.0 : 0.0;
   return DocumentView{*std::move(meta), progress};
@@ -220,7 +274,7 @@ absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
 absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant,
                                                        const std::string& page_token,
                                                        int32_t limit) const {
-  absl::StatusOr<cache_store::DocumentPage> page = store_->List(tenant, page_token, limit);
+  absl::StatusOr<cache_store::DocumentPage> page = storage_->List(tenant, page_token, limit);
   if (!page.ok()) return page.status();
   DocumentViewPage views;
   views.next_page_token = page->next_page_token;
@@ -234,21 +288,20 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
 
 absl::Status DocumentService::Delete(const std::string& tenant, const std::string& id) {
   if (auto status = CheckReplica(id); !status.ok()) return status;
-  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   // A running compression is cancelled and its reservation released; one the writer has
   // already stored is a stored document like any other.
   const bool released = jobs_.Delete(tenant, id) && usage_.Release(id);
-  // A compression that ended since the first read has changed the meta and the usage: count
-  // what it left, not what it was.
-  if (!released && meta->status == DocumentStatus::kProcessing) {
-    meta = store_->GetMeta(tenant, id);
-    if (!meta.ok()) return meta.status();
-  }
-  if (auto status = store_->Delete(tenant, id); !status.ok()) return status;
+  // What this replica's usage counts is its own store's meta, read now: a compression that
+  // ended since the first read has changed it, and a copy of a shared document (or none)
+  // counts nowhere here.
+  const absl::StatusOr<DocumentMeta> counted = storage_->local().GetMeta(tenant, id);
+  if (auto status = storage_->Delete(tenant, id); !status.ok()) return status;
   resolver_.Forget(tenant, id);
-  if (!released && meta->status != DocumentStatus::kFailed) {
-    usage_.Remove(tenant, meta->stored_bytes);
+  if (!released && counted.ok() && counted->status != DocumentStatus::kFailed &&
+      counted->home != cache_store::DocumentHome::kCopy) {
+    usage_.Remove(tenant, counted->stored_bytes);
   }
   return absl::OkStatus();
 }
@@ -258,7 +311,7 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
                                                     std::optional<double> ratio,
                                                     std::optional<int64_t> budget_tokens) {
   if (auto status = CheckReplica(id); !status.ok()) return status;
-  absl::StatusOr<DocumentMeta> meta = store_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   if (meta->status != DocumentStatus::kReady) {
     return absl::FailedPreconditionError(absl::StrCat("document ", id, " is ",
@@ -294,11 +347,15 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
   }
   absl::StatusOr<DocumentPayload> served = DocumentResolver::Served(updated, next);
   if (!served.ok()) return served.status();
-  if (auto status = store_->Put(updated, next); !status.ok()) return status;
+  const absl::StatusOr<DocumentMeta> counted = storage_->local().GetMeta(tenant, id);
+  if (auto status = storage_->Put(updated, next); !status.ok()) return status;
   resolver_.Keep(updated, *std::move(served));
-  absl::StatusOr<DocumentMeta> written = store_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> written = storage_->local().GetMeta(tenant, id);
   if (!written.ok()) return written.status();
-  usage_.Resize(tenant, written->stored_bytes - meta->stored_bytes);
+  // Only what this replica counts changes its usage (a copy counts where it was uploaded).
+  if (counted.ok() && counted->home != cache_store::DocumentHome::kCopy) {
+    usage_.Resize(tenant, written->stored_bytes - counted->stored_bytes);
+  }
   metrics_.ObserveRecut(written->identity.ratio);
   spdlog::info("document {} re-cut: ratio {:.3f} -> {:.3f}", id, meta->identity.ratio,
                written->identity.ratio);
@@ -335,7 +392,7 @@ void DocumentService::Shutdown() {
   workers_.Stop();
   jobs_.Stop();
   if (writer_ != nullptr) writer_->Stop();
-  if (auto status = store_->Flush(); !status.ok()) {
+  if (auto status = storage_->local().Flush(); !status.ok()) {
     spdlog::error("documents: flushing the store failed: {}", status.ToString());
   }
 }
@@ -349,6 +406,7 @@ DocumentStats DocumentService::Stats() const {
   }
   stats.compressions_running = jobs_.running();
   stats.tier = resolver_.TierStats();
+  stats.remote = storage_->RemoteStats();
   stats.metrics = metrics_.Snapshot();
   return stats;
 }

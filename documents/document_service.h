@@ -20,6 +20,7 @@
 #include "documents/compression_jobs.h"
 #include "documents/document_metrics.h"
 #include "documents/document_resolver.h"
+#include "documents/document_storage.h"
 #include "documents/document_view.h"
 #include "documents/document_writer.h"
 #include "documents/documents_config.h"
@@ -37,6 +38,7 @@ struct DocumentStats {
   std::map<std::string, TenantDocuments> tenants;
   int64_t compressions_running = 0;
   cache_store::TierStats tier;
+  std::optional<cache_store::RemoteStoreStats> remote;  // with a shared tier
   DocumentMetricsSnapshot metrics;
 };
 
@@ -51,9 +53,10 @@ class DocumentService {
   };
 
   // Opens (or creates) the store in `store.data_dir`/documents (writes synced as
-  // store.sync_writes says), fingerprints the model, marks documents a previous process left
-  // processing as failed, and starts the writer. New ids carry `store.replica`; other
-  // replicas' ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
+  // store.sync_writes says) and, with store.remote, the shared tier (connected on first use),
+  // fingerprints the model, marks documents a previous process left processing as failed, and
+  // starts the writer. New ids carry `store.replica`; without a shared tier, other replicas'
+  // ids are misdirected. Errors: the store's, the fingerprint's, InvalidArgument
   // for a framing the model cannot have (document_framing_config.h), a chat template that
   // cannot hold a document in `config.chat_role`, or a documents.head_profile that is not this
   // model's (head_profiles.h).
@@ -76,9 +79,11 @@ class DocumentService {
   // tenant's quota, Unavailable while shutting down.
   void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
               UploadCallback done);
-  // NotFound for another tenant's document exactly as for a missing one. Every call that
-  // takes an id answers FailedPrecondition with code misdirected_request (HTTP 421) when the id
-  // names another replica than this one: the gateway sent it to the wrong place.
+  // NotFound for another tenant's document exactly as for a missing one. Without a shared tier,
+  // every call that takes an id answers FailedPrecondition with code misdirected_request (HTTP
+  // 421) when the id names another replica than this one: the gateway sent it to the wrong
+  // place. With one, calls that write answer Unavailable with a retry hint while it cannot be
+  // reached (code shared_tier_unavailable).
   [[nodiscard]] absl::StatusOr<DocumentView> Get(const std::string& tenant,
                                                  const std::string& id) const;
   [[nodiscard]] absl::StatusOr<DocumentViewPage> List(const std::string& tenant,
@@ -113,7 +118,7 @@ class DocumentService {
  private:
   DocumentService(const DocumentsConfig& config, cache_store::DocumentFraming framing,
                   std::string replica, Dependencies deps,
-                  std::unique_ptr<cache_store::DocumentStore> store,
+                  std::unique_ptr<DocumentStorage> storage,
                   engine::CacheFingerprint fingerprint, cache_store::DocumentPrompts prompts,
                   std::optional<cache_store::HeadProfile> head_profile,
                   std::string template_prefix);
@@ -129,7 +134,7 @@ class DocumentService {
   const cache_store::DocumentFraming framing_;
   const std::string replica_;  // store.replica
   const Dependencies deps_;
-  const std::unique_ptr<cache_store::DocumentStore> store_;
+  const std::unique_ptr<DocumentStorage> storage_;
   const cache_store::DocumentPrompts prompts_;
   const std::optional<cache_store::HeadProfile> head_profile_;  // documents.head_profile
   DocumentMetrics metrics_;

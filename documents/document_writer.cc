@@ -23,7 +23,9 @@ absl::StatusOr<std::map<std::string, TenantDocuments>> CountStored(
     cache_store::DocumentStore& store) {
   std::map<std::string, TenantDocuments> usage;
   auto unreadable = store.ForEachMeta([&](const DocumentMeta& meta) {
-    if (meta.status == DocumentStatus::kFailed) return;
+    if (meta.status == DocumentStatus::kFailed || meta.home == cache_store::DocumentHome::kCopy) {
+      return;
+    }
     TenantDocuments& tenant = usage[meta.tenant];
     ++tenant.documents;
     tenant.bytes += meta.stored_bytes;
@@ -78,7 +80,11 @@ void DocumentWriter::AnswerWaiters(bool all) {
     inbox_->waiters = std::move(waiting);
   }
   for (Waiter& waiter : due) {
-    waiter.done(parts_.view_of(waiter.job->meta.tenant, waiter.job->meta.id));
+    if (!waiter.job->store_error.ok()) {
+      waiter.done(waiter.job->store_error);
+    } else {
+      waiter.done(parts_.view_of(waiter.job->meta.tenant, waiter.job->meta.id));
+    }
   }
 }
 
@@ -114,13 +120,21 @@ void DocumentWriter::Run() {
 }
 
 void DocumentWriter::Sweep() {
-  absl::StatusOr<int64_t> removed = parts_.store->DeleteExpired(absl::Now());
+  // The shared tier's copies expire there on their own (their keys carry the expiry).
+  absl::StatusOr<int64_t> removed = parts_.storage->local().DeleteExpired(absl::Now());
   if (!removed.ok()) {
     spdlog::error("documents: expiry sweep failed: {}", removed.status().ToString());
   } else if (*removed > 0) {
     spdlog::info("documents: {} expired documents deleted", *removed);
   }
-  absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(*parts_.store);
+  if (absl::StatusOr<int64_t> dropped = parts_.storage->DropStaleCopies(); !dropped.ok()) {
+    spdlog::warn("documents: cannot check copies against the shared tier: {}",
+                 dropped.status().ToString());
+  } else if (*dropped > 0) {
+    spdlog::info("documents: {} copies the shared tier no longer holds dropped", *dropped);
+  }
+  absl::StatusOr<std::map<std::string, TenantDocuments>> stored =
+      CountStored(parts_.storage->local());
   if (!stored.ok()) {
     spdlog::error("documents: recount failed: {}", stored.status().ToString());
     return;
@@ -129,25 +143,34 @@ void DocumentWriter::Sweep() {
 }
 
 void DocumentWriter::Persist(CompressionJob& job) {
-  cache_store::DocumentStore& store = *parts_.store;
+  DocumentStorage& storage = *parts_.storage;
   DocumentMeta meta = job.meta;
   std::optional<absl::StatusOr<DocumentPayload>> result =
       job.handle.TakeResult(absl::ZeroDuration());
   absl::StatusOr<DocumentPayload> payload =
       result ? *std::move(result) : absl::InternalError("the compression ended without a result");
-  const auto deleted = [&] { return parts_.jobs->Deleted(job); };
+  // Deleted here while it ran, or on another replica (the shared tier no longer has it).
+  bool deleted_elsewhere = false;
+  const auto deleted = [&] { return deleted_elsewhere || parts_.jobs->Deleted(job); };
   int64_t stored_bytes = 0;
   if (!deleted() && payload.ok()) {
     meta.status = DocumentStatus::kReady;
-    if (absl::Status status = store.Put(meta, *payload); !status.ok()) {
+    if (absl::Status status = storage.Put(meta, *payload); absl::IsNotFound(status)) {
+      deleted_elsewhere = true;
+      if (auto removed = storage.local().Delete(meta.tenant, meta.id);
+          !removed.ok() && !absl::IsNotFound(removed)) {
+        spdlog::error("document {}: cannot delete it: {}", meta.id, removed.ToString());
+      }
+    } else if (!status.ok()) {
+      if (absl::IsUnavailable(status)) job.store_error = status;
       payload = status;
     } else if (deleted()) {
       // Deleted while being written: the delete wins.
-      if (auto removed = store.Delete(meta.tenant, meta.id); !removed.ok()) {
+      if (auto removed = storage.Delete(meta.tenant, meta.id); !removed.ok()) {
         spdlog::error("document {}: cannot delete it: {}", meta.id, removed.ToString());
       }
     } else {
-      absl::StatusOr<DocumentMeta> written = store.GetMeta(meta.tenant, meta.id);
+      absl::StatusOr<DocumentMeta> written = storage.local().GetMeta(meta.tenant, meta.id);
       stored_bytes = written.ok() ? written->stored_bytes : 0;
       // The payload stays ok(); only its contents move on to the tier.
       absl::StatusOr<DocumentPayload> served = DocumentResolver::Served(meta, *std::move(payload));
@@ -157,13 +180,15 @@ void DocumentWriter::Persist(CompressionJob& job) {
   if (!deleted() && !payload.ok()) {
     MarkFailed(meta, std::string(payload.status().message()), absl::Now(),
                parts_.config->failed_retention_seconds);
-    if (auto status = store.PutMeta(meta); !status.ok()) {
+    if (auto status = storage.PutFailedMeta(meta); !status.ok()) {
       spdlog::error("document {}: cannot record its failure: {}", meta.id, status.ToString());
     }
   }
   const double seconds = absl::ToDoubleSeconds(absl::Now() - job.started);
   if (deleted()) {
     spdlog::info("document {} deleted while compressing", meta.id);
+    // A delete on this replica released the reservation; one on another cannot.
+    if (deleted_elsewhere) parts_.usage->Release(meta.id);
   } else if (payload.ok()) {
     spdlog::info("document {} ready: {} bytes, ratio {:.3f}, {:.3f}s", meta.id, stored_bytes,
                  meta.identity.ratio, seconds);

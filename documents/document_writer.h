@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "base/mutex.h"
 #include "cache_store/store/document_store.h"
+#include "documents/document_storage.h"
 #include "documents/compression_jobs.h"
 #include "documents/document_metrics.h"
 #include "documents/document_resolver.h"
@@ -30,7 +31,8 @@ namespace kvd::documents {
 void MarkFailed(cache_store::DocumentMeta& meta, std::string reason, absl::Time now,
                 double retention_seconds);
 
-// Each tenant's documents in `store` that are not failed, and their bytes.
+// Each tenant's documents in `store` that are not failed, and their bytes; copies of the shared
+// tier's documents count against the replica that stored them, not against this one.
 absl::StatusOr<std::map<std::string, TenantDocuments>> CountStored(
     cache_store::DocumentStore& store);
 
@@ -42,7 +44,7 @@ class DocumentWriter {
       std::function<absl::StatusOr<DocumentView>(const std::string& tenant, const std::string& id)>;
   struct Parts {
     const DocumentsConfig* config = nullptr;
-    cache_store::DocumentStore* store = nullptr;
+    DocumentStorage* storage = nullptr;
     CompressionJobs* jobs = nullptr;
     UsageLedger* usage = nullptr;
     DocumentResolver* resolver = nullptr;

@@ -9,6 +9,34 @@
 
 namespace kvd::documents {
 
+// Section `store.remote`: the shared document tier, a Redis that every replica reads and writes
+// (docs/operations.md). Not reloadable.
+struct RemoteTierConfig {
+  // redis://[[USER][:PASSWORD]@]HOST[:PORT][/DB] or unix://PATH[?db=DB]; "" for none (each
+  // replica keeps its own documents). Default "".
+  std::string url;
+  // ACL user, overriding the URL's; "" the URL's or Redis's default user. Default "".
+  std::string user;
+  // Name of an environment variable holding the password (a Kubernetes Secret), read at start;
+  // overrides the URL's. "" reads none. Default "".
+  std::string password_env;
+  // The password read from password_env at start (never a key of the file). Default "".
+  std::string password;
+  // Seconds a connect or a round trip may take before the call fails (uploads then answer 503
+  // with Retry-After), in (0, 60]. Default 2.
+  double timeout_seconds = 2.0;
+  // Largest compressed cache written to or read from the tier, in bytes, at least 1; a larger
+  // upload is refused with 413 before anything is written. Default 256 MiB.
+  size_t max_payload_bytes = size_t{256} << 20;
+  // Prefix of every key, so that deployments can share one Redis. Default "kvd:".
+  std::string key_prefix = "kvd:";
+  // Seconds a processing document stays in the tier unless its compression ends: what a replica
+  // that died while compressing leaves behind, at least 1. Default 3600.
+  double processing_lease_seconds = 3600.0;
+
+  bool operator==(const RemoteTierConfig&) const = default;
+};
+
 // Section `store`: where the daemon keeps its files. Not reloadable.
 struct StoreConfig {
   // Directory for persistent state, created when missing; relative paths are relative to the
@@ -25,6 +53,8 @@ struct StoreConfig {
   // answered ready survives an OS crash or power loss, not only a process crash. Off trades
   // that for lower upload latency (docs/benchmarks.md). Default true.
   bool sync_writes = true;
+  // The shared document tier; with one, any replica serves any document and ids need no routing.
+  RemoteTierConfig remote;
 
   bool operator==(const StoreConfig&) const = default;
 };

@@ -51,7 +51,31 @@ absl::StatusOr<DocumentStatus> StatusFromName(const std::string& name) {
   return absl::DataLossError(absl::StrCat("stored document meta has unknown status ", name));
 }
 
+constexpr auto kDocumentHomeNames = base::MakeEnumNames<DocumentHome>({
+    {DocumentHome::kLocal, "local"},
+    {DocumentHome::kShared, "shared"},
+    {DocumentHome::kCopy, "copy"},
+});
+
 }  // namespace
+
+std::string DocumentHomeName(DocumentHome home) {
+  return std::string(kDocumentHomeNames.Name(home));
+}
+
+absl::Status CheckReusable(const DocumentMeta& meta, const CacheIdentity& expected) {
+  if (meta.status != DocumentStatus::kReady) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "document ", meta.id, " is ", DocumentStatusName(meta.status), ", not ready"));
+  }
+  if (std::string field = meta.identity.FirstDifference(expected); !field.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("document ", meta.id, " was compressed for another ", field,
+                     "; its cache cannot be reused (stored fingerprint ",
+                     meta.identity.Fingerprint(), ", expected ", expected.Fingerprint(), ")"));
+  }
+  return absl::OkStatus();
+}
 
 std::string DocumentStatusName(DocumentStatus status) {
   return std::string(kDocumentStatusNames.Name(status));
@@ -87,6 +111,7 @@ std::string EncodeMeta(const DocumentMeta& meta) {
       {"ratio", meta.identity.ratio},
       {"keep_full", meta.keep_full},
       {"merge", meta.merge},
+      {"home", DocumentHomeName(meta.home)},
       {"metadata", meta.metadata},
       {"identity",
        {{"model_digest", meta.identity.model_digest},
@@ -134,6 +159,11 @@ absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
     meta.stored_bytes = *stored_bytes;
     meta.keep_full = json.value("keep_full", false);  // absent in metas written before it
     meta.merge = json.value("merge", false);          // absent in metas written before it
+    // Absent in metas written before the shared tier: theirs were local.
+    std::optional<DocumentHome> home =
+        kDocumentHomeNames.Find(json.value("home", std::string("local")));
+    if (!home) return absl::DataLossError("stored document meta has an unknown home");
+    meta.home = *home;
     // Absent in metas written before compact storage: their payloads are f32.
     absl::StatusOr<KvStorage> storage =
         ParseKvStorage(json.value("kv_storage", std::string(KvStorageName(KvStorage::kF32))));

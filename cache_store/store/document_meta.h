@@ -18,6 +18,15 @@ enum class DocumentStatus { kProcessing, kReady, kFailed };
 // "processing", "ready", "failed".
 std::string DocumentStatusName(DocumentStatus status);
 
+// Where a document's truth lives. kLocal: in this replica's store alone (no shared tier).
+// kShared: in the shared tier (remote_document_store.h), which this replica wrote first.
+// kCopy: in the shared tier, and this is a copy fetched from it on a miss. A kShared or kCopy
+// copy the shared tier no longer holds was deleted or expired there.
+enum class DocumentHome { kLocal, kShared, kCopy };
+
+// "local", "shared", "copy".
+std::string DocumentHomeName(DocumentHome home);
+
 struct DocumentMeta {
   std::string id;      // from DocumentStore::NewDocumentId()
   std::string tenant;  // owner; every lookup is scoped to it
@@ -34,6 +43,7 @@ struct DocumentMeta {
   bool keep_full = false;
   // The cut folds dropped entries into kept ones (CompressionSpec::merge), re-cuts too.
   bool merge = false;
+  DocumentHome home = DocumentHome::kLocal;
   nlohmann::json metadata = nlohmann::json::object();  // free-form, from the client
   // What the cache was computed with, its compression method and the fraction it keeps
   // included: the one place a document's method and ratio live.
@@ -44,6 +54,10 @@ struct DocumentMeta {
 
   bool operator==(const DocumentMeta&) const = default;
 };
+
+// OK when a cache of `meta` may be reused as `expected`; FailedPrecondition when the document is
+// not ready or its identity differs (naming the first differing field).
+[[nodiscard]] absl::Status CheckReusable(const DocumentMeta& meta, const CacheIdentity& expected);
 
 // The stored JSON form, with a format version.
 std::string EncodeMeta(const DocumentMeta& meta);

@@ -108,26 +108,34 @@ DocumentStore::~DocumentStore() {
   db_->Close().PermitUncheckedError();
 }
 
-absl::Status DocumentStore::Write(rocksdb::WriteBatch& batch, const std::string& what) {
+absl::Status DocumentStore::Write(rocksdb::WriteBatch& batch, const std::string& what,
+                                  bool sync) {
   rocksdb::WriteOptions options;
-  options.sync = sync_writes_;
+  options.sync = sync;
   return FromRocks(db_->Write(options, &batch), what);
 }
 
 absl::Status DocumentStore::Put(DocumentMeta meta, const DocumentPayload& payload) {
-  if (absl::Status status = meta.Validate(); !status.ok()) return status;
-  absl::StatusOr<std::string> bytes = EncodePayload(payload);
+  absl::StatusOr<std::string> bytes = SealDocument(meta, payload);
   if (!bytes.ok()) return bytes.status();
-  meta.stored_bytes = static_cast<int64_t>(bytes->size());
-  meta.kept_entries = payload.kept_entries();
-  meta.storage = payload.storage;
+  return PutSealed(meta, *bytes, sync_writes_);
+}
+
+absl::Status DocumentStore::PutCopy(DocumentMeta meta, const std::string& sealed) {
+  if (absl::Status status = meta.Validate(); !status.ok()) return status;
+  meta.stored_bytes = static_cast<int64_t>(sealed.size());
+  return PutSealed(meta, sealed, /*sync=*/false);
+}
+
+absl::Status DocumentStore::PutSealed(const DocumentMeta& meta, const std::string& sealed,
+                                      bool sync) {
   const std::string key = internal::DocumentKey(meta.tenant, meta.id);
   rocksdb::WriteBatch batch;
-  rocksdb::Status status = batch.Put(kv_, key, *bytes);
+  rocksdb::Status status = batch.Put(kv_, key, sealed);
   if (status.ok()) status = batch.Put(meta_, key, EncodeMeta(meta));
   const std::string what = absl::StrCat("cannot write document ", meta.id);
   if (!status.ok()) return FromRocks(status, what);
-  return Write(batch, what);
+  return Write(batch, what, sync);
 }
 
 absl::Status DocumentStore::PutMeta(const DocumentMeta& meta) {
@@ -166,16 +174,7 @@ absl::StatusOr<DocumentPayload> DocumentStore::GetPayload(const std::string& ten
   if (!status.ok()) return FromRocks(status, absl::StrCat("cannot read document ", id));
   absl::StatusOr<DocumentMeta> meta = DecodeMeta(bytes);
   if (!meta.ok()) return meta.status();
-  if (meta->status != DocumentStatus::kReady) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("document ", id, " is ", DocumentStatusName(meta->status), ", not ready"));
-  }
-  if (std::string field = meta->identity.FirstDifference(expected); !field.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("document ", id, " was compressed for another ", field,
-                     "; its cache cannot be reused (stored fingerprint ",
-                     meta->identity.Fingerprint(), ", expected ", expected.Fingerprint(), ")"));
-  }
+  if (absl::Status reusable = CheckReusable(*meta, expected); !reusable.ok()) return reusable;
   status = db_->Get(read, kv_, key, &bytes);
   if (status.IsNotFound()) {
     return absl::DataLossError(absl::StrCat("document ", id, " is ready but has no payload"));

@@ -70,6 +70,11 @@ class DocumentStore {
   // one, never half of it. Sets meta.stored_bytes and meta.kept_entries from the payload.
   // InvalidArgument when either fails validation.
   [[nodiscard]] absl::Status Put(DocumentMeta meta, const DocumentPayload& payload);
+  // Writes a copy of a document whose truth is kept elsewhere (the shared tier): `sealed` are
+  // the payload's bytes as EncodePayload made them, already checked against `meta` by the
+  // caller. Never waits for the log's sync: a crash may lose the copy, and a later read
+  // fetches it again. InvalidArgument when the meta fails validation.
+  [[nodiscard]] absl::Status PutCopy(DocumentMeta meta, const std::string& sealed);
   // Writes meta alone and drops any payload: a document that is processing or failed.
   [[nodiscard]] absl::Status PutMeta(const DocumentMeta& meta);
 
@@ -104,8 +109,15 @@ class DocumentStore {
  private:
   DocumentStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> handles,
                 bool sync_writes);
-  // Every write: meta and payload batches, deletes, expiry sweeps.
-  [[nodiscard]] absl::Status Write(rocksdb::WriteBatch& batch, const std::string& what);
+  // Every write: meta and payload batches, deletes, expiry sweeps; synced when `sync`.
+  [[nodiscard]] absl::Status Write(rocksdb::WriteBatch& batch, const std::string& what,
+                                   bool sync);
+  [[nodiscard]] absl::Status Write(rocksdb::WriteBatch& batch, const std::string& what) {
+    return Write(batch, what, sync_writes_);
+  }
+  // Meta and sealed payload in one batch.
+  [[nodiscard]] absl::Status PutSealed(const DocumentMeta& meta, const std::string& sealed,
+                                       bool sync);
 
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // owned; default, meta, kv

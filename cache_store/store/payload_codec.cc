@@ -147,4 +147,14 @@ absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes) {
   return payload;
 }
 
+absl::StatusOr<std::string> SealDocument(DocumentMeta& meta, const DocumentPayload& payload) {
+  if (absl::Status status = meta.Validate(); !status.ok()) return status;
+  absl::StatusOr<std::string> bytes = EncodePayload(payload);
+  if (!bytes.ok()) return bytes.status();
+  meta.stored_bytes = static_cast<int64_t>(bytes->size());
+  meta.kept_entries = payload.kept_entries();
+  meta.storage = payload.storage;
+  return bytes;
+}
+
 }  // namespace kvd::cache_store

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "cache_store/store/document_meta.h"
 #include "cache_store/store/document_payload.h"
 
 namespace kvd::cache_store {
@@ -24,5 +25,10 @@ inline constexpr uint32_t kCompactPayloadFormatVersion = 2;
 // DataLoss with a message saying what is wrong (truncated, bad magic, unsupported version,
 // checksum mismatch, inconsistent contents); never crashes on any input.
 [[nodiscard]] absl::StatusOr<DocumentPayload> DecodePayload(std::string_view bytes);
+
+// The bytes a document's payload is stored as, with `meta`'s stored_bytes, kept_entries and
+// storage set from them: what every store writes. InvalidArgument when either fails validation.
+[[nodiscard]] absl::StatusOr<std::string> SealDocument(DocumentMeta& meta,
+                                                       const DocumentPayload& payload);
 
 }  // namespace kvd::cache_store

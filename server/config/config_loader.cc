@@ -121,6 +121,21 @@ void ReadKeepKv(YamlDocument& document, const YAML::Node& node, std::string path
   r.Finish();
 }
 
+// The value of the environment variable that key `key` of `r` names (read once, at load), or
+// none, with an error at the key, when it is unset or empty; none without the key or when it is
+// "". `name` receives the variable's name.
+std::optional<std::string> ReadEnvVariable(YamlDocument& document, YamlMapReader& r,
+                                           std::string_view key, std::string& name) {
+  if (!r.Read(key, &name) || name.empty()) return std::nullopt;
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr || *value == '\0') {
+    document.FailAtPath(r.PathOf(key), absl::StrCat("environment variable ", name,
+                                                    value == nullptr ? " is not set" : " is empty"));
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
 // Reads one tenant but for its `keepkv`, which needs the server's section first: returned for
 // the caller to read once that is.
 std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& node,
@@ -131,16 +146,9 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
   if (r.Read("key_sha256", &t.key_sha256)) {
     for (std::string& digest : t.key_sha256) absl::AsciiStrToLower(&digest);
   }
-  if (r.Read("key_env", &t.key_env) && !t.key_env.empty()) {
-    // Read once, here: the plaintext key is not kept.
-    const char* value = std::getenv(t.key_env.c_str());
-    if (value == nullptr || *value == '\0') {
-      document.FailAtPath(r.PathOf("key_env"),
-                          absl::StrCat("environment variable ", t.key_env,
-                                       value == nullptr ? " is not set" : " is empty"));
-    } else {
-      t.key_env_sha256 = base::Sha256Hex(value);
-    }
+  // The plaintext key is not kept.
+  if (auto key = ReadEnvVariable(document, r, "key_env", t.key_env)) {
+    t.key_env_sha256 = base::Sha256Hex(*key);
   }
   r.Read("weight", &t.weight);
   r.Read("priority", &t.priority);
@@ -156,22 +164,33 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
   return keepkv;
 }
 
+void ReadRemoteTier(YamlDocument& document, const YAML::Node& node,
+                    documents::RemoteTierConfig& c) {
+  YamlMapReader r(document, node, "store.remote");
+  r.Read("url", &c.url);
+  r.Read("user", &c.user);
+  if (auto password = ReadEnvVariable(document, r, "password_env", c.password_env)) {
+    c.password = *std::move(password);
+  }
+  r.Read("timeout_seconds", &c.timeout_seconds);
+  r.ReadByteSize("max_payload_bytes", &c.max_payload_bytes);
+  r.Read("key_prefix", &c.key_prefix);
+  r.Read("processing_lease_seconds", &c.processing_lease_seconds);
+  r.Finish();
+}
+
 void ReadStore(YamlDocument& document, const YAML::Node& node, documents::StoreConfig& c) {
   YamlMapReader r(document, node, "store");
   r.Read("data_dir", &c.data_dir);
   r.Read("replica", &c.replica);
-  if (r.Read("replica_env", &c.replica_env) && !c.replica_env.empty() && c.replica.empty()) {
-    // Read once, here, like key_env: a replica without its name would mint unroutable ids.
-    const char* value = std::getenv(c.replica_env.c_str());
-    if (value == nullptr || *value == '\0') {
-      document.FailAtPath(r.PathOf("replica_env"),
-                          absl::StrCat("environment variable ", c.replica_env,
-                                       value == nullptr ? " is not set" : " is empty"));
-    } else {
-      c.replica = value;
-    }
+  if (!c.replica.empty()) {
+    r.Read("replica_env", &c.replica_env);
+  } else if (auto name = ReadEnvVariable(document, r, "replica_env", c.replica_env)) {
+    // An unset variable is an error: a replica without its name would mint unroutable ids.
+    c.replica = *std::move(name);
   }
   r.Read("sync_writes", &c.sync_writes);
+  if (auto remote = r.Find("remote")) ReadRemoteTier(document, *remote, c.remote);
   r.Finish();
 }
 

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "cache_store/store/redis_connection.h"
 #include "kernels/dtype.h"
 
 namespace kvd::server {
@@ -236,6 +237,29 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateRemoteTier(const documents::RemoteTierConfig& remote) {
+  if (!remote.url.empty()) {
+    if (auto endpoint = cache_store::ParseRedisUrl(remote.url); !endpoint.ok()) {
+      return KeyError("store.remote.url", std::string(endpoint.status().message()));
+    }
+  }
+  if (!(remote.timeout_seconds > 0 && remote.timeout_seconds <= 60)) {
+    return KeyError("store.remote.timeout_seconds",
+                    absl::StrCat("must be in (0, 60], got ", remote.timeout_seconds));
+  }
+  if (remote.max_payload_bytes < 1) {
+    return KeyError("store.remote.max_payload_bytes", "must be at least 1");
+  }
+  if (remote.key_prefix.size() > 256) {
+    return KeyError("store.remote.key_prefix", "must be at most 256 bytes");
+  }
+  if (!(remote.processing_lease_seconds >= 1 && remote.processing_lease_seconds <= 86400 * 7)) {
+    return KeyError("store.remote.processing_lease_seconds",
+                    absl::StrCat("must be in [1, 604800], got ", remote.processing_lease_seconds));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
   if (auto s = CheckOneOf("documents.framing", d.framing, {"auto", "chat", "plain"}); !s.ok()) {
     return s;
@@ -353,6 +377,7 @@ absl::Status ServerConfig::Validate() const {
     return KeyError(store.replica_env.empty() ? "store.replica" : "store.replica_env",
                     absl::StrCat("must match [A-Za-z0-9._-]{0,63}, got \"", store.replica, "\""));
   }
+  if (auto s = ValidateRemoteTier(store.remote); !s.ok()) return s;
   if (auto s = ValidateDocuments(documents); !s.ok()) return s;
   if (auto s = CheckOneOf("logging.level", logging.level,
                           {"trace", "debug", "info", "warn", "error", "off"});

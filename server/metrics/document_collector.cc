@@ -21,6 +21,40 @@ DocumentCollector::DocumentCollector(std::string model_name, TenantLabels tenant
       tenants_(std::move(tenants)),
       stats_(std::move(stats)) {}
 
+// The shared tier's traffic (store.remote); zeros without one, so that dashboards and alerts
+// find every family on every replica.
+void DocumentCollector::AddSharedTier(const std::optional<cache_store::RemoteStoreStats>& remote,
+                                      std::vector<MetricFamily>& out) const {
+  const cache_store::RemoteStoreStats s = remote.value_or(cache_store::RemoteStoreStats{});
+  const auto counter = MetricType::Counter;
+  out.push_back(Single("kvd_document_remote_enabled",
+                       "1 when a shared document tier (store.remote) is configured.",
+                       MetricType::Gauge, labels_, remote ? 1.0 : 0.0));
+  MetricFamily requests = Family("kvd_document_remote_requests_total",
+                                 "Calls to the shared document tier, by kind (calls).", counter);
+  AddValue(requests, With(labels_, "op", "read"), static_cast<double>(s.reads));
+  AddValue(requests, With(labels_, "op", "write"), static_cast<double>(s.writes));
+  out.push_back(std::move(requests));
+  MetricFamily lookups =
+      Family("kvd_document_remote_lookups_total",
+             "Reads of a document's cache from the shared tier, by result (lookups).", counter);
+  AddValue(lookups, With(labels_, "result", "hit"), static_cast<double>(s.hits));
+  AddValue(lookups, With(labels_, "result", "miss"), static_cast<double>(s.misses));
+  out.push_back(std::move(lookups));
+  out.push_back(Single("kvd_document_remote_failures_total",
+                       "Calls the shared document tier did not answer or refused (calls).",
+                       counter, labels_, static_cast<double>(s.failures)));
+  MetricFamily bytes = Family("kvd_document_remote_bytes_total",
+                              "Cache bytes moved to and from the shared tier (bytes).", counter);
+  AddValue(bytes, With(labels_, "direction", "read"), static_cast<double>(s.bytes_read));
+  AddValue(bytes, With(labels_, "direction", "written"), static_cast<double>(s.bytes_written));
+  out.push_back(std::move(bytes));
+  out.push_back(Histogram(
+      "kvd_document_remote_request_seconds", "Round trips to the shared document tier (seconds).",
+      labels_,
+      remote ? s.seconds : base::Histogram(cache_store::RemoteLatencyBuckets()).snapshot()));
+}
+
 std::vector<MetricFamily> DocumentCollector::Collect() const {
   const documents::DocumentStats s = stats_();
   const auto gauge = MetricType::Gauge;
@@ -79,6 +113,7 @@ std::vector<MetricFamily> DocumentCollector::Collect() const {
                        gauge, labels_, static_cast<double>(s.tier.bytes)));
   out.push_back(Single("kvd_document_tier_documents", "Document caches held in memory (documents).",
                        gauge, labels_, static_cast<double>(s.tier.documents)));
+  AddSharedTier(s.remote, out);
   return out;
 }
 

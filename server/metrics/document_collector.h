@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,12 @@ namespace kvd::server {
 //   kvd_document_tier_requests_total      counter    {result=hit|miss} memory-tier lookups
 //   kvd_document_tier_bytes               gauge      bytes of caches held in memory
 //   kvd_document_tier_documents           gauge      caches held in memory
+//   kvd_document_remote_enabled           gauge      1 with a shared tier (store.remote)
+//   kvd_document_remote_requests_total    counter    {op=read|write} calls to the shared tier
+//   kvd_document_remote_lookups_total     counter    {result=hit|miss} cache reads from it
+//   kvd_document_remote_failures_total    counter    calls it did not answer or refused
+//   kvd_document_remote_bytes_total       counter    {direction=read|written} cache bytes
+//   kvd_document_remote_request_seconds   histogram  its round trips, seconds
 class DocumentCollector : public prometheus::Collectable {
  public:
   // `stats` is called once per Collect, from the scraping thread; it must be thread-safe.
@@ -35,6 +42,9 @@ class DocumentCollector : public prometheus::Collectable {
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
+  void AddSharedTier(const std::optional<cache_store::RemoteStoreStats>& remote,
+                     std::vector<prometheus::MetricFamily>& out) const;
+
   std::vector<prometheus::ClientMetric::Label> labels_;  // model_name
   TenantLabels tenants_;
   std::function<documents::DocumentStats()> stats_;

@@ -23,6 +23,7 @@ function renders() {
     ['gpu', join(k8s, 'overlays/gpu')],
     ['monitoring', join(k8s, 'overlays/monitoring')],
     ['documents', join(k8s, 'overlays/documents')],
+    ['shared-documents', join(k8s, 'overlays/shared-documents')],
   ];
   // overlays/monitoring with the HPA instead of KEDA (deploy/k8s/README.md).
   const hpa = copyOfK8s();
@@ -107,8 +108,8 @@ function checkServiceMonitor(monitor, objects) {
 
 // What every kvd render must hold together; returns the pieces for more specific checks.
 function checkKvdObjects(objects) {
-  const statefulSet = find(objects, 'StatefulSet');
-  assert.ok(statefulSet, 'a StatefulSet');
+  const statefulSet = find(objects, 'StatefulSet', 'kvd');
+  assert.ok(statefulSet, 'the StatefulSet kvd');
   for (const o of objects) assert.equal(o.metadata.namespace, 'kvd', `${o.kind} ${o.metadata.name}: namespace`);
   const pod = statefulSet.spec.template;
   const podLabels = pod.metadata.labels;
@@ -134,7 +135,7 @@ function checkKvdObjects(objects) {
     assert.ok(matches(service.spec.selector, podLabels), `${service.metadata.name} selects the pods`);
     assert.ok(service.spec.ports.some((p) => p.name === 'http' && p.targetPort === 'http'));
   }
-  const pdb = find(objects, 'PodDisruptionBudget');
+  const pdb = find(objects, 'PodDisruptionBudget', 'kvd');
   assert.ok(matches(pdb.spec.selector.matchLabels, podLabels));
   assert.equal(pdb.spec.maxUnavailable, 1);
 
@@ -179,6 +180,17 @@ function checkKvdObjects(objects) {
     .map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]));
   for (const tenant of config.tenants ?? []) {
     if (tenant.key_env) assert.ok(env[tenant.key_env], `Secret has ${tenant.key_env}`);
+  }
+  // Single variables from other Secrets (store.remote.password_env).
+  for (const variable of container.env ?? []) {
+    const ref = variable.valueFrom?.secretKeyRef;
+    if (!ref) continue;
+    const source = find(objects, 'Secret', ref.name);
+    assert.ok(source?.data?.[ref.key], `Secret ${ref.name} has ${ref.key}`);
+    env[variable.name] = Buffer.from(source.data[ref.key], 'base64').toString('utf8');
+  }
+  if (config.store.remote?.password_env) {
+    assert.ok(env[config.store.remote.password_env], 'store.remote.password_env is set');
   }
 
   // The replica's name is the pod's (downward API), so document ids name their replica.
@@ -252,6 +264,37 @@ test('the example InferencePool and HTTPRoute select kvd pods', { skip }, async 
   assert.ok(pool.spec.targetPorts.some((p) => p.number === config.server.port));
 });
 
+test('overlays/shared-documents gives every replica the one Redis, which no kvd Service selects', { skip }, () => {
+  const objects = kustomize(join(k8s, 'overlays/shared-documents'));
+  const { statefulSet, config, container } = checkKvdObjects(objects);
+  assert.ok(statefulSet.spec.replicas >= 2);
+  const redis = find(objects, 'StatefulSet', 'kvd-redis');
+  assert.ok(redis, 'a Redis StatefulSet');
+  const redisLabels = redis.spec.template.metadata.labels;
+  const url = new URL(config.store.remote.url);
+  assert.equal(url.protocol, 'redis:');
+  const service = find(objects, 'Service', url.hostname);
+  assert.ok(service, `store.remote.url names the Service ${url.hostname}`);
+  assert.ok(matches(service.spec.selector, redisLabels), 'which selects the Redis pod');
+  assert.ok(service.spec.ports.some((p) => p.port === Number(url.port)));
+  for (const other of objects.filter((o) => o.kind === 'Service' && o !== service)) {
+    assert.ok(!matches(other.spec.selector, redisLabels), `${other.metadata.name} leaves Redis alone`);
+  }
+  // One password for both: Redis's --requirepass and kvd's password_env come from one Secret key.
+  const [redisContainer] = redis.spec.template.spec.containers;
+  const redisPassword = redisContainer.env.find((e) => e.name === 'REDIS_PASSWORD').valueFrom.secretKeyRef;
+  const kvdPassword = container.env.find((e) => e.name === config.store.remote.password_env)
+    .valueFrom.secretKeyRef;
+  assert.deepEqual(kvdPassword, redisPassword);
+  assert.ok(redisContainer.args.includes('$(REDIS_PASSWORD)'));
+  // Durable and never evicting: what Redis acknowledged is on its disk and stays there.
+  const arg = (name) => redisContainer.args[redisContainer.args.indexOf(name) + 1];
+  assert.equal(arg('--appendonly'), 'yes');
+  assert.equal(arg('--appendfsync'), 'always');
+  assert.equal(arg('--maxmemory-policy'), 'noeviction');
+  assert.ok(redis.spec.volumeClaimTemplates.some((c) => c.metadata.name === 'data'));
+});
+
 test('overlays/documents routes each replica\'s header to its own pod', { skip }, async () => {
   const objects = kustomize(join(k8s, 'overlays/documents'));
   const { statefulSet } = checkKvdObjects(objects);
@@ -277,7 +320,7 @@ test('overlays/documents routes each replica\'s header to its own pod', { skip }
 });
 
 test('each rendered configuration starts kvd', { skip }, async (t) => {
-  for (const overlay of ['cpu', 'gpu', 'monitoring', 'documents']) {
+  for (const overlay of ['cpu', 'gpu', 'monitoring', 'documents', 'shared-documents']) {
     await t.test(overlay, async () => {
       const { config, env } = checkKvdObjects(kustomize(join(k8s, 'overlays', overlay)));
       // This machine stands in for the pod: the bundled model on the CPU backend, a small KV

@@ -134,7 +134,7 @@ test('the dashboard is shaped for any Prometheus data source and filters by mode
   }
 });
 
-test('the dashboard covers latencies, load, cache, scheduler, tenants and KeepKV', () => {
+test('the dashboard covers latencies, load, cache, scheduler, tenants, KeepKV and the shared tier', () => {
   const all = dashboardExpressions.join('\n');
   for (const histogram of ['vllm:time_to_first_token_seconds', 'vllm:inter_token_latency_seconds',
     'vllm:e2e_request_latency_seconds', 'vllm:request_queue_time_seconds']) {
@@ -149,7 +149,9 @@ test('the dashboard covers latencies, load, cache, scheduler, tenants and KeepKV
     'kvd_scheduler_steps_total', 'kvd_tenant_rejections_total', 'kvd_tenant_prompt_tokens_total',
     'kvd_tenant_generation_tokens_total', 'kvd_tenant_requests_running', 'kvd_tenant_requests_waiting',
     'kvd_keepkv_merges_total', 'kvd_keepkv_evictions_total', 'kvd_keepkv_refreshes_total',
-    'kvd_keepkv_compressed_fraction']) {
+    'kvd_keepkv_compressed_fraction', 'kvd_document_remote_requests_total',
+    'kvd_document_remote_failures_total', 'kvd_document_remote_lookups_total',
+    'kvd_document_remote_bytes_total', 'kvd_document_remote_request_seconds_bucket']) {
     assert.ok(all.includes(`${name}{`), name);
   }
 });
@@ -157,7 +159,8 @@ test('the dashboard covers latencies, load, cache, scheduler, tenants and KeepKV
 test('the alerting rules cover the failure modes, each with a hold time and a severity', () => {
   const names = ruleList.map((r) => r.alert);
   for (const alert of ['KvdTargetDown', 'KvdHighQueueTime', 'KvdHigh5xxRate', 'KvdKvCacheNearlyFull',
-    'KvdHighPreemptionRate', 'KvdTenantRejectionsSpiking']) {
+    'KvdHighPreemptionRate', 'KvdTenantRejectionsSpiking', 'KvdDocumentCompressionsFailing',
+    'KvdSharedTierFailing']) {
     assert.ok(names.includes(alert), alert);
   }
   for (const rule of ruleList) {

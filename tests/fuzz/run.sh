@@ -32,6 +32,7 @@ declare -A settings=(
   [payload_codec]="4096 10 2048"
   [document_meta]="4096 10 2048"
   [head_profile]="2048 10 2048"
+  [redis_url]="256 10 2048"
   [server_config]="8192 10 2048"
   [byte_size]="64 10 2048"
   [query_string]="1024 10 2048"

@@ -18,6 +18,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/free_port.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 
 namespace kvd::testing {
@@ -33,22 +34,6 @@ struct ClientResult {
   std::string out;
   std::string err;
 };
-
-// A port nothing listens on now: the kernel's choice for a socket bound to port 0.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 std::string Quote(const std::string& arg) {
   std::string quoted = "'";
@@ -104,7 +89,7 @@ class GrpcClientTest : public ::testing::Test {
     std::ofstream(*dir_ / "config.yaml")
         << "tenants:\n  - id: alpha\n    key_sha256: [\"" << digest << "\"]\n"
         << "documents:\n  upload_wait_seconds: 30\n";
-    grpc_port_ = FreePort();
+    grpc_port_ = FreeLoopbackPort();
     server_ = new KvdServer({"--model", kModel, "--config", (*dir_ / "config.yaml").string(),
                              "--data-dir", (*dir_ / "data").string(), "--threads", "2",
                              "--grpc-port", std::to_string(grpc_port_)});

@@ -32,6 +32,33 @@ TEST(DocumentMetaTest, EncodedMetaDecodesToTheSameMeta) {
   EXPECT_EQ(*decoded, meta);
 }
 
+TEST(DocumentMetaTest, EveryHomeRoundTripsAndAnOlderMetaIsLocal) {
+  for (DocumentHome home : {DocumentHome::kLocal, DocumentHome::kShared, DocumentHome::kCopy}) {
+    DocumentMeta meta = SampleMeta();
+    meta.home = home;
+    absl::StatusOr<DocumentMeta> decoded = DecodeMeta(EncodeMeta(meta));
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    EXPECT_EQ(decoded->home, home) << DocumentHomeName(home);
+  }
+  nlohmann::json stored = nlohmann::json::parse(EncodeMeta(SampleMeta()));
+  stored.erase("home");
+  EXPECT_EQ(DecodeMeta(stored.dump())->home, DocumentHome::kLocal);
+  stored["home"] = "elsewhere";
+  EXPECT_EQ(DecodeMeta(stored.dump()).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(DocumentMetaTest, OnlyAReadyDocumentOfTheSameIdentityIsReusable) {
+  DocumentMeta meta = SampleMeta();
+  EXPECT_TRUE(CheckReusable(meta, meta.identity).ok());
+  CacheIdentity other = meta.identity;
+  other.ratio = 0.2;
+  const absl::Status differs = CheckReusable(meta, other);
+  EXPECT_EQ(differs.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(differs.message().find("another ratio"), absl::string_view::npos) << differs;
+  meta.status = DocumentStatus::kProcessing;
+  EXPECT_EQ(CheckReusable(meta, meta.identity).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // The method and ratio live in the identity alone; the stored JSON repeats them at the top
 // (as metas have always been written, so older readers still find them) and reads them back
 // from the identity.

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cache_store/store/internal/keys.h"
+#include "cache_store/store/payload_codec.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "tests/unit/cache_store/power_loss_file_system.h"
@@ -43,15 +44,7 @@ class DocumentStoreTest : public ::testing::Test {
   }
 
   static DocumentMeta Meta(const std::string& tenant, const std::string& id) {
-    DocumentMeta meta;
-    meta.id = id;
-    meta.tenant = tenant;
-    meta.status = DocumentStatus::kReady;
-    meta.created = absl::FromUnixSeconds(1'700'000'000);
-    meta.token_count = 6;
-    meta.metadata = {{"title", "tides"}, {"pages", 3}};
-    meta.identity = TestIdentity();
-    return meta;
+    return TestMeta(tenant, id);
   }
 
   // Rewrites one raw value of the kv column family through RocksDB directly.
@@ -94,6 +87,22 @@ TEST_F(DocumentStoreTest, RoundTripsMetaAndPayload) {
   absl::StatusOr<DocumentPayload> loaded = store_->GetPayload("acme", "doc-1", TestIdentity());
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_EQ(*loaded, payload);
+}
+
+TEST_F(DocumentStoreTest, ACopyStoresTheSealedBytesItIsGivenAsAPutWould) {
+  const DocumentPayload payload = SmallPayload(4);
+  DocumentMeta meta = Meta("acme", "doc-c");
+  absl::StatusOr<std::string> sealed = SealDocument(meta, payload);
+  ASSERT_TRUE(sealed.ok()) << sealed.status();
+  meta.home = DocumentHome::kCopy;
+  ASSERT_TRUE(store_->PutCopy(meta, *sealed).ok());
+  absl::StatusOr<DocumentMeta> stored = store_->GetMeta("acme", "doc-c");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(*stored, meta);
+  EXPECT_EQ(stored->stored_bytes, static_cast<int64_t>(sealed->size()));
+  EXPECT_EQ(*store_->GetPayload("acme", "doc-c", TestIdentity()), payload);
+  meta.tenant = "";
+  EXPECT_EQ(store_->PutCopy(meta, *sealed).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(DocumentStoreTest, SurvivesReopen) {

@@ -1,10 +1,11 @@
-// A small, deterministic document payload and identity for the store tests.
+// A small, deterministic document payload, identity and meta for the store tests.
 #pragma once
 
 #include <cstdint>
 #include <random>
 
 #include "cache_store/store/cache_identity.h"
+#include "cache_store/store/document_meta.h"
 #include "cache_store/store/document_payload.h"
 
 namespace kvd::cache_store::testing {
@@ -51,6 +52,19 @@ inline CacheIdentity TestIdentity() {
   identity.method_version = "1";
   identity.ratio = 0.3;
   return identity;
+}
+
+// A ready document's meta of TestIdentity(), with a little client metadata.
+inline DocumentMeta TestMeta(const std::string& tenant, const std::string& id) {
+  DocumentMeta meta;
+  meta.id = id;
+  meta.tenant = tenant;
+  meta.status = DocumentStatus::kReady;
+  meta.created = absl::FromUnixSeconds(1'700'000'000);
+  meta.token_count = 6;
+  meta.metadata = {{"title", "tides"}, {"pages", 3}};
+  meta.identity = TestIdentity();
+  return meta;
 }
 
 }  // namespace kvd::cache_store::testing

@@ -475,7 +475,9 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
             "config.yaml:2: store.dir: unknown key (expected one of data_dir, replica, "
-            "replica_env, sync_writes)");
+            "replica_env, sync_writes, remote)");
+  EXPECT_THAT(ParseError("store:\n  remote:\n    host: x\n"),
+              HasSubstr("config.yaml:3: store.remote.host: unknown key"));
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
               HasSubstr("config.yaml:2: documents.chat_role"));
   EXPECT_THAT(ParseError("documents:\n  default_kv_dtype: int4\n"),
@@ -662,6 +664,39 @@ TEST(ConfigLoaderTest, KeyEnvIsReadFromTheEnvironment) {
                        base::Sha256Hex("sk-test-123") + "]\n"),
             "config.yaml:5: tenants[1].key_sha256[0]: the same API key as tenants[0].key_env; a "
             "key may belong to one tenant only");
+}
+
+TEST(ConfigLoaderTest, StoreRemoteIsReadWithItsPasswordFromTheEnvironmentAndChecked) {
+  ScopedEnv env("KVD_CONFIG_TEST_REDIS", "s3cret");
+  const ServerConfig config = ParseOk(
+      "store:\n  remote:\n    url: redis://redis.kvd:6380/2\n    user: kvd\n"
+      "    password_env: KVD_CONFIG_TEST_REDIS\n    timeout_seconds: 0.5\n"
+      "    max_payload_bytes: 64MiB\n    key_prefix: \"prod:\"\n"
+      "    processing_lease_seconds: 600\n");
+  const documents::RemoteTierConfig& remote = config.store.remote;
+  EXPECT_EQ(remote.url, "redis://redis.kvd:6380/2");
+  EXPECT_EQ(remote.user, "kvd");
+  EXPECT_EQ(remote.password, "s3cret");
+  EXPECT_EQ(remote.timeout_seconds, 0.5);
+  EXPECT_EQ(remote.max_payload_bytes, size_t{64} << 20);
+  EXPECT_EQ(remote.key_prefix, "prod:");
+  EXPECT_EQ(remote.processing_lease_seconds, 600);
+  EXPECT_EQ(ParseOk("store: {}\n").store.remote.url, "");
+
+  EXPECT_THAT(ParseError("store:\n  remote:\n    url: rediss://redis:6379\n"),
+              HasSubstr("store.remote.url: Redis URL: rediss:// (TLS) is not supported"));
+  EXPECT_THAT(ParseError("store:\n  remote:\n    url: redis://redis:99999\n"),
+              HasSubstr("store.remote.url: Redis URL: the port must be"));
+  EXPECT_THAT(ParseError("store:\n  remote:\n    timeout_seconds: 0\n"),
+              HasSubstr("store.remote.timeout_seconds: must be in (0, 60]"));
+  EXPECT_THAT(ParseError("store:\n  remote:\n    max_payload_bytes: 0\n"),
+              HasSubstr("store.remote.max_payload_bytes"));
+  EXPECT_THAT(ParseError("store:\n  remote:\n    processing_lease_seconds: 0\n"),
+              HasSubstr("store.remote.processing_lease_seconds"));
+  ScopedEnv missing("KVD_CONFIG_TEST_REDIS_MISSING", nullptr);
+  EXPECT_EQ(ParseError("store:\n  remote:\n    password_env: KVD_CONFIG_TEST_REDIS_MISSING\n"),
+            "config.yaml:3: store.remote.password_env: environment variable "
+            "KVD_CONFIG_TEST_REDIS_MISSING is not set");
 }
 
 TEST(ConfigLoaderTest, KeyEnvMustBeSetAndNonEmpty) {
