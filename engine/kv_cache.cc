@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 
 namespace kvd::engine {
 
@@ -84,6 +85,26 @@ void SequenceKv::ShareFrom(const SequenceKv& source, KvBlockPool& pool) {
   }
   lengths_ = source.lengths_;
   next_position_ = source.next_position_;
+}
+
+int64_t SequenceKv::num_blocks() const {
+  int64_t blocks = 0;
+  for (const auto& table : block_tables_) blocks += std::ssize(table);
+  return blocks;
+}
+
+void SequenceKv::AppendSharedBlocks(KvBlockPool& pool, std::span<const int32_t> blocks,
+                                    int32_t entries) {
+  KVD_CHECK(blocks.size() == block_tables_.size());
+  KVD_CHECK(entries >= 1 && entries <= pool.block_size());
+  for (size_t i = 0; i < block_tables_.size(); ++i) {
+    KVD_CHECK(lengths_[i] == next_position_);
+    KVD_CHECK(lengths_[i] % pool.block_size() == 0);
+    pool.AddRef(blocks[i]);
+    block_tables_[i].push_back(blocks[i]);
+    lengths_[i] += entries;
+  }
+  next_position_ += entries;
 }
 
 bool SequenceKv::LastBlockIsShared(const KvBlockPool& pool, size_t index) const {

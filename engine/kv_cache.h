@@ -88,6 +88,8 @@ class SequenceKv {
   kernels::KvSlot slot(int32_t layer, int32_t kv_head, int32_t index, int32_t block_size) const {
     return int64_t{blocks(layer, kv_head)[index / block_size]} * block_size + index % block_size;
   }
+  // Pool blocks in the tables of every (layer, kv head), shared ones included.
+  int64_t num_blocks() const;
   // Lengths of all kv heads of a layer, contiguous.
   std::span<const int32_t> layer_lengths(int32_t layer) const {
     return {lengths_.data() + Index(layer, 0), static_cast<size_t>(num_kv_heads_)};
@@ -96,6 +98,12 @@ class SequenceKv {
   // Makes this empty sequence a copy of `source` that shares all its blocks (one more
   // reference each): a common prefix computed once, such as the prompt of several completions.
   void ShareFrom(const SequenceKv& source, KvBlockPool& pool);
+  // Appends one full block per (layer, kv head), `blocks` layer-major, shared with whoever holds
+  // them (one more reference each), of which the first `entries` (1..block_size) count: a cached
+  // prefix block. Every head must be at `next_position()` on a block boundary (an uncompressed
+  // sequence); the next position moves by `entries`. With fewer entries than the block holds, the
+  // first append copies the block (copy-on-write).
+  void AppendSharedBlocks(KvBlockPool& pool, std::span<const int32_t> blocks, int32_t entries);
   // Blocks Reserve(count) would take from the pool, copies of shared blocks included.
   int64_t BlocksToReserve(const KvBlockPool& pool, int32_t count) const;
   // Makes room for `count` more entries in every (layer, kv head): new blocks as needed, and a

@@ -38,6 +38,10 @@ absl::Status SchedulerConfig::Validate() const {
     return invalid("compression_tokens_per_step must be at least 1, got ",
                    compression_tokens_per_step);
   }
+  if (!(prefix_cache.max_pool_fraction > 0.0 && prefix_cache.max_pool_fraction <= 1.0)) {
+    return invalid("prefix_cache.max_pool_fraction must be in (0, 1], got ",
+                   prefix_cache.max_pool_fraction);
+  }
   return absl::OkStatus();
 }
 

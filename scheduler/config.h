@@ -9,6 +9,22 @@
 
 namespace kvd::scheduler {
 
+// Automatic prefix caching: full KV blocks of computed prefixes are kept and shared by later
+// sequences of the same tenant (or tenants that share a salt) that start with the same tokens.
+struct PrefixCacheConfig {
+  // Cache and share prefix blocks. Not reloadable. Default true.
+  bool enabled = true;
+  // Fraction of the KV pool's blocks the cache may keep, in (0, 1]: blocks no sequence holds
+  // beyond it leave least recently used first (they also leave whenever the pool needs room).
+  // Not reloadable. Default 1.
+  double max_pool_fraction = 1.0;
+  // Record the cache's changes as KV events (Scheduler::kv_events) for routers to follow. Not
+  // reloadable. Default false.
+  bool kv_events = false;
+
+  bool operator==(const PrefixCacheConfig&) const = default;
+};
+
 struct SchedulerConfig {
   // Sequences in one step, at most. Not reloadable. Default 256.
   int32_t max_num_seqs = 256;
@@ -38,6 +54,8 @@ struct SchedulerConfig {
   // then this share, then waiting requests; compressions also take whatever budget is left.
   // At least 1. Default 512.
   int32_t compression_tokens_per_step = 512;
+  // YAML section `prefix_cache` (beside `scheduler`).
+  PrefixCacheConfig prefix_cache;
 
   [[nodiscard]] absl::Status Validate() const;
 };

@@ -49,6 +49,7 @@ void SchedulerMetrics::RecordGauges(const Gauges& gauges) {
           : 1.0 - static_cast<double>(gauges.kv_blocks_free) / gauges.kv_blocks_total;
   totals_.keepkv_sequences = gauges.keepkv_sequences;
   totals_.keepkv_compressed_fraction = gauges.keepkv_compressed_fraction;
+  totals_.prefix_cache_blocks = gauges.prefix_cache_blocks;
   for (auto& [tenant, stats] : totals_.tenants) stats.running = stats.waiting = 0;
   for (const auto& [tenant, current] : gauges.tenants) {
     TenantStats& stats = totals_.tenants[tenant];
@@ -62,6 +63,16 @@ void SchedulerMetrics::RecordKeepKv(int64_t merges, int64_t evictions, int64_t r
   totals_.keepkv_merges += static_cast<uint64_t>(merges);
   totals_.keepkv_evictions += static_cast<uint64_t>(evictions);
   totals_.keepkv_refreshes += static_cast<uint64_t>(refreshes);
+}
+
+void SchedulerMetrics::RecordPrefixCache(const std::string& tenant, int32_t queried,
+                                         int32_t hits) {
+  base::MutexLock lock(mu_);
+  totals_.prefix_cache_queries += static_cast<uint64_t>(queried);
+  totals_.prefix_cache_hits += static_cast<uint64_t>(hits);
+  TenantStats& stats = totals_.tenants[tenant];
+  stats.prefix_cache_queries += static_cast<uint64_t>(queried);
+  stats.prefix_cache_hits += static_cast<uint64_t>(hits);
 }
 
 void SchedulerMetrics::RecordStep(int32_t tokens, int32_t preemptions, double step_seconds,

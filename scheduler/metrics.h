@@ -21,6 +21,8 @@ struct TenantStats {
   int32_t waiting = 0;             // sequences waiting for admission (new or preempted)
   uint64_t prompt_tokens = 0;      // prompt tokens of its finished and running requests
   uint64_t generation_tokens = 0;  // tokens generated for it
+  uint64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
+  uint64_t prefix_cache_hits = 0;     // of those, the tokens found (not computed)
 };
 
 struct MetricsSnapshot {
@@ -35,6 +37,7 @@ struct MetricsSnapshot {
   // away (1 - entries kept / tokens, over all of them; 0 with none).
   int32_t keepkv_sequences = 0;
   double keepkv_compressed_fraction = 0.0;
+  int64_t prefix_cache_blocks = 0;  // KV blocks the prefix cache keeps (in use or idle)
   // Counters.
   uint64_t steps = 0;
   uint64_t preemptions = 0;
@@ -47,6 +50,10 @@ struct MetricsSnapshot {
   uint64_t keepkv_merges = 0;          // KV entries KeepKV folded into another
   uint64_t keepkv_evictions = 0;       // KV entries KeepKV dropped (no similar partner)
   uint64_t keepkv_refreshes = 0;       // rebuilds of a sequence from its full KV
+  // Prompt tokens looked up in the prefix cache (each request once, at admission), and of
+  // those the tokens found there.
+  uint64_t prefix_cache_queries = 0;
+  uint64_t prefix_cache_hits = 0;
   // Histograms.
   base::HistogramSnapshot tokens_per_step;
   base::HistogramSnapshot step_seconds;
@@ -70,6 +77,7 @@ class SchedulerMetrics {
     std::map<std::string, TenantStats> tenants;  // running and waiting only
     int32_t keepkv_sequences = 0;
     double keepkv_compressed_fraction = 0.0;
+    int64_t prefix_cache_blocks = 0;
   };
   void RecordGauges(const Gauges& gauges);
   void RecordStep(int32_t tokens, int32_t preemptions, double step_seconds, double forward_seconds);
@@ -80,6 +88,8 @@ class SchedulerMetrics {
                    std::optional<double> inter_token);
   void RecordFinish(FinishReason reason);
   void RecordKeepKv(int64_t merges, int64_t evictions, int64_t refreshes);
+  // A request's prefix cache lookup: `queried` prompt tokens, `hits` of them found.
+  void RecordPrefixCache(const std::string& tenant, int32_t queried, int32_t hits);
   void RecordRequestDone(double e2e_seconds);
 
   MetricsSnapshot Snapshot() const;

@@ -25,6 +25,9 @@ struct TenantPolicy {
   int32_t max_running_sequences = 0;
   // Requests of this tenant waiting at once; more are refused (ResourceExhausted). 0: no limit.
   int32_t max_queued_requests = 0;
+  // Cached prompt prefixes are shared only between requests with the same salt: empty, the
+  // tenant's own; otherwise a group's that tenants opt into.
+  std::string prefix_cache_salt;
 };
 
 // A stored document a request continues: its compressed cache is the prompt's prefix. Requests
@@ -53,6 +56,9 @@ struct Request {
   std::vector<int32_t> stop_token_ids;  // finish on these as on end-of-sequence
   std::vector<std::string> stop;        // finish before these strings; never emitted
   bool skip_special_tokens = true;      // leave special tokens out of the text
+  // Added to the tenant's prefix cache salt (vLLM's `cache_salt`): only requests with the same
+  // salt share cached prefixes.
+  std::string cache_salt;
   // Keeps each sequence's own KV under a budget by merging entries (KeepKV); none: unbounded.
   std::optional<cache_store::KeepKvParams> keepkv;
 };
@@ -68,7 +74,9 @@ std::string_view FinishReasonName(FinishReason reason);
 
 struct Usage {
   int32_t prompt_tokens = 0;      // a document's original length included
-  int32_t cached_tokens = 0;      // of those, the tokens of a stored document (not computed)
+  // Of those, the tokens not computed for this request: a stored document's, or a prefix
+  // computed earlier (prefix cache).
+  int32_t cached_tokens = 0;
   int32_t completion_tokens = 0;  // over all n completions
   int32_t total_tokens() const { return prompt_tokens + completion_tokens; }
 };

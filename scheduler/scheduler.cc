@@ -40,6 +40,10 @@ absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& m
                                                        .dtype = config.kv_cache_dtype});
 }
 
+// KV events kept for a follower that falls behind (a few MiB); one further behind starts again
+// from a snapshot.
+constexpr size_t kKvEventsKept = 16384;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& model,
@@ -58,10 +62,17 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
       new Scheduler(model, tokenizer, config, clock, max_sequence_tokens));
   scheduler->step_loop_ = std::make_unique<internal::StepLoop>(
       model, *std::move(pool), tokenizer, config, clock, scheduler->metrics_,
-      [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
+      scheduler->kv_events_.get(), [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
   spdlog::info("kv cache: {} blocks of {} {} entries, {} tokens per sequence at most",
                scheduler->step_loop_->pool().num_blocks(), config.block_size,
                kernels::DTypeName(config.kv_cache_dtype), max_sequence_tokens);
+  if (config.prefix_cache.enabled &&
+      config.prefix_cache.max_pool_fraction * scheduler->step_loop_->pool().num_blocks() <
+          int64_t{model_config.num_layers} * model_config.num_kv_heads) {
+    spdlog::warn("prefix cache: max_pool_fraction {} of the pool holds no block of {} tokens; "
+                 "nothing will be cached",
+                 config.prefix_cache.max_pool_fraction, config.block_size);
+  }
   return scheduler;
 }
 
@@ -72,6 +83,9 @@ Scheduler::Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer,
       config_(config),
       clock_(clock),
       max_sequence_tokens_(max_sequence_tokens),
+      kv_events_(config.prefix_cache.enabled && config.prefix_cache.kv_events
+                     ? std::make_unique<KvEventLog>(config.block_size, kKvEventsKept)
+                     : nullptr),
       wakeup_(std::make_shared<internal::Wakeup>()) {}
 
 Scheduler::~Scheduler() { Stop(); }

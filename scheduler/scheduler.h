@@ -19,6 +19,7 @@
 #include "scheduler/clock.h"
 #include "scheduler/compression_handle.h"
 #include "scheduler/config.h"
+#include "scheduler/kv_events.h"
 #include "scheduler/metrics.h"
 #include "scheduler/request.h"
 #include "scheduler/request_handle.h"
@@ -64,6 +65,9 @@ class Scheduler {
   bool HasWork();
 
   MetricsSnapshot Metrics() const { return metrics_.Snapshot(); }
+  // The prefix cache's KV events; null unless prefix_cache.enabled and kv_events are on.
+  // Thread-safe.
+  const KvEventLog* kv_events() const { return kv_events_.get(); }
   const SchedulerConfig& config() const { return config_; }
   // The longest sequence the KV cache can hold, in tokens.
   int32_t max_sequence_tokens() const { return max_sequence_tokens_; }
@@ -83,6 +87,7 @@ class Scheduler {
   const Clock& clock_;
   const int32_t max_sequence_tokens_;
   SchedulerMetrics metrics_;
+  const std::unique_ptr<KvEventLog> kv_events_;  // before step_loop_, which appends to it
   std::shared_ptr<internal::Wakeup> wakeup_;
   std::unique_ptr<internal::StepLoop> step_loop_;  // Thread: scheduler
   std::thread thread_;

@@ -59,6 +59,8 @@ class KeepKvSequence {
   // with that step's exact scores. ResourceExhausted, changing nothing, when the pool lacks the
   // blocks for the full length.
   [[nodiscard]] absl::Status Refresh(engine::SequenceKv& kv, engine::KvBlockPool& pool);
+  // Blocks the refresh would take beyond what the own entries hold now.
+  int64_t RefreshBlocks(const engine::SequenceKv& kv, const engine::KvBlockPool& pool) const;
 
  private:
   size_t HeadIndex(int32_t layer, int32_t kv_head) const {
@@ -72,8 +74,6 @@ class KeepKvSequence {
   bool CompactsAfter(int32_t new_tokens) const;
   absl::StatusOr<KeepKvCounts> Compact(engine::SequenceKv& kv, engine::KvBlockPool& pool,
                                        const engine::StepScores* scores, int32_t new_tokens);
-  // Blocks the refresh would take beyond what the own entries hold now.
-  int64_t RefreshBlocks(const engine::SequenceKv& kv, const engine::KvBlockPool& pool) const;
 
   engine::ModelConfig config_;
   KeepKvParams params_;

@@ -86,6 +86,11 @@ DocumentCompressor::DocumentCompressor(const engine::ModelConfig& config, Docume
   }
 }
 
+int64_t DocumentCompressor::HeldBlocks() const {
+  return (document_kv_ != nullptr ? document_kv_->num_blocks() : 0) +
+         (pass_kv_ != nullptr ? pass_kv_->num_blocks() : 0);
+}
+
 int64_t DocumentCompressor::PeakBlocks(int32_t block_size) const {
   const int64_t heads = int64_t{config_.num_layers} * config_.num_kv_heads;
   const int32_t length = input_.length();

@@ -17,6 +17,15 @@ void CompressionJobs::End(Job& job, absl::StatusOr<cache_store::DocumentPayload>
   job.channel->Finish(std::move(result));
 }
 
+int64_t CompressionJobs::NextBlocksWanted() const {
+  if (jobs_.empty()) return 0;
+  const auto started = std::find_if(jobs_.begin(), jobs_.end(),
+                                    [](const Job& job) { return job.started.has_value(); });
+  const cache_store::DocumentCompressor& next =
+      *(started != jobs_.end() ? *started : jobs_.front()).compressor;
+  return std::max<int64_t>(0, next.PeakBlocks(pool_.block_size()) - next.HeldBlocks());
+}
+
 void CompressionJobs::DropCancelled() {
   for (Job& job : jobs_) {
     if (job.channel->cancelled()) End(job, absl::CancelledError("the compression was cancelled"));

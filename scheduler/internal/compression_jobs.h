@@ -26,6 +26,9 @@ class CompressionJobs {
   void Add(std::unique_ptr<cache_store::DocumentCompressor> compressor,
            std::shared_ptr<CompressionChannel> channel);
   bool empty() const { return jobs_.empty(); }
+  // Blocks the compression that runs next (the one started, else the first) may still take: its
+  // peak less what it holds. 0 with none.
+  int64_t NextBlocksWanted() const;
   int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
 
   // Ends cancelled jobs (result Cancelled) and frees their blocks.

@@ -37,6 +37,14 @@ bool ResidentDocuments::Idle(const engine::SequenceKv& kv) const {
   return true;
 }
 
+int64_t ResidentDocuments::IdleBlocks() const {
+  int64_t blocks = 0;
+  for (const auto& [key, loaded] : loaded_) {
+    if (Idle(*loaded.kv)) blocks += loaded.kv->num_blocks();
+  }
+  return blocks;
+}
+
 bool ResidentDocuments::MakeRoom(int64_t blocks) {
   for (auto it = recency_.rbegin(); it != recency_.rend() && pool_.num_free_blocks() < blocks;) {
     auto loaded = loaded_.find(*it);

@@ -32,6 +32,8 @@ class ResidentDocuments {
   // Frees idle documents, least recently used first, until `blocks` blocks are free. Returns
   // whether they are.
   bool MakeRoom(int64_t blocks);
+  // Blocks MakeRoom could free: those of the loaded documents no sequence shares.
+  int64_t IdleBlocks() const;
   // Frees every loaded document (shared blocks live on in the sequences that hold them).
   void Clear();
   int32_t size() const { return static_cast<int32_t>(loaded_.size()); }

@@ -12,6 +12,7 @@
 #include "cache_store/keepkv/keepkv_sequence.h"
 #include "engine/kv_cache.h"
 #include "engine/sampling.h"
+#include "scheduler/internal/prefix_cache.h"
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence_output.h"
 #include "scheduler/request.h"
@@ -25,6 +26,7 @@ struct RequestState {
   int64_t arrival_order = 0;  // submission order, for FIFO and preemption order
   int32_t open_choices = 0;   // choices not finished yet
   int32_t completion_tokens = 0;
+  int32_t prefix_cached_tokens = 0;  // prompt tokens shared from the prefix cache at admission
   bool admitted = false;  // has left the queue once (no longer counts as queued)
   bool produced_token = false;
   bool done = false;  // final event sent
@@ -40,6 +42,9 @@ struct Sequence {
   std::unique_ptr<engine::Sampler> sampler;
   std::unique_ptr<SequenceOutput> output;
   std::unique_ptr<cache_store::KeepKvSequence> keepkv;  // null without a KV budget
+  // Its place in the prefix cache's chains; none when it takes no part (no cache, a document,
+  // a KeepKV budget).
+  std::optional<PrefixChain> prefix;
   std::vector<int32_t> tokens;                          // prompt, then output
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/str_cat.h"
 #include "base/check.h"
 
 namespace kvd::scheduler::internal {
@@ -24,11 +25,29 @@ std::vector<int32_t> StopTokens(const Request& request, const engine::ModelConfi
 
 double Seconds(absl::Duration duration) { return absl::ToDoubleSeconds(duration); }
 
+// The root of a request's prefix chains: its tenant's salt (or its group's) and its own.
+PrefixBlockKey PrefixRoot(const Request& request) {
+  const std::string& group = request.tenant.prefix_cache_salt;
+  const std::string& owner = group.empty() ? request.tenant.id : group;
+  return PrefixCache::Root(absl::StrCat(group.empty() ? "tenant:" : "group:", owner.size(), ":",
+                                        owner, "/", request.cache_salt));
+}
+
+std::unique_ptr<PrefixCache> NewPrefixCache(const SchedulerConfig& config,
+                                            const engine::ModelConfig& model,
+                                            engine::KvBlockPool& pool,
+                                            std::vector<KvEvent>* events) {
+  if (!config.prefix_cache.enabled) return nullptr;
+  return std::make_unique<PrefixCache>(
+      pool, model.num_layers, model.num_kv_heads,
+      static_cast<int64_t>(config.prefix_cache.max_pool_fraction * pool.num_blocks()), events);
+}
+
 }  // namespace
 
 StepLoop::StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
                    const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
-                   const Clock& clock, SchedulerMetrics& metrics,
+                   const Clock& clock, SchedulerMetrics& metrics, KvEventLog* kv_events,
                    std::function<void(const RequestState&)> on_dequeued)
     : model_(model),
       pool_(std::move(pool)),
@@ -41,6 +60,9 @@ StepLoop::StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> po
           static_cast<int32_t>(std::ceil(config.admission_watermark * pool_->num_blocks()))),
       seeds_(std::random_device{}()),
       documents_(model.config(), *pool_),
+      kv_events_(kv_events),
+      prefix_cache_(NewPrefixCache(config, model.config(), *pool_,
+                                   kv_events != nullptr ? &step_events_ : nullptr)),
       jobs_(*pool_) {
   PublishGauges();
 }
@@ -79,6 +101,9 @@ void StepLoop::Add(std::shared_ptr<RequestState> request) {
   sequence->sampler = NewSampler(r, 0);
   sequence->output = NewOutput(r, 0);
   sequence->keepkv = NewKeepKv(r);
+  if (prefix_cache_ != nullptr && !r.document && !r.keepkv) {
+    sequence->prefix = PrefixChain{.root = PrefixRoot(r)};
+  }
   sequence->tokens = r.prompt;
   waiting_.Push(std::move(sequence));
 }
@@ -106,9 +131,11 @@ absl::StatusOr<StepReport> StepLoop::Step() {
   if (report.preempted.empty()) AdmitWaiting(budget, scheduled, report);
   std::vector<engine::SequenceStep> compression;
   if (report.preempted.empty()) {
+    const int64_t keep_free = running_.empty() ? 0 : watermark_blocks_;
+    // Compressions reserve as they go: cached blocks nobody uses make way for their peak.
+    if (!jobs_.empty()) FreeIdle(jobs_.NextBlocksWanted() + keep_free);
     report.num_compression_tokens =
-        jobs_.Plan(budget + compression_share, running_.empty() ? 0 : watermark_blocks_,
-                   clock_.Now(), compression);
+        jobs_.Plan(budget + compression_share, keep_free, clock_.Now(), compression);
   }
   absl::Status status = RunForward(scheduled, compression, report);
   if (status.ok()) {
@@ -118,6 +145,11 @@ absl::StatusOr<StepReport> StepLoop::Step() {
     jobs_.FailPlanned(status);
   }
 
+  if (kv_events_ != nullptr && !step_events_.empty()) {
+    kv_events_->Append(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()),
+                       std::move(step_events_));
+    step_events_.clear();
+  }
   report.num_running = static_cast<int32_t>(running_.size());
   report.num_waiting = static_cast<int32_t>(waiting_.size());
   report.step_time = clock_.Now() - start;
@@ -177,13 +209,19 @@ void StepLoop::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
     if (candidate == nullptr) return;
     const size_t slots = 1 + static_cast<size_t>(candidate->pending_forks);
     if (running_.size() + slots > static_cast<size_t>(config_.max_num_seqs)) return;
-    const int32_t count = std::min(candidate->uncomputed(), budget);
     if (!AttachDocument(*candidate)) return;
+    AttachPrefix(*candidate);
+    const int32_t count = std::min(candidate->uncomputed(), budget);
     // Keep a margin of free blocks for the running sequences' growth, unless none run.
     const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
-    if (!MakeRoom(candidate->kv->BlocksToReserve(*pool_, count) + margin)) return;
+    if (!MakeRoom(candidate->kv->BlocksToReserve(*pool_, count) + margin)) {
+      // A candidate left waiting keeps its document but not a cached prefix, which costs
+      // nothing to share again.
+      if (candidate->prefix) ReleaseKv(*candidate);
+      return;
+    }
     if (!candidate->kv->Reserve(*pool_, count).ok()) {
-      candidate->kv->Release(*pool_);
+      ReleaseKv(*candidate);
       return;
     }
     std::unique_ptr<Sequence> sequence = waiting_.PopForRunning(candidate);
@@ -194,6 +232,13 @@ void StepLoop::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
       metrics_.RecordAdmission(sequence->tenant().id,
                                static_cast<int32_t>(request.request.prompt.size()),
                                Seconds(clock_.Now() - request.arrival));
+      if (sequence->prefix) {
+        // What the lookup found is what the request does not compute (counted once, as usage).
+        request.prefix_cached_tokens = sequence->num_computed;
+        metrics_.RecordPrefixCache(sequence->tenant().id,
+                                   static_cast<int32_t>(sequence->tokens.size()),
+                                   sequence->num_computed);
+      }
       on_dequeued_(request);
     }
     scheduled.push_back({sequence.get(), count});
@@ -220,12 +265,44 @@ bool StepLoop::AttachDocument(Sequence& candidate) {
   return true;
 }
 
+void StepLoop::AttachPrefix(Sequence& candidate) {
+  if (!candidate.prefix || candidate.kv->next_position() > 0) return;
+  KVD_CHECK(candidate.num_computed == 0);
+  candidate.num_computed =
+      prefix_cache_->Attach(candidate.tokens, *candidate.prefix, *candidate.kv);
+}
+
+bool StepLoop::MakeRoom(int64_t blocks) {
+  if (pool_->num_free_blocks() >= blocks) return true;
+  const int64_t idle = documents_.IdleBlocks() +
+                       (prefix_cache_ != nullptr ? prefix_cache_->Stats().idle_blocks : 0);
+  if (pool_->num_free_blocks() + idle < blocks) return false;
+  FreeIdle(blocks);
+  return pool_->num_free_blocks() >= blocks;
+}
+
+void StepLoop::FreeIdle(int64_t blocks) {
+  if (!documents_.MakeRoom(blocks) && prefix_cache_ != nullptr) prefix_cache_->MakeRoom(blocks);
+}
+
+void StepLoop::ReleaseKv(Sequence& sequence) {
+  if (sequence.prefix) {
+    prefix_cache_->Touch(*sequence.prefix);
+    sequence.prefix->keys.clear();
+  }
+  sequence.kv->Release(*pool_);
+  sequence.num_computed = 0;
+}
+
 void StepLoop::RefreshKeepKv() {
   int64_t refreshes = 0;
   for (const auto& sequence : running_) {
     if (sequence->keepkv == nullptr || !sequence->keepkv->RefreshDue()) continue;
     // A refresh the pool has no room for now is skipped until the next period.
-    if (sequence->keepkv->Refresh(*sequence->kv, *pool_).ok()) ++refreshes;
+    if (MakeRoom(sequence->keepkv->RefreshBlocks(*sequence->kv, *pool_)) &&
+        sequence->keepkv->Refresh(*sequence->kv, *pool_).ok()) {
+      ++refreshes;
+    }
   }
   if (refreshes > 0) metrics_.RecordKeepKv(0, 0, refreshes);
 }
@@ -289,6 +366,10 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
     sequence.num_computed += item.count;
+    if (sequence.prefix) {
+      prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix,
+                             *sequence.kv);
+    }
     const bool completes = sequence.uncomputed() == 0;
     const bool healthy = AfterKeepKvStep(item, failed, error);
     if (!completes) continue;  // a prompt chunk; the prompt goes on next step
@@ -339,6 +420,7 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
     if (parent.keepkv != nullptr) {
       child->keepkv = std::make_unique<cache_store::KeepKvSequence>(*parent.keepkv);
     }
+    child->prefix = parent.prefix;
     child->tokens = parent.tokens;
     child->num_computed = parent.num_computed;
     Sequence& forked = *child;
@@ -409,8 +491,7 @@ std::unique_ptr<Sequence> StepLoop::TakeRunning(Sequence* sequence) {
 void StepLoop::Preempt(std::unique_ptr<Sequence> sequence) {
   // Recompute: the blocks go back to the pool; the prompt and the tokens generated so far are
   // computed again on resumption, and generation continues where it stopped.
-  sequence->kv->Release(*pool_);
-  sequence->num_computed = 0;
+  ReleaseKv(*sequence);
   sequence->keepkv = NewKeepKv(sequence->request->request);  // compacts again once recomputed
   waiting_.Push(std::move(sequence));
 }
@@ -426,7 +507,7 @@ void StepLoop::Close(std::unique_ptr<Sequence> sequence, FinishReason reason, bo
   }
   const int32_t closed = 1 + sequence->pending_forks;
   for (int32_t k = 0; k < closed; ++k) metrics_.RecordFinish(reason);
-  sequence->kv->Release(*pool_);
+  ReleaseKv(*sequence);
   request.open_choices -= closed;
   if (request.open_choices == 0) FinishRequest(request, absl::OkStatus());
 }
@@ -442,9 +523,9 @@ void StepLoop::FinishRequest(RequestState& request, const absl::Status& status) 
   event.final = true;
   event.status = status;
   const auto& document = request.request.document;
-  event.usage.cached_tokens = document ? document->payload->original_length : 0;
-  event.usage.prompt_tokens =
-      static_cast<int32_t>(request.request.prompt.size()) + event.usage.cached_tokens;
+  const int32_t document_tokens = document ? document->payload->original_length : 0;
+  event.usage.cached_tokens = document_tokens + request.prefix_cached_tokens;
+  event.usage.prompt_tokens = static_cast<int32_t>(request.request.prompt.size()) + document_tokens;
   event.usage.completion_tokens = request.completion_tokens;
   metrics_.RecordRequestDone(Seconds(clock_.Now() - request.arrival));
   request.channel->Push(std::move(event));
@@ -460,8 +541,8 @@ void StepLoop::FailRequests(const std::vector<std::shared_ptr<RequestState>>& fa
   for (const auto& sequence : running_) {
     if (is_failed(*sequence)) doomed.push_back(sequence.get());
   }
-  for (Sequence* sequence : doomed) TakeRunning(sequence)->kv->Release(*pool_);
-  for (auto& sequence : waiting_.RemoveIf(is_failed)) sequence->kv->Release(*pool_);
+  for (Sequence* sequence : doomed) ReleaseKv(*TakeRunning(sequence));
+  for (auto& sequence : waiting_.RemoveIf(is_failed)) ReleaseKv(*sequence);
   for (const auto& request : failed) FinishRequest(*request, status);
 }
 
@@ -485,14 +566,17 @@ void StepLoop::PublishGauges() {
     kept_entries += sequence->keepkv->mean_entries();
     own_tokens += sequence->keepkv->own_tokens();
   }
+  // Cached prefix blocks no sequence holds count as free: the pool takes them back on demand.
+  const PrefixCacheStats prefix = prefix_cache_ ? prefix_cache_->Stats() : PrefixCacheStats{};
   metrics_.RecordGauges(
       {.num_running = static_cast<int32_t>(running_.size()),
        .num_waiting = static_cast<int32_t>(waiting_.size()),
        .kv_blocks_total = pool_->num_blocks(),
-       .kv_blocks_free = pool_->num_free_blocks(),
+       .kv_blocks_free = pool_->num_free_blocks() + static_cast<int32_t>(prefix.idle_blocks),
        .tenants = waiting_.Gauges(),
        .keepkv_sequences = keepkv_sequences,
-       .keepkv_compressed_fraction = own_tokens > 0 ? 1.0 - kept_entries / own_tokens : 0.0});
+       .keepkv_compressed_fraction = own_tokens > 0 ? 1.0 - kept_entries / own_tokens : 0.0,
+       .prefix_cache_blocks = prefix.cached_blocks});
 }
 
 }  // namespace kvd::scheduler::internal

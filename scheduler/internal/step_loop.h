@@ -17,6 +17,7 @@
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
 #include "scheduler/internal/fair_queue.h"
+#include "scheduler/internal/prefix_cache.h"
 #include "scheduler/internal/resident_documents.h"
 #include "scheduler/internal/sequence.h"
 #include "scheduler/metrics.h"
@@ -26,11 +27,13 @@ namespace kvd::scheduler::internal {
 
 class StepLoop {
  public:
+  // `kv_events`, when not null, receives the prefix cache's events, one batch per step.
   // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
   // first time, or ended while still waiting.
   StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
            const engine::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
-           SchedulerMetrics& metrics, std::function<void(const RequestState&)> on_dequeued);
+           SchedulerMetrics& metrics, KvEventLog* kv_events,
+           std::function<void(const RequestState&)> on_dequeued);
 
   // Queues a validated request.
   void Add(std::shared_ptr<RequestState> request);
@@ -58,8 +61,17 @@ class StepLoop {
   // Shares the cache of the candidate's document, loading it if needed. False when the pool
   // cannot hold it now; a document that can never load fails the request.
   bool AttachDocument(Sequence& candidate);
-  // Frees idle documents until `blocks` blocks are free; whether they are.
-  bool MakeRoom(int64_t blocks) { return documents_.MakeRoom(blocks); }
+  // Shares the longest cached prefix of a fresh candidate's tokens (prefix cache).
+  void AttachPrefix(Sequence& candidate);
+  // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free, and
+  // frees nothing when that cannot reach it. Returns whether they are free.
+  bool MakeRoom(int64_t blocks);
+  // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free or
+  // nothing idle is left: room for compressions, which reserve their blocks as they go.
+  void FreeIdle(int64_t blocks);
+  // Returns a sequence's blocks to the pool (its cached prefix blocks stay cached) and marks it
+  // as having computed nothing.
+  void ReleaseKv(Sequence& sequence);
   // Rebuilds the KeepKV sequences whose refresh is due from their full KV, room permitting.
   void RefreshKeepKv();
   [[nodiscard]] absl::Status RunForward(std::span<Scheduled> scheduled,
@@ -106,6 +118,9 @@ class StepLoop {
   std::mt19937_64 seeds_;  // seeds for requests that set none
 
   ResidentDocuments documents_;
+  KvEventLog* const kv_events_;       // null without KV events
+  std::vector<KvEvent> step_events_;  // the prefix cache's events of the running step
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null when prefix caching is off
   CompressionJobs jobs_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;

@@ -19,6 +19,9 @@ namespace {
 
 using json = nlohmann::json;
 
+// A request's cache_salt, at most: a salt names a group of users, not a document.
+constexpr size_t kMaxCacheSaltBytes = 256;
+
 absl::Status Invalid(std::string_view param, std::string message) {
   return WithParam(absl::InvalidArgumentError(std::move(message)), param);
 }
@@ -264,6 +267,14 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(in.priority, "priority", -1000000, 1000000, request.priority));
   params.user = in.user;
+  if (in.cache_salt) {
+    if (in.cache_salt->empty() || in.cache_salt->size() > kMaxCacheSaltBytes) {
+      return Invalid("cache_salt",
+                     absl::StrCat("'cache_salt' must be a non-empty string of at most ",
+                                  kMaxCacheSaltBytes, " bytes, got ", in.cache_salt->size()));
+    }
+    request.cache_salt = *in.cache_salt;
+  }
 
   // max_tokens: OpenAI's default is 16 for completions; chat may use the rest of the context.
   const int32_t context = model.config->max_position_embeddings;

@@ -64,6 +64,7 @@ struct CompletionRequest {
   bool ignore_eos = false;
   std::optional<bool> skip_special_tokens;
   std::optional<int64_t> priority;
+  std::optional<std::string> cache_salt;  // vLLM's: only equal salts share cached prefixes
   std::vector<std::string> documents;   // stored document ids the prompt continues
   std::optional<KeepKvRequest> keepkv;  // empty: the tenant's default
   bool stream = false;

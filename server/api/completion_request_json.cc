@@ -39,6 +39,7 @@ const std::set<std::string>& CommonKeys() {
                                              "stream",
                                              "stream_options",
                                              "priority",
+                                             "cache_salt",
                                              "documents",
                                              "skip_special_tokens",
                                              "keepkv"};
@@ -436,6 +437,9 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, Ap
   KVD_RETURN_IF_ERROR(fields.Boolean("skip_special_tokens", request.skip_special_tokens));
   KVD_RETURN_IF_ERROR(fields.Integer("priority", request.priority));
   KVD_RETURN_IF_ERROR(fields.String("user", request.user));
+  if (fields.Get("cache_salt") != nullptr) {
+    KVD_RETURN_IF_ERROR(fields.String("cache_salt", request.cache_salt.emplace()));
+  }
   KVD_RETURN_IF_ERROR(fields.Integer("max_tokens", request.max_tokens));
   KVD_RETURN_IF_ERROR(fields.Integer("min_tokens", request.min_tokens));
   return request;

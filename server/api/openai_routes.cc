@@ -9,6 +9,7 @@
 #include "server/api/completion_request_json.h"
 #include "server/api/completion_start.h"
 #include "server/api/deferred_reply.h"
+#include "server/api/kv_events_reply.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
 #include "server/http/error_response.h"
@@ -230,6 +231,14 @@ void AddApiRoutes(Router& router, ServingContext& context) {
   router.Add("GET", "/version", [](HttpRequest&) -> HandlerResult {
     return JsonResponse({{"version", kVersion}});
   });
+  if (const scheduler::KvEventLog* log = context.scheduler->kv_events(); log != nullptr) {
+    router.Add("GET", "/v1/kv_events", [log, &context](HttpRequest& r) -> HandlerResult {
+      auto after = KvEventsAfter(r, *log);
+      if (!after.ok()) return ErrorResponse(after.status());
+      return std::make_unique<KvEventsReply>(*log, *after, context.kv_cache_medium,
+                                             context.draining);
+    });
+  }
   if (context.metrics != nullptr) {
     MetricsExporter* metrics = context.metrics;
     router.Add("GET", "/metrics", [metrics](HttpRequest&) -> HandlerResult {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 
 #include "scheduler/scheduler.h"
 #include "server/api/completion_params.h"
@@ -24,6 +25,7 @@ struct ServingContext {
   MetricsExporter* metrics = nullptr;               // null when metrics are off
   documents::DocumentService* documents = nullptr;  // null when documents are off
   bool log_requests = true;
+  std::string kv_cache_medium = "CPU";  // where KV blocks live, as KV events name it: CPU or GPU
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests
   std::atomic<int32_t> replies_in_flight = 0;  // completions starting or replying

@@ -34,6 +34,7 @@ struct BenchOptions {
   std::string kv_cache_dtype = "f32";
   bench::ThroughputOptions throughput;
   bool scheduler = false;
+  int32_t shared_prefix_tokens = 0;
   std::vector<int32_t> concurrency = {1, 8, 32, 64};
   bool documents = false;
   bench::DocumentBenchOptions document;
@@ -140,20 +141,26 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
       .concurrency = options.concurrency,
       .prompt_tokens = options.throughput.prompt_tokens,
       .decode_tokens = options.throughput.decode_tokens,
+      .shared_prefix_tokens = options.shared_prefix_tokens,
       .kv_cache_dtype = options.throughput.kv_cache_dtype,
       .seed = options.throughput.seed};
   auto results = bench::MeasureSchedulerThroughput(model, tokenizer.get(), bench_options);
   if (!results.ok()) return results.status();
   std::printf(
-      "model %s, backend %s, scheduler, kv cache %s, prompt %d tokens, %d generated per "
-      "request\n",
+      "model %s, backend %s, scheduler, kv cache %s, prompt %d tokens (%d shared), %d generated "
+      "per request\n",
       options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
-      bench_options.prompt_tokens, bench_options.decode_tokens);
-  std::printf("| concurrent | decode tok/s | decode ms/step | outside forward | total s |\n");
-  std::printf("|---:|---:|---:|---:|---:|\n");
+      bench_options.prompt_tokens, bench_options.shared_prefix_tokens,
+      bench_options.decode_tokens);
+  std::printf(
+      "| concurrent | prefix cache | prompt tokens computed | TTFT ms (mean%s) | decode tok/s | "
+      "decode ms/step | outside forward | total s |\n",
+      bench_options.shared_prefix_tokens > 0 ? ", after the first" : "");
+  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
-    std::printf("| %d | %.1f | %.2f | %.1f%% | %.2f |\n", result.concurrency,
-                result.decode_tokens_per_second, result.decode_step_ms,
+    std::printf("| %d | %s | %lld | %.1f | %.1f | %.2f | %.1f%% | %.2f |\n", result.concurrency,
+                result.prefix_cache ? "on" : "off", static_cast<long long>(result.prefill_tokens),
+                result.mean_ttft_ms, result.decode_tokens_per_second, result.decode_step_ms,
                 100.0 * result.overhead_fraction, result.total_seconds);
   }
   return absl::OkStatus();
@@ -280,6 +287,13 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--scheduler", options->scheduler,
                     "Measure the serving scheduler (concurrent requests) instead of raw steps");
+  command
+      ->add_option("--shared-prefix-tokens", options->shared_prefix_tokens,
+                   "With --scheduler: leading prompt tokens every request shares (a system "
+                   "prompt); one request runs first, and each concurrency is measured with the "
+                   "prefix cache on and off")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   command
       ->add_option("--concurrency", options->concurrency,
                    "Concurrent requests to measure, with --scheduler")

@@ -193,6 +193,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.scheduler = scheduler->get();
   context.tenants = &tenants;
   context.log_requests = config->logging.requests;
+  context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
   std::unique_ptr<MetricsExporter> metrics;
   if (config->metrics.enabled) {
     std::vector<std::string> tenant_ids;

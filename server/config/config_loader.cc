@@ -54,6 +54,15 @@ void ReadModel(YamlDocument& document, const YAML::Node& node, ModelSection& c) 
   r.Finish();
 }
 
+void ReadPrefixCache(YamlDocument& document, const YAML::Node& node,
+                     scheduler::PrefixCacheConfig& c) {
+  YamlMapReader r(document, node, "prefix_cache");
+  r.Read("enabled", &c.enabled);
+  r.Read("max_pool_fraction", &c.max_pool_fraction);
+  r.Read("kv_events", &c.kv_events);
+  r.Finish();
+}
+
 void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::SchedulerConfig& c) {
   YamlMapReader r(document, node, "scheduler");
   r.Read("max_num_seqs", &c.max_num_seqs);
@@ -159,6 +168,11 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
   r.Read("tokens_per_minute", &t.tokens_per_minute);
   r.Read("max_documents", &t.max_documents);
   r.ReadByteSize("max_stored_bytes", &t.max_stored_bytes);
+  if (auto prefix_cache = r.Find("prefix_cache")) {
+    YamlMapReader cache(document, *prefix_cache, r.PathOf("prefix_cache"));
+    cache.Read("share_with", &t.prefix_cache_share_with);
+    cache.Finish();
+  }
   std::optional<YAML::Node> keepkv = r.Find("keepkv");
   r.Finish();
   return keepkv;
@@ -236,6 +250,9 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("server")) ReadListen(document, *section, config.server);
   if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
   if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
+  if (auto section = r.Find("prefix_cache")) {
+    ReadPrefixCache(document, *section, config.scheduler.prefix_cache);
+  }
   r.Read("auth", &config.auth);
   std::vector<std::optional<YAML::Node>> tenant_keepkv;
   if (auto list = r.Find("tenants")) {

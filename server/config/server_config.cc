@@ -39,7 +39,8 @@ absl::Status SchedulerKeyError(const absl::Status& status) {
                                                  "admission_watermark",
                                                  "max_queued_requests",
                                                  "max_n",
-                                                 "compression_tokens_per_step"};
+                                                 "compression_tokens_per_step",
+                                                 "prefix_cache.max_pool_fraction"};
   constexpr std::string_view kPrefix = "scheduler config: ";
   std::string_view message(status.message().data(), status.message().size());
   if (message.starts_with(kPrefix)) message.remove_prefix(kPrefix.size());
@@ -49,7 +50,11 @@ absl::Status SchedulerKeyError(const absl::Status& status) {
     // a message about two fields keeps both names.
     const std::string_view rest = message.substr(field.size() + 1);
     const std::string_view text = rest.starts_with("must ") ? rest : message;
-    return KeyError(absl::StrCat("scheduler.", std::string(field)), std::string(text));
+    // The section `prefix_cache` is the scheduler's too, beside `scheduler` in the file.
+    const std::string path = field.starts_with("prefix_cache.")
+                                 ? std::string(field)
+                                 : absl::StrCat("scheduler.", std::string(field));
+    return KeyError(path, std::string(text));
   }
   return KeyError("scheduler", std::string(message));
 }
@@ -186,6 +191,11 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
     if (!IsTenantId(t.id)) {
       return KeyError(path + ".id",
                       absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"", t.id, "\""));
+    }
+    if (!t.prefix_cache_share_with.empty() && !IsTenantId(t.prefix_cache_share_with)) {
+      return KeyError(path + ".prefix_cache.share_with",
+                      absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"",
+                                   t.prefix_cache_share_with, "\""));
     }
     if (auto [it, inserted] = tenant_paths.emplace(t.id, path); !inserted) {
       return KeyError(path + ".id",
@@ -352,6 +362,7 @@ scheduler::TenantPolicy TenantConfig::Policy() const {
   policy.weight = weight;
   policy.max_running_sequences = max_running_sequences;
   policy.max_queued_requests = max_queued_requests;
+  policy.prefix_cache_salt = prefix_cache_share_with;
   return policy;
 }
 

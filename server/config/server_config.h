@@ -113,6 +113,10 @@ struct TenantConfig {
   // Bytes of compressed caches the tenant may store (more: 429); 0 uses
   // documents.max_stored_bytes_per_tenant. Default 0.
   size_t max_stored_bytes = 0;
+  // YAML `prefix_cache: {share_with: NAME}`: the tenants that name the same NAME share cached
+  // prompt prefixes (and so may learn from timing which prompts the others sent); empty, the
+  // default, shares with no other tenant.
+  std::string prefix_cache_share_with;
   // YAML `keepkv`: the section `keepkv` with the keys this tenant sets over it (filled by the
   // loader: a key the tenant omits takes the section's value). Default: KeepKvConfig{}.
   KeepKvConfig keepkv;

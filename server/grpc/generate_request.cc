@@ -107,6 +107,7 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
   }
   out.documents.assign(request.documents().begin(), request.documents().end());
   if (request.priority() != 0) out.priority = request.priority();
+  if (request.has_cache_salt()) out.cache_salt = request.cache_salt();
   out.skip_special_tokens =
       OptionalOf(request.has_skip_special_tokens(), request.skip_special_tokens());
   out.add_generation_prompt =

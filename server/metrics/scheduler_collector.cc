@@ -51,6 +51,12 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
                        counter, vllm_labels_, static_cast<double>(s.prompt_tokens)));
   out.push_back(Single("vllm:generation_tokens_total", "Sampled tokens (tokens).", counter,
                        vllm_labels_, static_cast<double>(s.generation_tokens)));
+  out.push_back(Single("vllm:prefix_cache_queries_total",
+                       "Prompt tokens looked up in the prefix cache, once per request (tokens).",
+                       counter, vllm_labels_, static_cast<double>(s.prefix_cache_queries)));
+  out.push_back(Single("vllm:prefix_cache_hits_total",
+                       "Prompt tokens found in the prefix cache, not computed (tokens).", counter,
+                       vllm_labels_, static_cast<double>(s.prefix_cache_hits)));
   MetricFamily success = Family(
       "vllm:request_success_total",
       "Finished sequences (each of a request's n completions), by finish reason (sequences).",
@@ -93,6 +99,8 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
     total.waiting += stats.waiting;
     total.prompt_tokens += stats.prompt_tokens;
     total.generation_tokens += stats.generation_tokens;
+    total.prefix_cache_queries += stats.prefix_cache_queries;
+    total.prefix_cache_hits += stats.prefix_cache_hits;
   }
   MetricFamily running = Family("kvd_tenant_requests_running",
                                 "Sequences of the tenant in the running batch (sequences).", gauge);
@@ -104,23 +112,37 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
              "Prompt tokens of the tenant's admitted requests (tokens).", counter);
   MetricFamily generation = Family("kvd_tenant_generation_tokens_total",
                                    "Tokens sampled for the tenant (tokens).", counter);
+  MetricFamily prefix_queries =
+      Family("kvd_tenant_prefix_cache_queries_total",
+             "Prompt tokens of the tenant looked up in the prefix cache (tokens).", counter);
+  MetricFamily prefix_hits =
+      Family("kvd_tenant_prefix_cache_hits_total",
+             "Prompt tokens of the tenant found in the prefix cache (tokens).", counter);
   for (const auto& [tenant, stats] : tenants) {
     const Labels labels = With(kvd_labels_, "tenant", tenant);
     AddValue(running, labels, stats.running);
     AddValue(waiting, labels, stats.waiting);
     AddValue(prompt, labels, static_cast<double>(stats.prompt_tokens));
     AddValue(generation, labels, static_cast<double>(stats.generation_tokens));
+    AddValue(prefix_queries, labels, static_cast<double>(stats.prefix_cache_queries));
+    AddValue(prefix_hits, labels, static_cast<double>(stats.prefix_cache_hits));
   }
   out.push_back(std::move(running));
   out.push_back(std::move(waiting));
   out.push_back(std::move(prompt));
   out.push_back(std::move(generation));
+  out.push_back(std::move(prefix_queries));
+  out.push_back(std::move(prefix_hits));
 
   // kvd's scheduler and KV cache.
   MetricFamily blocks = Family("kvd_kv_cache_blocks", "KV cache blocks by state (blocks).", gauge);
   AddValue(blocks, With(kvd_labels_, "state", "free"), s.kv_blocks_free);
   AddValue(blocks, With(kvd_labels_, "state", "used"), s.kv_blocks_total - s.kv_blocks_free);
   out.push_back(std::move(blocks));
+  out.push_back(Single("kvd_prefix_cache_blocks",
+                       "KV cache blocks the prefix cache keeps, held by sequences or idle; idle "
+                       "ones count as free in kvd_kv_cache_blocks (blocks).",
+                       gauge, kvd_labels_, static_cast<double>(s.prefix_cache_blocks)));
   out.push_back(Single("kvd_scheduler_steps_total", "Scheduler steps, empty ones included (steps).",
                        counter, kvd_labels_, static_cast<double>(s.steps)));
   out.push_back(Histogram("kvd_scheduler_step_seconds",

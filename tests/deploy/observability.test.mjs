@@ -134,7 +134,7 @@ test('the dashboard is shaped for any Prometheus data source and filters by mode
   }
 });
 
-test('the dashboard covers latencies, load, cache, scheduler, tenants, KeepKV and the shared tier', () => {
+test('the dashboard covers latencies, load, cache, scheduler, tenants, KeepKV, the shared tier and the prefix cache', () => {
   const all = dashboardExpressions.join('\n');
   for (const histogram of ['vllm:time_to_first_token_seconds', 'vllm:inter_token_latency_seconds',
     'vllm:e2e_request_latency_seconds', 'vllm:request_queue_time_seconds']) {
@@ -151,7 +151,9 @@ test('the dashboard covers latencies, load, cache, scheduler, tenants, KeepKV an
     'kvd_keepkv_merges_total', 'kvd_keepkv_evictions_total', 'kvd_keepkv_refreshes_total',
     'kvd_keepkv_compressed_fraction', 'kvd_document_remote_requests_total',
     'kvd_document_remote_failures_total', 'kvd_document_remote_lookups_total',
-    'kvd_document_remote_bytes_total', 'kvd_document_remote_request_seconds_bucket']) {
+    'kvd_document_remote_bytes_total', 'kvd_document_remote_request_seconds_bucket',
+    'vllm:prefix_cache_hits_total', 'vllm:prefix_cache_queries_total', 'kvd_tenant_prefix_cache_hits_total',
+    'kvd_tenant_prefix_cache_queries_total', 'kvd_prefix_cache_blocks']) {
     assert.ok(all.includes(`${name}{`), name);
   }
 });

@@ -100,7 +100,9 @@ TEST_F(DocumentsTest, CompressionInterleavesWithDecodesAndNeverStallsThem) {
 }
 
 TEST_F(DocumentsTest, StoredCacheAnswersConcurrentQuestionsAsTheFullPromptDoes) {
-  auto scheduler = NewScheduler(SmallConfig());
+  SchedulerConfig config = SmallConfig();
+  config.prefix_cache.enabled = false;  // each full prompt is computed whole
+  auto scheduler = NewScheduler(config);
   auto payload = std::make_shared<const cache_store::DocumentPayload>(
       Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone}));
   std::vector<RequestHandle> with_document, full_prompt;
@@ -256,6 +258,38 @@ TEST_F(DocumentsTest, RefusesWorkTheCacheCanNeverHold) {
   long_answer.max_tokens = model_->config().max_position_embeddings;
   EXPECT_EQ(big->Submit(std::move(long_answer)).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Cached prompt prefixes no request uses fill the pool as requests come and go; a compression,
+// which reserves its blocks as it goes, still gets them.
+TEST_F(DocumentsTest, IdleCachedPrefixesMakeWayForACompression) {
+  const int64_t peak = Compressor({.method = cache_store::CompressionMethod::kKvzip})
+                           ->PeakBlocks(16);
+  const auto& model = model_->config();
+  SchedulerConfig config = SmallConfig();
+  config.kv_cache_bytes = static_cast<size_t>(peak + peak / 4) *
+                          engine::KvBlockPool::BlockBytes(16, model.head_dim,
+                                                          kernels::DType::kF32);
+  auto scheduler = NewScheduler(config);
+  std::mt19937 random(3);
+  for (int32_t i = 0; i < 12; ++i) {
+    auto handle = scheduler->Submit(Greedy(RandomPrompt(random, 200), 2));
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    RunUntilIdle(*scheduler);
+  }
+  const MetricsSnapshot filled = scheduler->Metrics();
+  ASSERT_GT(filled.prefix_cache_blocks, filled.kv_blocks_total / 2) << "the cache should be full";
+
+  auto handle =
+      scheduler->SubmitCompression(Compressor({.method = cache_store::CompressionMethod::kKvzip}));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int32_t step = 0; step < 1000 && scheduler->HasWork(); ++step) {
+    ASSERT_TRUE(scheduler->Step().ok());
+  }
+  ASSERT_FALSE(scheduler->HasWork()) << "the compression stalled";
+  auto result = handle->TakeResult(absl::ZeroDuration());
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(result->ok()) << result->status();
 }
 
 }  // namespace

@@ -170,6 +170,20 @@ TEST_F(CompletionParamsTest, PartsAndFormatsOfAnyShapeAre400) {
   }
 }
 
+TEST_F(CompletionParamsTest, CacheSaltIsANonEmptyStringOfBoundedSize) {
+  auto salted = Completion({{"cache_salt", "user-42"}});
+  ASSERT_TRUE(salted.ok()) << salted.status();
+  EXPECT_EQ(salted->request.cache_salt, "user-42");
+  auto unsalted = Completion({{"cache_salt", nullptr}});
+  ASSERT_TRUE(unsalted.ok()) << unsalted.status();
+  EXPECT_EQ(unsalted->request.cache_salt, "");
+  for (const json& salt : {json(""), json(std::string(257, 's')), json(42), json::array()}) {
+    const ErrorShape error = ErrorOf(Completion({{"cache_salt", salt}}));
+    EXPECT_EQ(error.status, 400) << salt;
+    EXPECT_EQ(error.param, "cache_salt") << salt;
+  }
+}
+
 TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
   const struct {
     json keepkv;

@@ -255,6 +255,10 @@ scheduler:
   admission_watermark: 0.05
   max_queued_requests: 100
   max_n: 4
+prefix_cache:
+  enabled: false
+  max_pool_fraction: 0.5
+  kv_events: true
 store:
   data_dir: /var/lib/kvd
 metrics:
@@ -289,6 +293,9 @@ logging:
   EXPECT_DOUBLE_EQ(config.scheduler.admission_watermark, 0.05);
   EXPECT_EQ(config.scheduler.max_queued_requests, 100);
   EXPECT_EQ(config.scheduler.max_n, 4);
+  EXPECT_FALSE(config.scheduler.prefix_cache.enabled);
+  EXPECT_DOUBLE_EQ(config.scheduler.prefix_cache.max_pool_fraction, 0.5);
+  EXPECT_TRUE(config.scheduler.prefix_cache.kv_events);
   EXPECT_EQ(config.store.data_dir, "/var/lib/kvd");
   EXPECT_FALSE(config.metrics.enabled);
   EXPECT_EQ(config.logging.level, "debug");
@@ -405,6 +412,8 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: scheduler.kv_cache_memory_fraction: must be in [0, 1], got 1.5"},
       {"scheduler:\n  admission_watermark: 0.9\n",
        "config.yaml:2: scheduler.admission_watermark: must be in [0, 0.5], got 0.9"},
+      {"prefix_cache:\n  max_pool_fraction: 0\n",
+       "config.yaml:2: prefix_cache.max_pool_fraction: must be in (0, 1], got 0"},
       {"scheduler:\n  max_queued_requests: 0\n",
        "config.yaml:2: scheduler.max_queued_requests: must be at least 1, got 0"},
       {"scheduler:\n  max_n: 0\n", "config.yaml:2: scheduler.max_n: must be at least 1, got 0"},
@@ -464,7 +473,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "auth, tenants, store, documents, keepkv, metrics, logging)");
+            "prefix_cache, auth, tenants, store, documents, keepkv, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads)");
@@ -503,7 +512,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "config.yaml:6: tenants[1].wieght: unknown key (expected one of id, key_sha256, "
             "key_env, weight, priority, max_concurrent_requests, max_queued_requests, "
             "max_running_sequences, requests_per_minute, tokens_per_minute, max_documents, "
-            "max_stored_bytes, keepkv)");
+            "max_stored_bytes, prefix_cache, keepkv)");
   EXPECT_EQ(ParseError("keepkv:\n  sinks: 4\n"),
             "config.yaml:2: keepkv.sinks: unknown key (expected one of enabled, " +
                 cache_store::KeepKvKeys(cache_store::KeepKvScope::kOperator) + ")");
@@ -549,6 +558,8 @@ tenants:
     max_running_sequences: 4
     requests_per_minute: 600
     tokens_per_minute: 10000000000
+    prefix_cache:
+      share_with: support-bots
   - id: b
     key_sha256: )" + base::Sha256Hex("b-key") +
                                       R"(
@@ -570,6 +581,8 @@ tenants:
   EXPECT_DOUBLE_EQ(policy.weight, 2.5);
   EXPECT_EQ(policy.max_running_sequences, 4);
   EXPECT_EQ(policy.max_queued_requests, 16);
+  EXPECT_EQ(policy.prefix_cache_salt, "support-bots");
+  EXPECT_EQ(config.tenants[1].Policy().prefix_cache_salt, "");
 
   const TenantConfig& b = config.tenants[1];  // one string reads as a list of one
   EXPECT_TRUE((b == TenantConfig{.id = "b", .key_sha256 = {base::Sha256Hex("b-key")}}));
@@ -601,6 +614,9 @@ TEST(ConfigLoaderTest, TenantErrors) {
       {"tenants:\n  - id: " + std::string(65, 'x') + "\n    key_sha256: [" + abc + "]\n",
        "config.yaml:2: tenants[0].id: must match [A-Za-z0-9._-]{1,64}, got \"" +
            std::string(65, 'x') + "\""},
+      {"tenants:\n  - id: a\n    key_sha256: [" + abc + "]\n    prefix_cache: {share_with: \"a b\"}\n",
+       "config.yaml:4: tenants[0].prefix_cache.share_with: must match [A-Za-z0-9._-]{1,64}, got "
+       "\"a b\""},
       {"tenants:\n  - id: a\n    weight: 2\n",
        "config.yaml:2: tenants[0]: tenant \"a\" needs at least one API key (key_sha256 or "
        "key_env)"},

@@ -206,6 +206,7 @@ void ExpectSameRequest(const CompletionParams& http, const CompletionParams& grp
   EXPECT_EQ(a.stop, b.stop);
   EXPECT_EQ(a.stop_token_ids, b.stop_token_ids);
   EXPECT_EQ(a.priority, b.priority);
+  EXPECT_EQ(a.cache_salt, b.cache_salt);
   EXPECT_EQ(a.skip_special_tokens, b.skip_special_tokens);
   EXPECT_EQ(a.sampling.temperature, b.sampling.temperature);
   EXPECT_EQ(a.sampling.top_p, b.sampling.top_p);
@@ -230,7 +231,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
     "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Q:vig"}],
     "temperature": 0.5, "top_k": 5, "seed": 7, "logit_bias": {"42": -100},
     "max_tokens": 12, "n": 2, "stop": ["\n"], "stop_token_ids": [7],
-    "logprobs": true, "top_logprobs": 3, "priority": -1,
+    "logprobs": true, "top_logprobs": 3, "priority": -1, "cache_salt": "user-42",
     "keepkv": {"budget": 32, "window": 4, "method": "evict"}})");
   v1::GenerateRequest request;
   request.set_model("kvd-tiny");
@@ -244,6 +245,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
   request.add_stop_token_ids(7);
   request.set_logprobs(3);
   request.set_priority(-1);
+  request.set_cache_salt("user-42");
   request.mutable_keepkv()->set_budget_tokens(32);
   request.mutable_keepkv()->set_window(4);
   request.mutable_keepkv()->set_method("evict");

@@ -108,7 +108,12 @@ MetricsSnapshot SampleSnapshot() {
   s.kv_blocks_total = 100;
   s.kv_blocks_free = 25;
   s.kv_usage = 0.75;
-  s.tenants["alpha"] = {.running = 2, .waiting = 1, .prompt_tokens = 40, .generation_tokens = 9};
+  s.tenants["alpha"] = {.running = 2,
+                        .waiting = 1,
+                        .prompt_tokens = 40,
+                        .generation_tokens = 9,
+                        .prefix_cache_queries = 40,
+                        .prefix_cache_hits = 32};
   s.tenants["stranger"] = {.running = 1, .waiting = 3, .prompt_tokens = 7, .generation_tokens = 2};
   s.tenants["intruder"] = {.running = 0, .waiting = 1, .prompt_tokens = 5, .generation_tokens = 4};
   s.steps = 12;
@@ -121,6 +126,9 @@ MetricsSnapshot SampleSnapshot() {
   s.keepkv_refreshes = 3;
   s.keepkv_sequences = 2;
   s.keepkv_compressed_fraction = 0.8;
+  s.prefix_cache_blocks = 48;
+  s.prefix_cache_queries = 52;
+  s.prefix_cache_hits = 32;
   s.finished_sequences[FinishReason::kStop] = 4;
   s.finished_sequences[FinishReason::kLength] = 1;
   s.step_seconds_total = 0.5;
@@ -170,6 +178,8 @@ constexpr FamilyType kFamilies[] = {
     {"vllm:num_preemptions_total", "counter"},
     {"vllm:prompt_tokens_total", "counter"},
     {"vllm:generation_tokens_total", "counter"},
+    {"vllm:prefix_cache_queries_total", "counter"},
+    {"vllm:prefix_cache_hits_total", "counter"},
     {"vllm:request_success_total", "counter"},
     {"vllm:iteration_tokens_total", "histogram"},
     {"vllm:time_to_first_token_seconds", "histogram"},
@@ -181,9 +191,12 @@ constexpr FamilyType kFamilies[] = {
     {"kvd_tenant_requests_waiting", "gauge"},
     {"kvd_tenant_prompt_tokens_total", "counter"},
     {"kvd_tenant_generation_tokens_total", "counter"},
+    {"kvd_tenant_prefix_cache_queries_total", "counter"},
+    {"kvd_tenant_prefix_cache_hits_total", "counter"},
     {"kvd_tenant_requests_total", "counter"},
     {"kvd_tenant_rejections_total", "counter"},
     {"kvd_kv_cache_blocks", "gauge"},
+    {"kvd_prefix_cache_blocks", "gauge"},
     {"kvd_scheduler_steps_total", "counter"},
     {"kvd_scheduler_step_seconds", "histogram"},
     {"kvd_scheduler_step_seconds_total", "counter"},
@@ -258,6 +271,11 @@ TEST(MetricsExporterTest, GaugesAndCountersCarryTheSnapshot) {
   EXPECT_EQ(ValueOf(samples, "kvd_keepkv_refreshes_total"), 3);
   EXPECT_EQ(ValueOf(samples, "kvd_keepkv_sequences"), 2);
   EXPECT_EQ(ValueOf(samples, "kvd_keepkv_compressed_fraction"), 0.8);
+  EXPECT_EQ(ValueOf(samples, "vllm:prefix_cache_queries_total"), 52);
+  EXPECT_EQ(ValueOf(samples, "vllm:prefix_cache_hits_total"), 32);
+  EXPECT_EQ(ValueOf(samples, "kvd_prefix_cache_blocks"), 48);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_prefix_cache_hits_total", {{"tenant", "alpha"}}), 32);
+  EXPECT_EQ(ValueOf(samples, "kvd_tenant_prefix_cache_queries_total", {{"tenant", "alpha"}}), 40);
 }
 
 TEST(MetricsExporterTest, EveryFinishReasonIsPresent) {
