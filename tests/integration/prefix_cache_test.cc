@@ -185,8 +185,8 @@ TEST_F(PrefixCacheServeTest, ARouterFollowingTheEventsAgreesWithTheServer) {
                                   "--max-time 1 -H 'Last-Event-ID: " + latest + "'");
   EXPECT_TRUE(Batches(resumed.body).empty()) << resumed.body;
 
-  for (const std::string& query : {"?after=x", "?after=3", "?since=3"}) {
-    const HttpResult bad = Curl("GET", server_->url("/v1/kv_events" + query));
+  for (const char* query : {"?after=x", "?after=3", "?since=3"}) {
+    const HttpResult bad = Curl("GET", server_->url(std::string("/v1/kv_events") + query));
     EXPECT_EQ(bad.status, 400) << query;
     EXPECT_EQ(json::parse(bad.body)["error"]["type"], "invalid_request_error") << bad.body;
   }
