@@ -231,7 +231,9 @@ void AddApiRoutes(Router& router, ServingContext& context) {
   router.Add("GET", "/version", [](HttpRequest&) -> HandlerResult {
     return JsonResponse({{"version", kVersion}});
   });
-  if (const scheduler::KvEventLog* log = context.scheduler->kv_events(); log != nullptr) {
+  const scheduler::KvEventLog* log =
+      context.scheduler != nullptr ? context.scheduler->kv_events() : nullptr;
+  if (log != nullptr) {
     router.Add("GET", "/v1/kv_events", [log, &context](HttpRequest& r) -> HandlerResult {
       auto after = KvEventsAfter(r, *log);
       if (!after.ok()) return ErrorResponse(after.status());

@@ -20,7 +20,7 @@ class MetricsExporter;
 
 struct ServingContext {
   engine::ServedModel model;
-  scheduler::Scheduler* scheduler = nullptr;
+  scheduler::Scheduler* scheduler = nullptr;  // null where only the tokenizer routes run
   const TenantDirectory* tenants = nullptr;
   MetricsExporter* metrics = nullptr;               // null when metrics are off
   documents::DocumentService* documents = nullptr;  // null when documents are off

@@ -58,7 +58,7 @@ class DocumentsTest : public testing::SchedulerTest {
     return request;
   }
 
-  const cache_store::DocumentFraming framing_;  // chat, the user turn
+  const cache_store::DocumentFraming framing_{};  // chat, the user turn
   std::unique_ptr<engine::ChatTemplate> chat_template_;
   cache_store::DocumentPrompts prompts_;
   cache_store::testing::KeyValueDocument document_;
