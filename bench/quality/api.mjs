@@ -1,5 +1,6 @@
 // The parts of kvd's HTTP API the benchmark drives: /v1/documents over plain fetch, questions
 // over /v1/chat/completions with the official OpenAI SDK.
+import { randomUUID } from 'node:crypto';
 import { setTimeout as Sleep } from 'node:timers/promises';
 import OpenAI, { APIError } from 'openai';
 
@@ -137,6 +138,9 @@ export class KvdApi {
     const options = {};
     if (keepkv !== undefined) body.keepkv = keepkv;
     if (keepkv) {
+      // A salt of its own: KeepKV would protect (never merge) a prefix that an earlier question
+      // left in the prefix cache, and this measures KeepKV over the whole prompt.
+      body.cache_salt = randomUUID();
       // The SDK's JSON.stringify writes the fraction 1.0 as `1`, which kvd reads as a budget of
       // one token; the SDK's `body` option sends this text instead, as it is.
       options.body = KeepKvBodyText(body);

@@ -50,13 +50,17 @@ PrefixBlockKey PrefixCache::Chain(const PrefixBlockKey& parent, std::span<const 
   return base::Sha256(bytes);
 }
 
-int32_t PrefixCache::Attach(std::span<const int32_t> tokens, PrefixChain& chain,
-                            engine::SequenceKv& kv) {
+int32_t PrefixCache::Attach(std::span<const int32_t> tokens, int32_t min_uncomputed,
+                            PrefixChain& chain, engine::SequenceKv& kv) {
   KVD_CHECK(kv.next_position() == 0);
-  const size_t block_size = static_cast<size_t>(pool_.block_size());
+  KVD_CHECK(min_uncomputed >= 1);
+  const int64_t block_size = pool_.block_size();
+  // The last token is always computed: its logits start the output.
+  const int64_t limit = std::ssize(tokens) - min_uncomputed;
   chain.keys.clear();
   std::vector<const Entry*> hits;
-  for (size_t start = 0; start + block_size <= tokens.size(); start += block_size) {
+  for (int64_t start = 0; start < limit; start += block_size) {
+    if (start + block_size > std::ssize(tokens)) break;
     const PrefixBlockKey key = Chain(chain.keys.empty() ? chain.root : chain.keys.back(),
                                      tokens.subspan(start, block_size));
     const auto it = entries_.find(key);
@@ -64,21 +68,10 @@ int32_t PrefixCache::Attach(std::span<const int32_t> tokens, PrefixChain& chain,
     hits.push_back(&it->second);
     chain.keys.push_back(key);
   }
-  // The last token is always computed: its logits start the output.
-  size_t shared = hits.size() * block_size;
-  int32_t last_entries = static_cast<int32_t>(block_size);
-  if (!hits.empty() && shared == tokens.size()) {
-    if (block_size == 1) {
-      hits.pop_back();
-      chain.keys.pop_back();
-    } else {
-      last_entries = static_cast<int32_t>(block_size) - 1;
-    }
-    --shared;
-  }
+  const int64_t shared = std::min(std::ssize(hits) * block_size, std::max<int64_t>(0, limit));
   for (size_t i = 0; i < hits.size(); ++i) {
-    kv.AppendSharedBlocks(pool_, hits[i]->blocks,
-                          i + 1 == hits.size() ? last_entries : static_cast<int32_t>(block_size));
+    const int64_t entries = std::min(block_size, shared - static_cast<int64_t>(i) * block_size);
+    kv.AppendSharedBlocks(pool_, hits[i]->blocks, static_cast<int32_t>(entries));
   }
   Touch(chain);
   return static_cast<int32_t>(shared);

@@ -53,10 +53,11 @@ class PrefixCache {
   static PrefixBlockKey Chain(const PrefixBlockKey& parent, std::span<const int32_t> tokens);
 
   // Shares into the empty `kv` the cached blocks of the longest cached prefix of `tokens`,
-  // leaving at least the last token to compute (the last block is then shared with one entry
-  // fewer, and copied before the append). Returns the tokens shared; `chain` holds the keys of
-  // the whole blocks hashed.
-  int32_t Attach(std::span<const int32_t> tokens, PrefixChain& chain, engine::SequenceKv& kv);
+  // leaving at least the last `min_uncomputed` (>= 1) tokens to compute (a last block cut short
+  // is shared with fewer entries, and copied before the append). Returns the tokens shared;
+  // `chain` holds the keys of the blocks shared.
+  int32_t Attach(std::span<const int32_t> tokens, int32_t min_uncomputed, PrefixChain& chain,
+                 engine::SequenceKv& kv);
   // Caches the full blocks of `kv` over tokens[0, computed) that `chain` has not hashed yet;
   // `kv` must be uncompressed (every head at its next position).
   void Publish(std::span<const int32_t> tokens, int32_t computed, PrefixChain& chain,

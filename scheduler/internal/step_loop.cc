@@ -84,11 +84,17 @@ std::unique_ptr<SequenceOutput> StepLoop::NewOutput(const Request& request, int3
                                           tokenizer_);
 }
 
-std::unique_ptr<cache_store::KeepKvSequence> StepLoop::NewKeepKv(const Request& request) const {
+std::unique_ptr<cache_store::KeepKvSequence> StepLoop::NewKeepKv(const Request& request,
+                                                                 int32_t shared_tokens) const {
   if (!request.keepkv) return nullptr;
-  return std::make_unique<cache_store::KeepKvSequence>(
-      model_.config(), *request.keepkv,
-      request.keepkv->Budget(static_cast<int32_t>(request.prompt.size())));
+  // A shared prefix is protected as a document is: its entries are not the sequence's own, so
+  // they count neither against the budget nor as the protected prefix they already cover.
+  cache_store::KeepKvParams params = *request.keepkv;
+  params.protected_prefix = std::max(0, params.protected_prefix - shared_tokens);
+  const int32_t own_prompt_tokens =
+      std::max(1, static_cast<int32_t>(request.prompt.size()) - shared_tokens);
+  return std::make_unique<cache_store::KeepKvSequence>(model_.config(), params,
+                                                        params.Budget(own_prompt_tokens));
 }
 
 void StepLoop::Add(std::shared_ptr<RequestState> request) {
@@ -101,7 +107,7 @@ void StepLoop::Add(std::shared_ptr<RequestState> request) {
   sequence->sampler = NewSampler(r, 0);
   sequence->output = NewOutput(r, 0);
   sequence->keepkv = NewKeepKv(r);
-  if (prefix_cache_ != nullptr && !r.document && !r.keepkv) {
+  if (prefix_cache_ != nullptr && !r.document) {
     sequence->prefix = PrefixChain{.root = PrefixRoot(r)};
   }
   sequence->tokens = r.prompt;
@@ -268,8 +274,15 @@ bool StepLoop::AttachDocument(Sequence& candidate) {
 void StepLoop::AttachPrefix(Sequence& candidate) {
   if (!candidate.prefix || candidate.kv->next_position() > 0) return;
   KVD_CHECK(candidate.num_computed == 0);
-  candidate.num_computed =
-      prefix_cache_->Attach(candidate.tokens, *candidate.prefix, *candidate.kv);
+  const Request& request = candidate.request->request;
+  // KeepKV scores the prompt by the attention of its last `window` queries, so those are
+  // always computed.
+  const int32_t min_uncomputed = request.keepkv ? std::max(1, request.keepkv->window) : 1;
+  candidate.num_computed = prefix_cache_->Attach(candidate.tokens, min_uncomputed,
+                                                 *candidate.prefix, *candidate.kv);
+  if (candidate.keepkv != nullptr && candidate.num_computed > 0) {
+    candidate.keepkv = NewKeepKv(request, candidate.num_computed);
+  }
 }
 
 bool StepLoop::MakeRoom(int64_t blocks) {
@@ -366,7 +379,8 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
     sequence.num_computed += item.count;
-    if (sequence.prefix) {
+    // KeepKV edits its own blocks in place, so a KeepKV sequence shares blocks but publishes none.
+    if (sequence.prefix && sequence.keepkv == nullptr) {
       prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix,
                              *sequence.kv);
     }

@@ -61,7 +61,8 @@ class StepLoop {
   // Shares the cache of the candidate's document, loading it if needed. False when the pool
   // cannot hold it now; a document that can never load fails the request.
   bool AttachDocument(Sequence& candidate);
-  // Shares the longest cached prefix of a fresh candidate's tokens (prefix cache).
+  // Shares the longest cached prefix of a fresh candidate's tokens (prefix cache); a KeepKV
+  // candidate protects it, as it does a document.
   void AttachPrefix(Sequence& candidate);
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free, and
   // frees nothing when that cannot reach it. Returns whether they are free.
@@ -105,7 +106,9 @@ class StepLoop {
   std::unique_ptr<engine::SequenceKv> NewKv() const;
   std::unique_ptr<engine::Sampler> NewSampler(const Request& request, int32_t choice);
   std::unique_ptr<SequenceOutput> NewOutput(const Request& request, int32_t choice) const;
-  std::unique_ptr<cache_store::KeepKvSequence> NewKeepKv(const Request& request) const;
+  // KeepKV for `request` (null without), whose first `shared_tokens` prompt tokens are shared.
+  std::unique_ptr<cache_store::KeepKvSequence> NewKeepKv(const Request& request,
+                                                         int32_t shared_tokens = 0) const;
 
   engine::Model& model_;
   std::unique_ptr<engine::KvBlockPool> pool_;

@@ -108,10 +108,13 @@ double MetricValue(const std::string& scrape, const std::string& name) {
 
 TEST_F(ServeTest, KeepKvBudgetsCompactTheChatAndCountTheMerges) {
   auto ask = [](const json& keepkv) {
+    // A salt for each budget: KeepKV protects (never merges) a prefix that an earlier run of the
+    // same chat left in the prefix cache.
     json body = {{"model", "kvd-tiny"},
                  {"messages", {{{"role", "user"}, {"content", DocumentQuestionText()}}}},
                  {"temperature", 0},
-                 {"max_completion_tokens", 16}};
+                 {"max_completion_tokens", 16},
+                 {"cache_salt", keepkv.dump()}};
     body["keepkv"] = keepkv;
     return Post("/v1/chat/completions", body);
   };

@@ -388,7 +388,9 @@ test('KeepKv budget_tokens 1 is one token, not the whole prompt', async () => {
   };
   const mergesOf = async (keepkv) => {
     const before = await server.metric('kvd_keepkv_merges_total', {});
-    await generate(server, { ...request, keepkv }).done;
+    // A salt of its own, so the second run compacts the whole prompt again: KeepKV protects a
+    // cached prefix.
+    await generate(server, { ...request, keepkv, cache_salt: JSON.stringify(keepkv) }).done;
     return (await server.metric('kvd_keepkv_merges_total', {})) - before;
   };
   const whole = await mergesOf({ budget_fraction: 1 });

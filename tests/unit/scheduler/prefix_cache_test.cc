@@ -193,21 +193,50 @@ TEST_F(PrefixCacheTest, TenantsShareNothingUnlessTheyShareASalt) {
   EXPECT_EQ(RunAlone(*cached, salted).outcome.usage.cached_tokens, 288);
 }
 
-TEST_F(PrefixCacheTest, KeepKvAndDisabledCachesShareNothing) {
+TEST_F(PrefixCacheTest, ADisabledCacheSharesNothing) {
   std::mt19937 random(15);
   const Request request = Greedy(RandomPrompt(random, 200), 4);
   auto disabled = NewScheduler(Config(false));
   RunAlone(*disabled, request);
   EXPECT_EQ(RunAlone(*disabled, request).outcome.usage.cached_tokens, 0);
   EXPECT_EQ(disabled->Metrics().prefix_cache_queries, 0u);
+}
 
+// A KeepKV sequence shares a cached prefix and compacts only what follows it, as it does after
+// a document; it edits no shared block and publishes none of its own.
+TEST_F(PrefixCacheTest, AKeepKvSequenceProtectsTheCachedPrefixItShares) {
+  std::mt19937 random(17);
+  const std::vector<int32_t> prefix = RandomPrompt(random, 200);
   auto cached = NewScheduler(Config(true));
-  Request keepkv = request;
+  const Request plain = Greedy(Concat(prefix, Letters(random, 30)), 12);
+  const PrefixRun first = RunAlone(*cached, plain);
+
+  Request keepkv = Greedy(Concat(prefix, Letters(random, 40)), 48);
   keepkv.keepkv.emplace();
-  keepkv.keepkv->budget.tokens = 64;
-  RunAlone(*cached, keepkv);
-  EXPECT_EQ(RunAlone(*cached, request).outcome.usage.cached_tokens, 0);
-  EXPECT_EQ(RunAlone(*cached, keepkv).outcome.usage.cached_tokens, 0);
+  keepkv.keepkv->budget.tokens = 16;
+  const PrefixRun compacted = RunAlone(*cached, keepkv);
+  // 12 whole blocks of 16 lie inside the 200 shared tokens.
+  EXPECT_EQ(compacted.outcome.usage.cached_tokens, 192);
+  EXPECT_EQ(compacted.prefill_tokens, std::ssize(keepkv.prompt) - 192);
+  const MetricsSnapshot metrics = cached->Metrics();
+  EXPECT_GT(metrics.keepkv_merges + metrics.keepkv_evictions, 0u);
+  EXPECT_EQ(RunAlone(*cached, keepkv).outcome.tokens, compacted.outcome.tokens);
+
+  // The shared blocks are as the plain request left them: it repeats its output.
+  const PrefixRun again = RunAlone(*cached, plain);
+  EXPECT_EQ(again.outcome.usage.cached_tokens, 224);
+  EXPECT_EQ(again.outcome.tokens, first.outcome.tokens);
+  // The KeepKV sequence published nothing past the prefix it found.
+  EXPECT_EQ(RunAlone(*cached, Greedy(keepkv.prompt, 2)).outcome.usage.cached_tokens, 192);
+
+  // KeepKV scores the prompt by its last `window` queries: they are computed even when the
+  // whole prompt is cached (the last block is then shared in part).
+  Request repeated = keepkv;
+  repeated.prompt = plain.prompt;
+  const PrefixRun windowed = RunAlone(*cached, repeated);
+  EXPECT_EQ(windowed.prefill_tokens, keepkv.keepkv->window);
+  EXPECT_EQ(windowed.outcome.usage.cached_tokens,
+            std::ssize(plain.prompt) - keepkv.keepkv->window);
 }
 
 TEST_F(PrefixCacheTest, CompletionsOfOneRequestMatchTheUncachedRun) {
