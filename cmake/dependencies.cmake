@@ -10,6 +10,7 @@ find_package(BLAS REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)  # the shared document tier's Redis client
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)  # KV events in vLLM's transport (ZeroMQ)
 find_package(ICU COMPONENTS uc REQUIRED)  # Unicode normalization (NFC...) for the tokenizer
 find_package(Boost 1.74 REQUIRED)  # Beast and Asio, header-only
 find_package(yaml-cpp CONFIG REQUIRED)  # target `yaml-cpp` (no namespace in 0.7)

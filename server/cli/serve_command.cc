@@ -26,6 +26,7 @@
 #include "server/cli/type_choices.h"
 #include "server/config/config_loader.h"
 #include "server/grpc/grpc_server.h"
+#include "server/kv_events/zmq_publisher.h"
 #include "server/http/http_server.h"
 #include "server/metrics/metrics_exporter.h"
 #include "spdlog/spdlog.h"
@@ -44,6 +45,7 @@ struct ServeFlags {
   std::optional<std::string> backend;
   std::optional<int32_t> threads;
   std::optional<std::string> dtype;
+  std::optional<std::string> kv_events_topic;
 };
 
 absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
@@ -63,6 +65,7 @@ absl::StatusOr<ServerConfig> ResolveConfig(const ServeFlags& flags) {
   if (flags.backend) config.model.backend = *flags.backend;
   if (flags.threads) config.model.threads = *flags.threads;
   if (flags.dtype) config.model.dtype = *flags.dtype;
+  if (flags.kv_events_topic) config.kv_events_zmq.topic = *flags.kv_events_topic;
   if (auto status = config.Validate(); !status.ok()) return status;
   return config;
 }
@@ -194,6 +197,23 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.tenants = &tenants;
   context.log_requests = config->logging.requests;
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
+  std::unique_ptr<ZmqKvEventPublisher> kv_events_zmq;
+  if (!config->kv_events_zmq.endpoint.empty()) {
+    auto started = ZmqKvEventPublisher::Start(*(*scheduler)->kv_events(),
+                                              {.endpoint = config->kv_events_zmq.endpoint,
+                                               .replay_endpoint = config->kv_events_zmq.replay_endpoint,
+                                               .topic = config->kv_events_zmq.topic,
+                                               .medium = context.kv_cache_medium});
+    if (!started.ok()) {
+      return absl::Status(started.status().code(),
+                          absl::StrCat("prefix_cache.kv_events_endpoint: ", started.status().message()));
+    }
+    kv_events_zmq = *std::move(started);
+    spdlog::info("publishing KV events on {}{}", kv_events_zmq->endpoint(),
+                 kv_events_zmq->replay_endpoint().empty()
+                     ? ""
+                     : absl::StrCat(", replays on ", kv_events_zmq->replay_endpoint()));
+  }
   std::unique_ptr<MetricsExporter> metrics;
   if (config->metrics.enabled) {
     std::vector<std::string> tenant_ids;
@@ -272,6 +292,8 @@ void AddServeCommand(CLI::App& app) {
       ->add_option("--dtype", flags->dtype,
                    "Weight matrices in memory: auto, f32, bf16, f16, int8 or int4 (model.dtype)")
       ->check(CLI::IsMember(WeightTypeChoices()));
+  command->add_option("--kv-events-topic", flags->kv_events_topic,
+                      "First frame of each ZeroMQ KV event message (prefix_cache.kv_events_topic)");
   command->callback([flags] { ExitWith(RunServe(*flags)); });
 }
 

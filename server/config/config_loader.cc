@@ -55,11 +55,14 @@ void ReadModel(YamlDocument& document, const YAML::Node& node, ModelSection& c) 
 }
 
 void ReadPrefixCache(YamlDocument& document, const YAML::Node& node,
-                     scheduler::PrefixCacheConfig& c) {
+                     scheduler::PrefixCacheConfig& c, KvEventsZmqConfig& zmq) {
   YamlMapReader r(document, node, "prefix_cache");
   r.Read("enabled", &c.enabled);
   r.Read("max_pool_fraction", &c.max_pool_fraction);
   r.Read("kv_events", &c.kv_events);
+  r.Read("kv_events_endpoint", &zmq.endpoint);
+  r.Read("kv_events_replay_endpoint", &zmq.replay_endpoint);
+  r.Read("kv_events_topic", &zmq.topic);
   r.Finish();
 }
 
@@ -251,7 +254,7 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
   if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
   if (auto section = r.Find("prefix_cache")) {
-    ReadPrefixCache(document, *section, config.scheduler.prefix_cache);
+    ReadPrefixCache(document, *section, config.scheduler.prefix_cache, config.kv_events_zmq);
   }
   r.Read("auth", &config.auth);
   std::vector<std::optional<YAML::Node>> tenant_keepkv;

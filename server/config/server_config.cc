@@ -339,6 +339,35 @@ absl::Status ValidateDocuments(const documents::DocumentsConfig& d) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateKvEventsZmq(const KvEventsZmqConfig& zmq,
+                                 const scheduler::PrefixCacheConfig& cache) {
+  constexpr size_t kMaxLength = 256;
+  const std::pair<const char*, const std::string*> keys[] = {
+      {"prefix_cache.kv_events_endpoint", &zmq.endpoint},
+      {"prefix_cache.kv_events_replay_endpoint", &zmq.replay_endpoint},
+      {"prefix_cache.kv_events_topic", &zmq.topic}};
+  for (const auto& [key, value] : keys) {
+    if (value->size() > kMaxLength) {
+      return KeyError(key, absl::StrCat("must be at most ", kMaxLength, " bytes, got ",
+                                        value->size()));
+    }
+    if (value != &zmq.topic && std::any_of(value->begin(), value->end(), [](char c) {
+          return std::iscntrl(static_cast<unsigned char>(c)) || c == ' ';
+        })) {
+      return KeyError(key, "must not hold spaces or control characters");
+    }
+  }
+  if (!zmq.endpoint.empty() && !(cache.enabled && cache.kv_events)) {
+    return KeyError("prefix_cache.kv_events_endpoint",
+                    "needs prefix_cache.enabled and prefix_cache.kv_events");
+  }
+  if (!zmq.replay_endpoint.empty() && zmq.endpoint.empty()) {
+    return KeyError("prefix_cache.kv_events_replay_endpoint",
+                    "needs prefix_cache.kv_events_endpoint");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ModelSection::ServedName() const {
@@ -370,6 +399,7 @@ absl::Status ServerConfig::Validate() const {
   if (auto s = ValidateListen(server); !s.ok()) return s;
   if (auto s = ValidateModel(model); !s.ok()) return s;
   if (auto s = scheduler.Validate(); !s.ok()) return SchedulerKeyError(s);
+  if (auto s = ValidateKvEventsZmq(kv_events_zmq, scheduler.prefix_cache); !s.ok()) return s;
   // Before the tenants, which take their omitted keys from it.
   if (auto s = ValidateKeepKv("keepkv", keepkv); !s.ok()) return s;
   if (auto s = ValidateTenants(tenants); !s.ok()) return s;

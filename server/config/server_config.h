@@ -129,6 +129,23 @@ struct TenantConfig {
   bool operator==(const TenantConfig&) const = default;
 };
 
+// Keys `prefix_cache.kv_events_*`: the KV events in vLLM's own transport (ZeroMQ PUB, msgpack,
+// replays on a ROUTER socket), beside GET /v1/kv_events. Not reloadable.
+struct KvEventsZmqConfig {
+  // PUB endpoint; "" publishes none. Bound when it holds a wildcard ("tcp://*:5557"), "::",
+  // or is ipc:// or inproc://, else connected to a subscriber that binds (as vLLM decides).
+  // Needs prefix_cache.kv_events. At most 256 characters. Default "".
+  std::string endpoint;
+  // ROUTER endpoint for replays, always bound ("tcp://*:5558"); "" for none. Needs `endpoint`.
+  // At most 256 characters. Default "".
+  std::string replay_endpoint;
+  // The first frame of every message (llm-d reads "kv@POD_IP@MODEL"). At most 256 bytes.
+  // Default "".
+  std::string topic;
+
+  bool operator==(const KvEventsZmqConfig&) const = default;
+};
+
 // Section `metrics`: Prometheus exposition. Not reloadable.
 struct MetricsConfig {
   // Serve GET /metrics on the HTTP port. Default true.
@@ -154,6 +171,7 @@ struct ServerConfig {
   ListenConfig server;                   // section `server`; not reloadable
   ModelSection model;                    // section `model`; not reloadable
   scheduler::SchedulerConfig scheduler;  // section `scheduler`; not reloadable
+  KvEventsZmqConfig kv_events_zmq;       // keys prefix_cache.kv_events_*; not reloadable
   // Key `auth`: "auto" authenticates requests when `tenants` lists any; "required" insists that
   // it does; "disabled" insists that it does not. A SIGHUP reload that would turn
   // authentication off is refused unless the file says "disabled". Reloadable. Default "auto".

@@ -1,7 +1,9 @@
 // Prefix caching through `kvd serve` over real HTTP (curl): cached tokens in the usage, and a
 // router's view of the cache, rebuilt from GET /v1/kv_events alone, agreeing with the server's
-// own count while blocks are stored and evicted.
+// own count while blocks are stored and evicted, and with the same events in vLLM's transport
+// (ZeroMQ, msgpack), which kvd publishes to a subscriber that binds and replays on request.
 #include <gtest/gtest.h>
+#include <zmq.h>
 
 #include <filesystem>
 #include <map>
@@ -12,6 +14,8 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/free_port.h"
+#include "tests/support/msgpack_value.h"
 
 namespace kvd::testing {
 namespace {
@@ -102,25 +106,111 @@ struct RouterIndex {
   }
 };
 
+// The integer form of a hex block key in vLLM's events: its last 8 bytes, big-endian.
+uint64_t VllmHash(const std::string& hex) { return std::stoull(hex.substr(48), nullptr, 16); }
+
+std::string BigEndian8(uint64_t value) {
+  std::string bytes(8, '\0');
+  for (int i = 7; i >= 0; --i, value >>= 8) bytes[i] = static_cast<char>(value & 0xff);
+  return bytes;
+}
+
+uint64_t ReadBigEndian8(const std::string& bytes) {
+  uint64_t value = 0;
+  for (const char byte : bytes) value = value << 8 | static_cast<uint8_t>(byte);
+  return value;
+}
+
+// One whole message from `socket`, or nothing within `timeout_ms`.
+std::vector<std::string> ReceiveMessage(void* socket, int timeout_ms) {
+  zmq_pollitem_t item{.socket = socket, .fd = 0, .events = ZMQ_POLLIN, .revents = 0};
+  std::vector<std::string> frames;
+  if (zmq_poll(&item, 1, timeout_ms) <= 0) return frames;
+  for (bool more = true; more;) {
+    zmq_msg_t message;
+    zmq_msg_init(&message);
+    if (zmq_msg_recv(&message, socket, 0) < 0) break;
+    frames.emplace_back(static_cast<const char*>(zmq_msg_data(&message)), zmq_msg_size(&message));
+    more = zmq_msg_more(&message) != 0;
+    zmq_msg_close(&message);
+  }
+  return frames;
+}
+
+// A router's index over vLLM's msgpack batches: the integer hashes of the cached blocks.
+void ApplyVllmBatch(const std::string& payload, std::set<uint64_t>& blocks) {
+  const std::optional<MsgpackValue> batch = MsgpackDecoder::Decode(payload);
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->items.size(), 2u);
+  for (const MsgpackValue& event : batch->items[1].items) {
+    const std::string& type = event.items.at(0).text;
+    if (type == "AllBlocksCleared") {
+      blocks.clear();
+    } else if (type == "BlockStored") {
+      EXPECT_EQ(event.items.at(3).items.size(), 16u);
+      EXPECT_EQ(event.items.at(6).text, "CPU");
+      blocks.insert(event.items.at(1).items.at(0).uint);
+    } else {
+      ASSERT_EQ(type, "BlockRemoved");
+      for (const MsgpackValue& hash : event.items.at(1).items) {
+        EXPECT_EQ(blocks.erase(hash.uint), 1u);
+      }
+    }
+  }
+}
+
+constexpr std::string_view kTopic = "kv@127.0.0.1@kvd-tiny";
+
 class PrefixCacheServeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::temp_directory_path() / ("kvd_prefix_" + std::to_string(getpid()));
     std::filesystem::create_directories(dir_);
+    // The subscriber binds and kvd connects to it, as in llm-d's centralized mode. It binds
+    // once kvd runs (kvd reconnects until it can), so that kvd inherits none of its sockets.
+    const std::string subscriber_endpoint =
+        "tcp://127.0.0.1:" + std::to_string(FreeLoopbackPort());
+    replay_endpoint_ = "tcp://127.0.0.1:" + std::to_string(FreeLoopbackPort());
     // A small pool, half of which the cache may keep: cached blocks are evicted as it goes.
-    std::ofstream(dir_ / "config.yaml") << "scheduler:\n  kv_cache_bytes: 2MB\n"
-                                           "prefix_cache:\n  kv_events: true\n"
-                                           "  max_pool_fraction: 0.5\n";
-    server_ = std::make_unique<KvdServer>(std::vector<std::string>{
-        "--model", kModel, "--config", (dir_ / "config.yaml").string()});
+    std::ofstream(dir_ / "config.yaml")
+        << "scheduler:\n  kv_cache_bytes: 2MB\n"
+           "prefix_cache:\n  kv_events: true\n  max_pool_fraction: 0.5\n"
+           "  kv_events_endpoint: \"" << subscriber_endpoint << "\"\n"
+           "  kv_events_replay_endpoint: \"" << replay_endpoint_ << "\"\n";
+    server_ = std::make_unique<KvdServer>(
+        std::vector<std::string>{"--model", kModel, "--config", (dir_ / "config.yaml").string(),
+                                 "--kv-events-topic", std::string(kTopic)});
     ASSERT_GT(server_->port(), 0) << server_->logs();
+    zmq_ = zmq_ctx_new();
+    subscriber_ = zmq_socket(zmq_, ZMQ_SUB);
+    const int linger = 0;
+    zmq_setsockopt(subscriber_, ZMQ_LINGER, &linger, sizeof linger);
+    ASSERT_EQ(zmq_setsockopt(subscriber_, ZMQ_SUBSCRIBE, "kv@", 3), 0);
+    // Batches published before kvd's connection is up are lost, as for any subscriber: wait for
+    // it (kvd publishes nothing before the first request).
+    ASSERT_EQ(zmq_socket_monitor(subscriber_, "inproc://subscriber-events",
+                                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED),
+              0);
+    void* monitor = zmq_socket(zmq_, ZMQ_PAIR);
+    ASSERT_EQ(zmq_connect(monitor, "inproc://subscriber-events"), 0);
+    ASSERT_EQ(zmq_bind(subscriber_, subscriber_endpoint.c_str()), 0);
+    EXPECT_FALSE(ReceiveMessage(monitor, 10000).empty()) << "kvd never connected";
+    zmq_socket_monitor(subscriber_, nullptr, 0);
+    zmq_close(monitor);
+    // The socket takes the connection on, and sends its subscription, when it is next used.
+    EXPECT_TRUE(ReceiveMessage(subscriber_, 0).empty());
   }
   void TearDown() override {
     EXPECT_EQ(server_->Stop(SIGTERM), 0) << server_->logs();
+    zmq_close(subscriber_);
+    zmq_ctx_term(zmq_);
     std::filesystem::remove_all(dir_);
   }
 
   std::filesystem::path dir_;
+  void* zmq_ = nullptr;
+  void* subscriber_ = nullptr;
+  std::string replay_endpoint_;
   std::unique_ptr<KvdServer> server_;
 };
 
@@ -184,6 +274,61 @@ TEST_F(PrefixCacheServeTest, ARouterFollowingTheEventsAgreesWithTheServer) {
   const HttpResult resumed = Curl("GET", server_->url("/v1/kv_events"), "",
                                   "--max-time 1 -H 'Last-Event-ID: " + latest + "'");
   EXPECT_TRUE(Batches(resumed.body).empty()) << resumed.body;
+
+  // The same events in vLLM's transport: the live stream, numbered without gaps up to the
+  // latest, and a replay from batch 0 (a snapshot), each agreeing with the SSE follower.
+  std::set<uint64_t> router_hashes;
+  for (const std::string& hex : router.blocks) router_hashes.insert(VllmHash(hex));
+  const uint64_t latest_number = std::stoull(latest.substr(latest.find('-') + 1));
+  void* peer = zmq_socket(zmq_, ZMQ_DEALER);
+  const int linger = 0;
+  zmq_setsockopt(peer, ZMQ_LINGER, &linger, sizeof linger);
+  ASSERT_EQ(zmq_connect(peer, replay_endpoint_.c_str()), 0);
+  // Asks for the batches from `first` on; applies them to `index` and returns their numbers.
+  auto replay = [&](uint64_t first, std::set<uint64_t>& index) {
+    const std::string number = BigEndian8(first);
+    zmq_send(peer, "", 0, ZMQ_SNDMORE);
+    zmq_send(peer, number.data(), number.size(), 0);
+    std::vector<uint64_t> numbers;
+    for (std::vector<std::string> reply = ReceiveMessage(peer, 5000); reply.size() == 3;
+         reply = ReceiveMessage(peer, 5000)) {
+      if (reply[2].empty()) {
+        EXPECT_EQ(reply[1], std::string(8, '\xff'));
+        return numbers;
+      }
+      numbers.push_back(ReadBigEndian8(reply[1]));
+      ApplyVllmBatch(reply[2], index);
+    }
+    ADD_FAILURE() << "no end of replay";
+    return numbers;
+  };
+  // Live: numbered without gaps up to the latest. Batches sent before the subscription reached
+  // kvd are lost to a subscriber; it then starts from a replay's snapshot instead, as a router
+  // built for vLLM does.
+  std::set<uint64_t> live;
+  uint64_t last_live = 0;
+  while (last_live < latest_number) {
+    const std::vector<std::string> message = ReceiveMessage(subscriber_, 5000);
+    ASSERT_EQ(message.size(), 3u) << "batch " << last_live + 1 << " never came";
+    EXPECT_EQ(message[0], kTopic);
+    const uint64_t number = ReadBigEndian8(message[1]);
+    if (last_live == 0 && number != 1) {
+      const std::vector<uint64_t> snapshot = replay(1, live);
+      ASSERT_EQ(snapshot.size(), 1u);
+      last_live = snapshot[0];
+      continue;
+    }
+    if (number <= last_live) continue;  // in the snapshot already
+    EXPECT_EQ(number, last_live + 1);
+    last_live = number;
+    ApplyVllmBatch(message[2], live);
+  }
+  EXPECT_EQ(live, router_hashes);
+  // A replay from batch 0 is one snapshot, numbered as the latest.
+  std::set<uint64_t> replayed;
+  EXPECT_EQ(replay(0, replayed), std::vector<uint64_t>{latest_number});
+  EXPECT_EQ(replayed, router_hashes);
+  zmq_close(peer);
 
   for (const char* query : {"?after=x", "?after=3", "?since=3"}) {
     const HttpResult bad = Curl("GET", server_->url(std::string("/v1/kv_events") + query));

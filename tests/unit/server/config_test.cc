@@ -226,6 +226,20 @@ TEST(ConfigLoaderTest, ExampleTenantParses) {
                               .keepkv = {.enabled = true, .params = {.budget = {.tokens = 512}}}}));
 }
 
+TEST(ConfigLoaderTest, ReadsTheKvEventsTransport) {
+  const ServerConfig config = ParseOk(R"(
+prefix_cache:
+  kv_events: true
+  kv_events_endpoint: "tcp://*:5557"
+  kv_events_replay_endpoint: "tcp://*:5558"
+  kv_events_topic: "kv@10.0.0.7@llama3"
+)");
+  EXPECT_EQ(config.kv_events_zmq.endpoint, "tcp://*:5557");
+  EXPECT_EQ(config.kv_events_zmq.replay_endpoint, "tcp://*:5558");
+  EXPECT_EQ(config.kv_events_zmq.topic, "kv@10.0.0.7@llama3");
+  EXPECT_EQ(ParseOk("").kv_events_zmq, KvEventsZmqConfig{});
+}
+
 TEST(ConfigLoaderTest, ReadsEverySection) {
   const ServerConfig config = ParseOk(R"(
 server:
@@ -414,6 +428,15 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: scheduler.admission_watermark: must be in [0, 0.5], got 0.9"},
       {"prefix_cache:\n  max_pool_fraction: 0\n",
        "config.yaml:2: prefix_cache.max_pool_fraction: must be in (0, 1], got 0"},
+      {"prefix_cache:\n  kv_events_endpoint: tcp://*:5557\n",
+       "config.yaml:2: prefix_cache.kv_events_endpoint: needs prefix_cache.enabled and "
+       "prefix_cache.kv_events"},
+      {"prefix_cache:\n  kv_events: true\n  kv_events_replay_endpoint: tcp://*:5558\n",
+       "config.yaml:3: prefix_cache.kv_events_replay_endpoint: needs "
+       "prefix_cache.kv_events_endpoint"},
+      {"prefix_cache:\n  kv_events: true\n  kv_events_endpoint: \"tcp://*:1 2\"\n",
+       "config.yaml:3: prefix_cache.kv_events_endpoint: must not hold spaces or control "
+       "characters"},
       {"scheduler:\n  max_queued_requests: 0\n",
        "config.yaml:2: scheduler.max_queued_requests: must be at least 1, got 0"},
       {"scheduler:\n  max_n: 0\n", "config.yaml:2: scheduler.max_n: must be at least 1, got 0"},
