@@ -9,8 +9,6 @@ namespace kvd::base {
 
 void MsgpackWriter::Nil() { Byte(0xc0); }
 
-void MsgpackWriter::Bool(bool value) { Byte(value ? 0xc3 : 0xc2); }
-
 void MsgpackWriter::Uint(uint64_t value) {
   if (value < 0x80) {
     Byte(static_cast<uint8_t>(value));  // positive fixint
@@ -59,11 +57,6 @@ void MsgpackWriter::String(std::string_view value) {
   out_.append(value);
 }
 
-void MsgpackWriter::Bytes(std::string_view value) {
-  Header(value.size(), 0, 0, {0xc4, 0xc5, 0xc6});
-  out_.append(value);
-}
-
 void MsgpackWriter::Array(uint64_t size) { Header(size, 0x90, 15, {0, 0xdc, 0xdd}); }
 
 void MsgpackWriter::BigEndian(uint64_t value, int width) {
@@ -75,7 +68,7 @@ void MsgpackWriter::BigEndian(uint64_t value, int width) {
 void MsgpackWriter::Header(uint64_t size, uint8_t fix, uint64_t fix_limit,
                            const uint8_t (&markers)[3]) {
   KVD_CHECK(size <= 0xffffffff);
-  if (fix != 0 && size <= fix_limit) {
+  if (size <= fix_limit) {
     Byte(static_cast<uint8_t>(fix | size));
   } else if (markers[0] != 0 && size <= 0xff) {
     Byte(markers[0]);

@@ -45,12 +45,20 @@ void KvEventLog::Append(double timestamp, std::vector<KvEvent> events) {
   for (const auto& listener : listeners) listener();
 }
 
+bool KvEventLog::Holds(uint64_t after) const {
+  base::MutexLock lock(mu_);
+  return HoldsLocked(after);
+}
+
+bool KvEventLog::HoldsLocked(uint64_t after) const {
+  return after > 0 && after < latest_ && !batches_.empty() &&
+         batches_.front().sequence <= after + 1;
+}
+
 std::vector<KvEventBatch> KvEventLog::Since(uint64_t after) const {
   base::MutexLock lock(mu_);
   if (after == latest_) return {};
-  const bool held = after > 0 && after < latest_ && !batches_.empty() &&
-                    batches_.front().sequence <= after + 1;
-  if (held) {
+  if (HoldsLocked(after)) {
     std::vector<KvEventBatch> out;
     for (const KvEventBatch& batch : batches_) {
       if (batch.sequence > after) out.push_back(batch);

@@ -56,6 +56,9 @@ class KvEventLog {
   std::vector<KvEventBatch> Since(uint64_t after) const;
   // The number of the latest batch (0 before the first).
   uint64_t latest() const;
+  // Whether Since(after) answers with the batches themselves rather than a snapshot (or
+  // nothing): they are all still held.
+  bool Holds(uint64_t after) const;
   // Blocks the events say are cached now.
   size_t cached_blocks() const;
 
@@ -72,6 +75,7 @@ class KvEventLog {
     std::vector<int32_t> tokens;
   };
   void Apply(const KvEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool HoldsLocked(uint64_t after) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int32_t block_size_;
   const size_t max_events_;

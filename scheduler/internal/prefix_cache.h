@@ -23,10 +23,11 @@ namespace kvd::scheduler::internal {
 
 using PrefixBlockKey = base::Sha256Digest;
 
-// Where a sequence stands in the chain: the keys of its leading full blocks computed so far.
+// Where a sequence stands in the chain: the keys of its leading blocks shared or computed so
+// far (a last block shared in part is keyed by its full tokens, which the sequence computes).
 struct PrefixChain {
   PrefixBlockKey root;
-  std::vector<PrefixBlockKey> keys;  // one per full block hashed, in order
+  std::vector<PrefixBlockKey> keys;  // one per block hashed, in order
 };
 
 // In pool blocks (a block of tokens spans one pool block per (layer, kv head)).

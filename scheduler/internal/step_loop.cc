@@ -276,13 +276,16 @@ void StepLoop::AttachPrefix(Sequence& candidate) {
   KVD_CHECK(candidate.num_computed == 0);
   const Request& request = candidate.request->request;
   // KeepKV scores the prompt by the attention of its last `window` queries, so those are
-  // always computed.
-  const int32_t min_uncomputed = request.keepkv ? std::max(1, request.keepkv->window) : 1;
+  // always computed, and shares only prompt tokens (a recomputed sequence's output is its own).
+  const int32_t min_uncomputed =
+      request.keepkv ? static_cast<int32_t>(candidate.tokens.size() - request.prompt.size()) +
+                           std::max(1, request.keepkv->window)
+                     : 1;
   candidate.num_computed = prefix_cache_->Attach(candidate.tokens, min_uncomputed,
                                                  *candidate.prefix, *candidate.kv);
-  if (candidate.keepkv != nullptr && candidate.num_computed > 0) {
-    candidate.keepkv = NewKeepKv(request, candidate.num_computed);
-  }
+  // Each attempt at admission shares anew (a failed one let its prefix go), so KeepKV's own
+  // part is set each time.
+  if (candidate.keepkv != nullptr) candidate.keepkv = NewKeepKv(request, candidate.num_computed);
 }
 
 bool StepLoop::MakeRoom(int64_t blocks) {

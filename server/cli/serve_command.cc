@@ -26,8 +26,8 @@
 #include "server/cli/type_choices.h"
 #include "server/config/config_loader.h"
 #include "server/grpc/grpc_server.h"
-#include "server/kv_events/zmq_publisher.h"
 #include "server/http/http_server.h"
+#include "server/kv_events/zmq_publisher.h"
 #include "server/metrics/metrics_exporter.h"
 #include "spdlog/spdlog.h"
 
@@ -199,14 +199,15 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
   std::unique_ptr<ZmqKvEventPublisher> kv_events_zmq;
   if (!config->kv_events_zmq.endpoint.empty()) {
+    const KvEventsZmqConfig& zmq = config->kv_events_zmq;
     auto started = ZmqKvEventPublisher::Start(*(*scheduler)->kv_events(),
-                                              {.endpoint = config->kv_events_zmq.endpoint,
-                                               .replay_endpoint = config->kv_events_zmq.replay_endpoint,
-                                               .topic = config->kv_events_zmq.topic,
+                                              {.endpoint = zmq.endpoint,
+                                               .replay_endpoint = zmq.replay_endpoint,
+                                               .topic = zmq.topic,
                                                .medium = context.kv_cache_medium});
     if (!started.ok()) {
       return absl::Status(started.status().code(),
-                          absl::StrCat("prefix_cache.kv_events_endpoint: ", started.status().message()));
+                          absl::StrCat("KV events: ", started.status().message()));
     }
     kv_events_zmq = *std::move(started);
     spdlog::info("publishing KV events on {}{}", kv_events_zmq->endpoint(),

@@ -351,10 +351,15 @@ absl::Status ValidateKvEventsZmq(const KvEventsZmqConfig& zmq,
       return KeyError(key, absl::StrCat("must be at most ", kMaxLength, " bytes, got ",
                                         value->size()));
     }
-    if (value != &zmq.topic && std::any_of(value->begin(), value->end(), [](char c) {
+    if (value == &zmq.topic) continue;
+    if (std::any_of(value->begin(), value->end(), [](char c) {
           return std::iscntrl(static_cast<unsigned char>(c)) || c == ' ';
         })) {
       return KeyError(key, "must not hold spaces or control characters");
+    }
+    // An in-process endpoint is one nothing outside kvd can reach.
+    if (value->starts_with("inproc://")) {
+      return KeyError(key, "must be reachable from outside kvd (tcp:// or ipc://)");
     }
   }
   if (!zmq.endpoint.empty() && !(cache.enabled && cache.kv_events)) {

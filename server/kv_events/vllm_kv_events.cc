@@ -15,7 +15,7 @@ void WriteEvent(base::MsgpackWriter& out, const scheduler::KvEvent& event, int32
                 std::string_view medium) {
   switch (event.kind) {
     case scheduler::KvEvent::Kind::kBlockStored:
-      out.Array(7);
+      out.Array(8);
       out.String("BlockStored");
       WriteHashes(out, event.block_hashes);
       if (event.parent_block_hash.empty()) {
@@ -28,6 +28,7 @@ void WriteEvent(base::MsgpackWriter& out, const scheduler::KvEvent& event, int32
       out.Int(block_size);
       out.Nil();  // lora_id
       out.String(medium);
+      out.Nil();  // lora_name
       return;
     case scheduler::KvEvent::Kind::kBlockRemoved:
       out.Array(3);

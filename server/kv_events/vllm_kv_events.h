@@ -1,10 +1,11 @@
 // KV event batches in vLLM's wire form (msgspec's array-like tagged structs, in MessagePack), so
 // that a router built for vLLM's KV events reads kvd's:
 //   batch:  [ts, [event, ...]]                    ts: seconds since the Unix epoch (float 64)
-//   ["BlockStored", [hash], parent_hash | nil, [token_id, ...], block_size, nil, medium]
+//   ["BlockStored", [hash], parent_hash | nil, [token_id, ...], block_size, nil, medium, nil]
 //   ["BlockRemoved", [hash, ...], medium]
 //   ["AllBlocksCleared"]
-// (nil: the LoRA id; kvd serves none). Hashes take vLLM's default integer form: the last 8
+// (the nils: lora_id and lora_name; kvd serves no LoRA). A decoder of the older form without
+// lora_name ignores the trailing field. Hashes take vLLM's default integer form: the last 8
 // bytes of the block's SHA-256 key, read big-endian, an unsigned 64-bit integer.
 #pragma once
 

@@ -22,15 +22,30 @@ namespace kvd::server {
 namespace {
 
 constexpr int kHighWaterMark = 100000;  // messages queued per subscriber (vLLM's default)
-// A replay request is three short frames; a peer that sends a longer frame is disconnected.
+// Messages queued for one replaying peer; a peer that reads no faster loses the rest of its
+// replay (no end marker) and asks again from the last batch it got.
+constexpr int kReplayHighWaterMark = 256;
+// A replay request is three short frames, a subscription one: a peer that sends a longer
+// frame is disconnected.
 constexpr int64_t kMaxReplayFrameBytes = 256;
+constexpr int64_t kMaxSubscriptionBytes = 4096;
 constexpr size_t kReplayRequestFrames = 3;  // [peer, empty, first batch number]
+// Requests answered before the thread publishes again, so that no peer holds the stream up.
+constexpr int kReplaysPerWake = 8;
 constexpr std::string_view kEndOfReplay = "\xff\xff\xff\xff\xff\xff\xff\xff";  // -1
 
 bool Binds(std::string_view endpoint) {
   return endpoint.find('*') != std::string_view::npos ||
          endpoint.find("::") != std::string_view::npos || endpoint.starts_with("ipc://") ||
          endpoint.starts_with("inproc://");
+}
+
+// IPv6 is on only for an endpoint that names an IPv6 address, so that an IPv4 one keeps its form.
+int Ipv6(std::string_view endpoint) {
+  return endpoint.find('[') != std::string_view::npos ||
+                 endpoint.find("::") != std::string_view::npos
+             ? 1
+             : 0;
 }
 
 std::string BigEndian8(uint64_t value) {
@@ -46,8 +61,11 @@ uint64_t ReadBigEndian8(std::string_view bytes) {
 }
 
 absl::Status ZmqError(std::string_view what, std::string_view endpoint) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(what), " \"", std::string(endpoint), "\": ", zmq_strerror(zmq_errno())));
+  const int error = zmq_errno();
+  const bool malformed = error == EINVAL || error == EPROTONOSUPPORT || error == ENOCOMPATPROTO;
+  return absl::Status(
+      malformed ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kUnavailable,
+      absl::StrCat(std::string(what), " \"", std::string(endpoint), "\": ", zmq_strerror(error)));
 }
 
 std::string LastEndpoint(void* socket) {
@@ -160,7 +178,9 @@ absl::Status ZmqKvEventPublisher::Open() {
   if (pub_ == nullptr) return absl::InternalError("zmq_socket(PUB) failed");
   // Sockets close at once: a subscriber that is gone must not hold up a shutdown.
   KVD_RETURN_IF_ERROR(SetOption(pub_, ZMQ_LINGER, 0));
+  KVD_RETURN_IF_ERROR(SetOption(pub_, ZMQ_IPV6, Ipv6(options_.endpoint)));
   KVD_RETURN_IF_ERROR(SetOption(pub_, ZMQ_SNDHWM, kHighWaterMark));
+  KVD_RETURN_IF_ERROR(SetOption(pub_, ZMQ_MAXMSGSIZE, kMaxSubscriptionBytes));
   const std::string& endpoint = options_.endpoint;
   if (Binds(endpoint)) {
     if (zmq_bind(pub_, endpoint.c_str()) != 0) return ZmqError("cannot bind", endpoint);
@@ -173,7 +193,12 @@ absl::Status ZmqKvEventPublisher::Open() {
   replay_ = zmq_socket(context_, ZMQ_ROUTER);
   if (replay_ == nullptr) return absl::InternalError("zmq_socket(ROUTER) failed");
   KVD_RETURN_IF_ERROR(SetOption(replay_, ZMQ_LINGER, 0));
+  KVD_RETURN_IF_ERROR(SetOption(replay_, ZMQ_IPV6, Ipv6(options_.replay_endpoint)));
   KVD_RETURN_IF_ERROR(SetOption(replay_, ZMQ_MAXMSGSIZE, kMaxReplayFrameBytes));
+  KVD_RETURN_IF_ERROR(SetOption(replay_, ZMQ_SNDHWM, kReplayHighWaterMark));
+  // A send to a peer whose queue is full fails rather than vanishing, so the replay stops
+  // there without claiming its end.
+  KVD_RETURN_IF_ERROR(SetOption(replay_, ZMQ_ROUTER_MANDATORY, 1));
   if (zmq_bind(replay_, options_.replay_endpoint.c_str()) != 0) {
     return ZmqError("cannot bind", options_.replay_endpoint);
   }
@@ -204,9 +229,8 @@ void ZmqKvEventPublisher::Run() {
 void ZmqKvEventPublisher::PublishNew() {
   if (log_.latest() == published_) return;
   for (const scheduler::KvEventBatch& batch : log_.Since(published_)) {
-    const std::string number = BigEndian8(batch.sequence);
-    const std::string payload = EncodeVllmKvEventBatch(batch, log_.block_size(), options_.medium);
-    const std::array<std::string_view, 3> frames{options_.topic, number, payload};
+    const EncodedBatch encoded = Encode(batch);
+    const std::array<std::string_view, 3> frames{options_.topic, encoded.number, encoded.payload};
     // A PUB socket drops a message for a subscriber whose queue is full; it replays.
     SendMessage(pub_, frames);
     published_ = batch.sequence;
@@ -214,22 +238,48 @@ void ZmqKvEventPublisher::PublishNew() {
 }
 
 void ZmqKvEventPublisher::ServeReplays() {
-  while (std::optional<std::vector<std::string>> request = ReceiveMessage(replay_)) {
+  for (int served = 0; served < kReplaysPerWake && !stopping_; ++served) {
+    const std::optional<std::vector<std::string>> request = ReceiveMessage(replay_);
+    if (!request) return;
     const std::optional<uint64_t> start = ReplayStart(*request);
     if (!start) continue;
     const std::string_view peer = (*request)[0];
-    bool room = true;
-    for (const scheduler::KvEventBatch& batch : log_.Since(*start == 0 ? 0 : *start - 1)) {
-      const std::string number = BigEndian8(batch.sequence);
-      const std::string payload =
-          EncodeVllmKvEventBatch(batch, log_.block_size(), options_.medium);
-      const std::array<std::string_view, 4> frames{peer, "", number, payload};
-      room = SendMessage(replay_, frames);
-      if (!room) break;  // a peer that reads no faster gets the rest on its next request
+    bool sent = true;
+    for (const EncodedBatch& batch : ReplayFrom(*start)) {
+      const std::array<std::string_view, 4> frames{peer, "", batch.number, batch.payload};
+      sent = SendMessage(replay_, frames);
+      if (!sent) break;
     }
     const std::array<std::string_view, 4> end{peer, "", kEndOfReplay, ""};
-    if (room) SendMessage(replay_, end);
+    if (sent) SendMessage(replay_, end);
   }
+}
+
+std::vector<ZmqKvEventPublisher::EncodedBatch> ZmqKvEventPublisher::ReplayFrom(uint64_t first) {
+  const uint64_t after = first == 0 ? 0 : first - 1;
+  const uint64_t latest = log_.latest();
+  if (after == latest) return {};
+  if (log_.Holds(after)) {
+    std::vector<EncodedBatch> batches;
+    for (const scheduler::KvEventBatch& batch : log_.Since(after)) {
+      batches.push_back(Encode(batch));
+    }
+    return batches;
+  }
+  // A snapshot is built (under the log's lock) at most once per batch of the log, however many
+  // peers ask for one.
+  if (!snapshot_ || snapshot_->first != latest) {
+    const std::vector<scheduler::KvEventBatch> snapshot = log_.Since(0);
+    if (snapshot.empty()) return {};
+    snapshot_.emplace(snapshot[0].sequence, Encode(snapshot[0]));
+  }
+  return {snapshot_->second};
+}
+
+ZmqKvEventPublisher::EncodedBatch ZmqKvEventPublisher::Encode(
+    const scheduler::KvEventBatch& batch) const {
+  return {.number = BigEndian8(batch.sequence),
+          .payload = EncodeVllmKvEventBatch(batch, log_.block_size(), options_.medium)};
 }
 
 }  // namespace kvd::server

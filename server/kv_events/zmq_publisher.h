@@ -4,15 +4,19 @@
 // optional ROUTER socket answers replays. A replay request is a REQ-style message whose last
 // frame is the first batch number wanted (8 bytes, big-endian); the answer is every batch from
 // that one on (one snapshot batch, numbered as the latest, from batch 0 or 1 or when the log no
-// longer holds them), each as [number, batch], then [0xFF x 8, empty]. Anything else a peer
-// sends is dropped. One thread owns both sockets.
+// longer holds them), each as [number, batch], then [0xFF x 8, empty]; a peer that reads too
+// slowly gets no end and asks again. Anything else a peer sends is dropped. One thread owns
+// both sockets.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "scheduler/kv_events.h"
@@ -52,8 +56,16 @@ class ZmqKvEventPublisher {
   void Run();
   // Sends every batch after the last one published.
   void PublishNew();
-  // Answers the replay requests waiting on the ROUTER socket.
+  // Answers the replay requests waiting on the ROUTER socket, a few at a time.
   void ServeReplays();
+  struct EncodedBatch {
+    std::string number;   // 8 bytes, big-endian
+    std::string payload;  // vLLM's msgpack form
+  };
+  // What a replay from batch `first` sends: the batches themselves while the log holds them,
+  // else one snapshot.
+  std::vector<EncodedBatch> ReplayFrom(uint64_t first);
+  EncodedBatch Encode(const scheduler::KvEventBatch& batch) const;
 
   const scheduler::KvEventLog& log_;
   const ZmqKvEventsOptions options_;
@@ -64,6 +76,8 @@ class ZmqKvEventPublisher {
   std::string endpoint_, replay_endpoint_;
   uint64_t listener_ = 0;
   uint64_t published_ = 0;  // the number of the last batch sent; the thread's
+  // The latest snapshot replayed, by the number of the batch it stands for; the thread's.
+  std::optional<std::pair<uint64_t, EncodedBatch>> snapshot_;
   std::atomic<bool> stopping_ = false;
   std::thread thread_;
 };

@@ -56,6 +56,7 @@ TEST(KvEventLogTest, NewAndLaggingFollowersStartFromASnapshotInStoringOrder) {
   log.Append(2.0, {Stored("b", "a")});
   log.Append(3.0, {Stored("c", "b"), Removed("a")});  // the log holds batch 3 alone
   for (const uint64_t after : {uint64_t{0}, uint64_t{1}, uint64_t{99}}) {
+    EXPECT_FALSE(log.Holds(after)) << after;
     const std::vector<KvEventBatch> batches = log.Since(after);
     ASSERT_EQ(batches.size(), 1u) << after;
     EXPECT_EQ(batches[0].sequence, 3u);
@@ -64,6 +65,8 @@ TEST(KvEventLogTest, NewAndLaggingFollowersStartFromASnapshotInStoringOrder) {
     EXPECT_EQ(batches[0].events, expected) << after;
   }
   // A follower at 2 missed only batch 3, which the log holds.
+  EXPECT_TRUE(log.Holds(2));
+  EXPECT_FALSE(log.Holds(3));  // up to date: nothing to hold
   ASSERT_EQ(log.Since(2).size(), 1u);
   EXPECT_EQ(log.Since(2)[0].events, (std::vector<KvEvent>{Stored("c", "b"), Removed("a")}));
 }

@@ -239,6 +239,33 @@ TEST_F(PrefixCacheTest, AKeepKvSequenceProtectsTheCachedPrefixItShares) {
             std::ssize(plain.prompt) - keepkv.keepkv->window);
 }
 
+// A fractional budget is a fraction of what the sequence owns: the prompt's unshared rest.
+TEST_F(PrefixCacheTest, AKeepKvBudgetFractionCountsOnlyTheUnsharedPrompt) {
+  std::mt19937 random(18);
+  const std::vector<int32_t> prefix = RandomPrompt(random, 200);
+  auto cached = NewScheduler(Config(true));
+  RunAlone(*cached, Greedy(Concat(prefix, Letters(random, 30)), 2));
+
+  Request keepkv = Greedy(Concat(prefix, Letters(random, 40)), 24);
+  keepkv.keepkv.emplace();
+  keepkv.keepkv->budget.fraction = 0.5;  // of 48 own tokens: 24 entries (of 240 it would be 120)
+  auto handle = cached->Submit(keepkv);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  double compressed = 0.0;
+  while (cached->HasWork()) {
+    ASSERT_TRUE(cached->Step().ok());
+    const MetricsSnapshot metrics = cached->Metrics();
+    if (metrics.keepkv_sequences == 1) {
+      compressed = std::max(compressed, metrics.keepkv_compressed_fraction);
+    }
+  }
+  Outcome outcome;
+  Drain(*handle, outcome);
+  EXPECT_EQ(outcome.usage.cached_tokens, 192);
+  // Own entries are held near 24 while the own tokens grow from 48 to 71.
+  EXPECT_GT(compressed, 0.4);
+}
+
 TEST_F(PrefixCacheTest, CompletionsOfOneRequestMatchTheUncachedRun) {
   std::mt19937 random(16);
   const Request request = [&] {

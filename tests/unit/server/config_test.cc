@@ -434,6 +434,9 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
       {"prefix_cache:\n  kv_events: true\n  kv_events_replay_endpoint: tcp://*:5558\n",
        "config.yaml:3: prefix_cache.kv_events_replay_endpoint: needs "
        "prefix_cache.kv_events_endpoint"},
+      {"prefix_cache:\n  kv_events: true\n  kv_events_endpoint: inproc://events\n",
+       "config.yaml:3: prefix_cache.kv_events_endpoint: must be reachable from outside kvd "
+       "(tcp:// or ipc://)"},
       {"prefix_cache:\n  kv_events: true\n  kv_events_endpoint: \"tcp://*:1 2\"\n",
        "config.yaml:3: prefix_cache.kv_events_endpoint: must not hold spaces or control "
        "characters"},
