@@ -4,7 +4,8 @@
 #   tests/gpu/run.sh --pack   here: builds with CUDA (Release) and puts the GPU test, the
 #                             benchmark, the random-model maker and every shared library they
 #                             need beyond glibc, the C++ runtime and CUDA's into gpu-pack/
-#                             (git-ignored, under 64 MiB: carry it to the device)
+#                             (git-ignored, the libraries as one lib.tar.xz so that it stays
+#                             under the 64 MiB a device call carries: carry it to the device)
 #   tests/gpu/run.sh          on the device: runs the packed `gpu` tests, then the benchmark on
 #                             a random model in Llama 3.2 1B's shape, and prints the tables:
 #                             the tests' results, then per weight dtype throughput (with each
@@ -33,19 +34,37 @@ if [[ "${1:-}" == "--pack" ]]; then
   done | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$pack/lib/"; done
+  # OpenBLAS and ICU's data alone are over 64 MiB: the libraries travel compressed.
+  tar -C "$pack" -cJf "$pack/lib.tar.xz" lib && rm -rf "$pack/lib"
   du -sh "$pack"
   exit 0
 fi
 
 [[ -x "$pack/gpu_cuda_backend_test" ]] || { echo "no $pack/: run tests/gpu/run.sh --pack and carry it" >&2; exit 2; }
+[[ -d "$pack/lib" ]] || tar -C "$pack" -xJf "$pack/lib.tar.xz"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-export LD_LIBRARY_PATH="$PWD/$pack/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuBLAS 13 from the CUDA toolkit, or from the Python wheels where the toolkit has none.
+cublas_dir=$(dirname "$(find /usr/local/cuda/lib64 /usr/local/cuda*/targets /usr/lib /opt \
+  -name 'libcublas.so.13*' 2>/dev/null | head -1)" 2>/dev/null || true)
+export LD_LIBRARY_PATH="$PWD/$pack/lib:/usr/local/cuda/lib64${cublas_dir:+:$cublas_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KVD_MODEL_DIR="$PWD/models/kvd-tiny"
+log_dir=${OUT:-/tmp}
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 status=0
-rm -f /tmp/gpu_bench.log
-"$pack/gpu_cuda_backend_test" 2>&1 | tee /tmp/gpu_test.log || status=$?
-"$pack/gpu_cuda_attention_test" 2>&1 | tee -a /tmp/gpu_test.log || status=$?
-"$pack/gpu_cuda_top_logits_test" 2>&1 | tee -a /tmp/gpu_test.log || status=$?
+rm -f /tmp/gpu_bench.log /tmp/gpu_test.log
+# Each test binary has a time limit; one that fails runs again under compute-sanitizer's
+# memcheck (where the runtime lets it), so that a bad access is named in the same run.
+for test in gpu_cuda_backend_test gpu_cuda_attention_test gpu_cuda_top_logits_test; do
+  test_status=0
+  timeout 120 "$pack/$test" 2>&1 | tee -a /tmp/gpu_test.log || test_status=$?
+  if [[ $test_status -ne 0 ]]; then
+    status=$test_status
+    timeout 120 "$sanitizer" --tool memcheck --print-limit 20 "$pack/$test" \
+      --gtest_brief=1 >"$log_dir/$test.memcheck.log" 2>&1 || true
+    tail -40 "$log_dir/$test.memcheck.log"
+  fi
+done
+cp /tmp/gpu_test.log "$log_dir/gpu_test.log" 2>/dev/null || true
 # Llama 3.2 1B's shape with random bf16 weights (widened to f32 on the device).
 "$pack/make_random_model" --out /tmp/llama-1b-random >/dev/null
 # A run should take under a minute on an H200; the limit keeps a slow or stuck one from taking
@@ -53,7 +72,7 @@ rm -f /tmp/gpu_bench.log
 # Logits to tokens (whole rows against top logits) does not depend on the weights: once.
 for dtype in bf16 f32; do
   sampling=$([[ "$dtype" == bf16 ]] && echo --sampling || true)
-  timeout 180 "$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 --dtype "$dtype" \
+  timeout 120 "$pack/gpu_bench" --model /tmp/llama-1b-random --batch 1,16,64 --dtype "$dtype" \
     $sampling | tee -a /tmp/gpu_bench.log || status=$?
 done
 echo
@@ -65,4 +84,5 @@ echo
 # Each table's title line, set off by blank lines so that the markdown tables stay apart.
 grep -E '^\||^(bf16|f32) weights, |^logits to tokens: ' /tmp/gpu_bench.log |
   sed -E 's/^((bf16|f32) weights, .*|logits to tokens: .*)$/\n\1\n/' || true
+cp /tmp/gpu_bench.log "$log_dir/gpu_bench.log" 2>/dev/null || true
 exit $status
