@@ -231,66 +231,6 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
   return variants;
 }
 
-absl::StatusOr<BatchResult> MeasureBatch(engine::Model& model, const engine::Tokenizer& tokenizer,
-                                         const KeepKvBenchOptions& options, bool keepkv) {
-  scheduler::SchedulerConfig config;
-  config.max_num_seqs = options.batch_sequences;
-  config.max_num_batched_tokens = 4096;
-  config.kv_cache_bytes = size_t{1} << 30;
-  auto created = scheduler::Scheduler::Create(model, &tokenizer, config);
-  if (!created.ok()) return created.status();
-  scheduler::Scheduler& engine = **created;
-  std::mt19937 random(static_cast<uint32_t>(options.seed));
-  std::uniform_int_distribution<int32_t> byte('a', 'z');
-  std::vector<scheduler::RequestHandle> handles;
-  for (int32_t i = 0; i < options.batch_sequences; ++i) {
-    scheduler::Request request;
-    request.prompt = tokenizer.Encode(kUserTurn, false);
-    while (std::ssize(request.prompt) < options.batch_prompt_tokens) {
-      request.prompt.push_back(byte(random));
-    }
-    request.sampling.temperature = 0.0f;
-    request.max_tokens = options.batch_decode_tokens;
-    request.ignore_eos = true;
-    if (keepkv) {
-      KeepKvParams params;
-      params.budget.fraction = 0.1;
-      request.keepkv = params;
-    }
-    auto handle = engine.Submit(request);
-    if (!handle.ok()) return handle.status();
-    handles.push_back(*std::move(handle));
-  }
-  BatchResult result;
-  result.keepkv = keepkv;
-  int64_t decode_tokens = 0;
-  double decode_seconds = 0.0;
-  while (engine.HasWork()) {
-    const auto start = std::chrono::steady_clock::now();
-    absl::StatusOr<scheduler::StepReport> report = engine.Step();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!report.ok()) return report.status();
-    const scheduler::MetricsSnapshot metrics = engine.Metrics();
-    result.peak_kv_blocks =
-        std::max(result.peak_kv_blocks, metrics.kv_blocks_total - metrics.kv_blocks_free);
-    if (metrics.keepkv_sequences > 0 && report->num_prefill_tokens > 0) {
-      result.compressed_fraction = metrics.keepkv_compressed_fraction;
-    }
-    if (report->num_prefill_tokens == 0 && report->num_decode_tokens > 0) {
-      decode_tokens += report->num_decode_tokens;
-      decode_seconds += seconds;
-    }
-    for (auto& handle : handles) {
-      while (auto event = handle.Next(absl::ZeroDuration())) {
-        if (event->final && !event->status.ok()) return event->status;
-      }
-    }
-  }
-  result.decode_tokens_per_second = decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0;
-  return result;
-}
-
 }  // namespace
 
 absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
@@ -336,10 +276,71 @@ absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
     }
   }
   for (bool keepkv : {false, true}) {
-    auto batch = MeasureBatch(model, tokenizer, options, keepkv);
+    auto batch = MeasureKeepKvBatch(model, &tokenizer, options, keepkv);
     if (!batch.ok()) return batch.status();
     result.batch.push_back(*batch);
   }
+  return result;
+}
+
+absl::StatusOr<BatchResult> MeasureKeepKvBatch(engine::Model& model,
+                                               const engine::Tokenizer* tokenizer,
+                                               const KeepKvBenchOptions& options, bool keepkv) {
+  scheduler::SchedulerConfig config;
+  config.max_num_seqs = options.batch_sequences;
+  config.max_num_batched_tokens = 4096;
+  config.kv_cache_bytes = options.batch_kv_cache_bytes;
+  auto created = scheduler::Scheduler::Create(model, tokenizer, config);
+  if (!created.ok()) return created.status();
+  scheduler::Scheduler& engine = **created;
+  std::mt19937 random(static_cast<uint32_t>(options.seed));
+  std::uniform_int_distribution<int32_t> byte('a', 'z');
+  std::vector<scheduler::RequestHandle> handles;
+  for (int32_t i = 0; i < options.batch_sequences; ++i) {
+    scheduler::Request request;
+    if (tokenizer != nullptr) request.prompt = tokenizer->Encode(kUserTurn, false);
+    while (std::ssize(request.prompt) < options.batch_prompt_tokens) {
+      request.prompt.push_back(byte(random));
+    }
+    request.sampling.temperature = 0.0f;
+    request.max_tokens = options.batch_decode_tokens;
+    request.ignore_eos = true;
+    if (keepkv) {
+      KeepKvParams params;
+      params.budget.fraction = 0.1;
+      request.keepkv = params;
+    }
+    auto handle = engine.Submit(request);
+    if (!handle.ok()) return handle.status();
+    handles.push_back(*std::move(handle));
+  }
+  BatchResult result;
+  result.keepkv = keepkv;
+  int64_t decode_tokens = 0;
+  double decode_seconds = 0.0;
+  while (engine.HasWork()) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<scheduler::StepReport> report = engine.Step();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!report.ok()) return report.status();
+    const scheduler::MetricsSnapshot metrics = engine.Metrics();
+    result.peak_kv_blocks =
+        std::max(result.peak_kv_blocks, metrics.kv_blocks_total - metrics.kv_blocks_free);
+    if (metrics.keepkv_sequences > 0 && report->num_prefill_tokens > 0) {
+      result.compressed_fraction = metrics.keepkv_compressed_fraction;
+    }
+    if (report->num_prefill_tokens == 0 && report->num_decode_tokens > 0) {
+      decode_tokens += report->num_decode_tokens;
+      decode_seconds += seconds;
+    }
+    for (auto& handle : handles) {
+      while (auto event = handle.Next(absl::ZeroDuration())) {
+        if (event->final && !event->status.ok()) return event->status;
+      }
+    }
+  }
+  result.decode_tokens_per_second = decode_seconds > 0 ? decode_tokens / decode_seconds : 0.0;
   return result;
 }
 

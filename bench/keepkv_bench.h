@@ -5,6 +5,7 @@
 // a batch with a 10% budget against none.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct KeepKvBenchOptions {
   int32_t batch_sequences = 16;
   int32_t batch_prompt_tokens = 1024;
   int32_t batch_decode_tokens = 64;
+  size_t batch_kv_cache_bytes = size_t{1} << 30;
   uint64_t seed = 1;
 };
 
@@ -64,5 +66,13 @@ struct KeepKvBenchResult {
 [[nodiscard]] absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
                                                               const engine::Tokenizer& tokenizer,
                                                               const KeepKvBenchOptions& options);
+
+// The throughput comparison alone: the batch's decode throughput, KV peak and compressed
+// fraction with a 10% budget (`keepkv`) or none. With a tokenizer each prompt opens with a user
+// turn, without one (a model that has none) it is random letters' byte ids throughout.
+[[nodiscard]] absl::StatusOr<BatchResult> MeasureKeepKvBatch(engine::Model& model,
+                                                             const engine::Tokenizer* tokenizer,
+                                                             const KeepKvBenchOptions& options,
+                                                             bool keepkv);
 
 }  // namespace kvd::bench

@@ -54,6 +54,7 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
       static_cast<double>(batch_size) * options.prompt_tokens / result.prefill_seconds;
 
   std::vector<int32_t> next(batch_size);
+  if (options.decode_phase) options.decode_phase(true);
   const auto decode_start = Clock::now();
   for (int32_t step = 0; step < options.decode_tokens; ++step) {
     for (int32_t b = 0; b < batch_size; ++b) {
@@ -61,11 +62,13 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
       steps[b].tokens = std::span<const int32_t>(&next[b], 1);
     }
     if (auto status = model.Forward(steps, pool, logits, greedy); !status.ok()) {
+      if (options.decode_phase) options.decode_phase(false);
       release();
       return status;
     }
   }
   result.decode_seconds = SecondsSince(decode_start);
+  if (options.decode_phase) options.decode_phase(false);
   result.decode_tokens_per_second =
       static_cast<double>(batch_size) * options.decode_tokens / result.decode_seconds;
   result.decode_step_ms = 1000.0 * result.decode_seconds / std::max(options.decode_tokens, 1);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +17,9 @@ struct ThroughputOptions {
   int32_t block_size = 16;
   kernels::DType kv_cache_dtype = kernels::DType::kF32;
   uint64_t seed = 1;
+  // Told true just before each batch's decode steps and false just after them (the warm-up's
+  // included), so that a caller can look at the decode steps alone.
+  std::function<void(bool decoding)> decode_phase;
 };
 
 struct ThroughputResult {

@@ -121,6 +121,10 @@ class Backend {
                          std::span<const float> inverse_temperatures, float* values, int32_t* ids,
                          float* log_normalizers) = 0;
 
+  // Returns once every op queued so far has run: a device backend waits for its queue; the CPU
+  // backend's ops have run when they return.
+  virtual void Synchronize() {}
+
   // The first error an op met since the last call, then cleared. The compute ops return
   // nothing: a device backend's launch and copy failures surface here (the CPU backend has
   // none); the KV moves above return theirs.

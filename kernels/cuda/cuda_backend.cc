@@ -129,6 +129,8 @@ bool CudaBackend::Check(cublasStatus_t status, const char* call) {
 
 void CudaBackend::CheckLaunch(const char* kernel) { Check(cudaGetLastError(), kernel); }
 
+void CudaBackend::Synchronize() { Check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
 absl::Status CudaBackend::TakeError() {
   Check(cudaGetLastError(), "a kernel launch");
   return std::exchange(error_, absl::OkStatus());
@@ -332,26 +334,31 @@ void CudaBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tens
   CheckLaunch("RmsNorm");
 }
 
-void CudaBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {
-  if (x.rows == 0) return;
+const void* CudaBackend::RoundToHalf(const Tensor& x, DType type) {
+  auto* x_half = static_cast<uint16_t*>(
+      Scratch(half_scratch_, static_cast<size_t>(x.num_elements()) * sizeof(uint16_t)));
+  if (x_half == nullptr) return nullptr;
+  const bool bf16 = type == DType::kBF16;
+  if (bf16) {
+    LaunchToBf16(x.f32(), x.num_elements(), x_half, stream_);
+  } else {
+    LaunchToF16(x.f32(), x.num_elements(), x_half, stream_);
+  }
+  CheckLaunch(bf16 ? "ToBf16" : "ToF16");
+  return x_half;
+}
+
+void CudaBackend::Project(const Tensor& x, const void* x_half, const Tensor& weight,
+                          const Tensor* bias, Tensor out) {
   // Row-major out[rows, n] = x[rows, k] · W[n, k]ᵀ is column-major outᵀ = op(W)·xᵀ with W read
   // as the column-major [k, n] matrix it is, transposed.
   const float one = 1.0f, zero = 0.0f;
   const int n = static_cast<int>(weight.rows), k = static_cast<int>(weight.cols);
   const int m = static_cast<int>(x.rows);
   if (weight.dtype != DType::kF32) {
-    // 16-bit × 16-bit with fp32 accumulation into the f32 output; x rounded to the weight's
-    // type first.
+    // 16-bit × 16-bit with fp32 accumulation into the f32 output.
+    KVD_CHECK(x_half != nullptr);
     const bool bf16 = weight.dtype == DType::kBF16;
-    auto* x_half = static_cast<uint16_t*>(
-        Scratch(half_scratch_, static_cast<size_t>(x.num_elements()) * sizeof(uint16_t)));
-    if (x_half == nullptr) return;
-    if (bf16) {
-      LaunchToBf16(x.f32(), x.num_elements(), x_half, stream_);
-    } else {
-      LaunchToF16(x.f32(), x.num_elements(), x_half, stream_);
-    }
-    CheckLaunch(bf16 ? "ToBf16" : "ToF16");
     const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
     if (!Check(cublasGemmEx(blas_, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &one, weight.data, type, k,
                             x_half, type, k, &zero, out.f32(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
@@ -368,6 +375,35 @@ void CudaBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bi
     LaunchAddBias(out.f32(), bias->f32(), out.rows, out.cols, stream_);
     CheckLaunch("AddBias");
   }
+}
+
+void CudaBackend::Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) {
+  const Projection projection{&weight, bias, out};
+  LinearGroup(x, {&projection, 1});
+}
+
+void CudaBackend::LinearGroup(const Tensor& x, std::span<const Projection> projections) {
+  if (x.rows == 0) return;
+  // The rounding of x stays valid for the next product of the same type: the stream runs the
+  // products queued after it before any later rounding overwrites it.
+  std::optional<DType> rounded_type;
+  const void* x_half = nullptr;
+  for (const Projection& projection : projections) {
+    const DType type = projection.weight->dtype;
+    if (type != DType::kF32 && rounded_type != type) {
+      x_half = RoundToHalf(x, type);
+      if (x_half == nullptr) return;
+      rounded_type = type;
+    }
+    Project(x, x_half, *projection.weight, projection.bias, projection.out);
+  }
+}
+
+void CudaBackend::GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight,
+                              Tensor up, Tensor out) {
+  const Projection projections[] = {{&gate_weight, nullptr, out}, {&up_weight, nullptr, up}};
+  LinearGroup(x, projections);
+  SiluMul(out, up, out);
 }
 
 void CudaBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,

@@ -32,6 +32,7 @@ class CudaBackend final : public Backend {
   // Device memory free now (after the weights, when asked once they are loaded), so that
   // `kv_cache_memory_fraction` sizes the KV pool from what is left.
   size_t MemoryBytes() const override;
+  void Synchronize() override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
   absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
   void CopyToHost(const Tensor& src, float* dst) override;
@@ -40,6 +41,10 @@ class CudaBackend final : public Backend {
   void GatherRows(const Tensor& table, std::span<const int32_t> indices, Tensor out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tensor out) override;
   void Linear(const Tensor& x, const Tensor& weight, const Tensor* bias, Tensor out) override;
+  // x is rounded to the weights' 16-bit type once for every product, not once for each.
+  void LinearGroup(const Tensor& x, std::span<const Projection> projections) override;
+  void GatedLinear(const Tensor& x, const Tensor& gate_weight, const Tensor& up_weight, Tensor up,
+                   Tensor out) override;
   void ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
                  std::span<const float> inv_freq) override;
   void SiluMul(const Tensor& gate, const Tensor& up, Tensor out) override;
@@ -71,6 +76,13 @@ class CudaBackend final : public Backend {
   // At least `bytes` of device scratch in `buffer`, grown as needed; null on failure (kept as
   // the error).
   void* Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes);
+  // x rounded to `type` (bf16 or f16) in scratch memory that the next rounding reuses; null
+  // after a failure.
+  const void* RoundToHalf(const Tensor& x, DType type);
+  // out = x · weightᵀ (+ bias); `x_half` is x rounded to a 16-bit weight's type (RoundToHalf),
+  // unused for f32 weights.
+  void Project(const Tensor& x, const void* x_half, const Tensor& weight, const Tensor* bias,
+               Tensor out);
 
   // Keeps the first failure; true when `error` is a success.
   bool Check(cudaError_t error, const char* call);
@@ -83,7 +95,9 @@ class CudaBackend final : public Backend {
   // with one cudaMemcpyAsync, which returns at once and runs when the stream reaches it, after
   // the kernels queued before. Until then that host region must not change, so ops take turns
   // through kHostRegions regions, each reused only once the event recorded after its last copy
-  // has passed (normally long ago). The device buffer is single: copies and kernels share one
+  // has passed. A decode step stages four ops a layer (two rotations, the KV append, the
+  // attention): 64 regions let the host queue a whole step of a 16-layer model ahead of the
+  // device instead of one layer. The device buffer is single: copies and kernels share one
   // stream, which orders every use of it.
   class Staging {
    public:
@@ -97,7 +111,7 @@ class CudaBackend final : public Backend {
     void Free(CudaBackend& backend);
 
    private:
-    static constexpr size_t kHostRegions = 4;
+    static constexpr size_t kHostRegions = 64;
     struct HostRegion {
       char* data = nullptr;  // pinned (cudaMallocHost)
       size_t capacity = 0;

@@ -12,6 +12,7 @@
 #include "bench/keepkv_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bandwidth.h"
+#include "bench/op_times.h"
 #include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/store_write_bench.h"
@@ -45,6 +46,7 @@ struct BenchOptions {
   bool store_writes = false;
   bool matmul = false;
   bench::MatmulBenchOptions matmul_options;
+  bool op_times = false;
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
 };
@@ -213,6 +215,19 @@ absl::Status RunStoreWriteBench(const BenchOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status RunOpTimesBench(const BenchOptions& options, kernels::Backend& backend) {
+  bench::OpTimingBackend timing(backend);
+  auto model = engine::Model::Load(options.model_dir, timing);
+  if (!model.ok()) return model.status();
+  auto results = bench::MeasureOpTimes(**model, timing, options.throughput);
+  if (!results.ok()) return results.status();
+  std::printf("model %s, backend %s, kv cache %s, prompt %d tokens, %d decode steps\n",
+              options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
+              options.throughput.prompt_tokens, options.throughput.decode_tokens);
+  bench::PrintOpTimes(*results);
+  return absl::OkStatus();
+}
+
 absl::Status RunBench(const BenchOptions& options) {
   if (options.store_writes) return RunStoreWriteBench(options);
   if (options.matmul) return RunMatmulBench(options);
@@ -222,6 +237,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (!backend.ok()) return backend.status();
   std::printf("backend %s\n", (*backend)->KernelSummary().c_str());
   if (options.sampling) return RunSamplingBench(options, **backend);
+  if (options.op_times) return RunOpTimesBench(options, **backend);
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
   if (options.documents) return RunDocumentBench(options, **model);
@@ -397,6 +413,16 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--matmul-mib", options->matmul_options.weight_mib,
                    "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
+  command
+      ->add_flag("--op-times", options->op_times,
+                 "Measure where a decode step's time goes, op by op: the host's time in each "
+                 "backend call, and each op's time with the backend's queue drained around it")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"))
+      ->excludes(command->get_option("--keepkv"))
+      ->excludes(command->get_option("--sampling"))
+      ->excludes(command->get_option("--matmul"))
+      ->excludes(command->get_option("--store-writes"));
   command->callback([options] {
     // The flag's check admits only names of cache types.
     options->throughput.kv_cache_dtype = *kernels::DTypeFromName(options->kv_cache_dtype);

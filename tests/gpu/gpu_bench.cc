@@ -2,6 +2,8 @@
 // model on the CUDA backend at several batch sizes, each decode step set against its memory floor
 // (every weight and each sequence's KV read once, at the HBM bandwidth given) and against the
 // time its logits take to reach the host; then KVzip's scoring of a document against its prefill.
+// With --keepkv instead: a batch's decode throughput with KeepKV at a 10% budget against none,
+// and how much of each run the host spends in which backend calls.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "bench/keepkv_bench.h"
+#include "bench/op_times.h"
 #include "bench/sampling_bench.h"
 #include "bench/throughput.h"
 #include "engine/model.h"
@@ -63,6 +67,47 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+// The KeepKV batch without a budget, then with 10%, each printed as it ends (so that a run cut
+// short keeps the first) with the host's time in each backend call over the whole run.
+int RunKeepKv(kvd::engine::Model& model, kvd::bench::OpTimingBackend& timing,
+              const std::string& dtype, kvd::bench::KeepKvBenchOptions options) {
+  const kvd::engine::ModelConfig& config = model.config();
+  // The pool holds every sequence whole (f32 keys and values), with a quarter to spare.
+  const double tokens = static_cast<double>(options.batch_sequences) *
+                        (options.batch_prompt_tokens + options.batch_decode_tokens);
+  options.batch_kv_cache_bytes = static_cast<size_t>(
+      1.25 * tokens * 2.0 * config.num_layers * config.num_kv_heads * config.head_dim * 4.0);
+  std::printf("%s weights, KeepKV: batch %d, prompt %d tokens, %d decode steps\n", dtype.c_str(),
+              options.batch_sequences, options.batch_prompt_tokens, options.batch_decode_tokens);
+  double unbounded_tokens_per_second = 0.0;
+  for (bool bounded : {false, true}) {
+    timing.Reset();
+    timing.set_mode(kvd::bench::OpTimingBackend::Mode::kHost);
+    const auto start = std::chrono::steady_clock::now();
+    auto row = kvd::bench::MeasureKeepKvBatch(model, nullptr, options, bounded);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    timing.set_mode(kvd::bench::OpTimingBackend::Mode::kOff);
+    if (!row.ok()) return Fail(row.status());
+    if (!bounded) unbounded_tokens_per_second = row->decode_tokens_per_second;
+    double in_calls = 0.0;
+    for (const auto& [op, time] : timing.times()) in_calls += time.seconds;
+    std::printf(
+        "\nbudget %s: decode %.0f tok/s (%.0f%% of none), peak %d KV blocks, compressed "
+        "fraction %.3f; the run %.2f s, of which in backend calls %.2f s\n\n| op | calls | host "
+        "s |\n|---|---:|---:|\n",
+        bounded ? "10%" : "none", row->decode_tokens_per_second,
+        100.0 * row->decode_tokens_per_second / unbounded_tokens_per_second, row->peak_kv_blocks,
+        row->compressed_fraction, seconds, in_calls);
+    for (const auto& [op, time] : timing.times()) {
+      std::printf("| %.*s | %lld | %.3f |\n", static_cast<int>(op.size()), op.data(),
+                  static_cast<long long>(time.calls), time.seconds);
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,14 +133,37 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "Weight matrices on the device: bf16, f16 or f32")
       ->check(CLI::IsMember({"bf16", "f16", "f32"}))
       ->capture_default_str();
+  bool op_times = false;
+  app.add_flag("--op-times", op_times,
+               "Also measure where a decode step's time goes, op by op (host calls against each "
+               "op synchronised)");
+  bool keepkv = false;
+  kvd::bench::KeepKvBenchOptions keepkv_options;
+  keepkv_options.batch_sequences = 64;
+  keepkv_options.batch_prompt_tokens = 512;
+  keepkv_options.batch_decode_tokens = 32;
+  app.add_flag("--keepkv", keepkv,
+               "Measure instead a batch's decode throughput with KeepKV at a 10% budget against "
+               "none");
+  app.add_option("--keepkv-batch", keepkv_options.batch_sequences, "Sequences, with --keepkv")
+      ->capture_default_str();
+  app.add_option("--keepkv-prompt-tokens", keepkv_options.batch_prompt_tokens,
+                 "Prompt length, with --keepkv")
+      ->capture_default_str();
+  app.add_option("--keepkv-decode-tokens", keepkv_options.batch_decode_tokens,
+                 "Tokens generated per sequence, with --keepkv")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.batch_sizes = batches;
 
   auto backend =
       kvd::kernels::CreateBackend("cuda", {.weight_dtype = kvd::kernels::DTypeFromName(dtype)});
   if (!backend.ok()) return Fail(backend.status());
-  auto model = kvd::engine::Model::Load(model_dir, **backend);
+  // Untimed unless --op-times measures: each op then passes one more virtual call.
+  kvd::bench::OpTimingBackend timing(**backend);
+  auto model = kvd::engine::Model::Load(model_dir, timing);
   if (!model.ok()) return Fail(model.status());
+  if (keepkv) return RunKeepKv(**model, timing, dtype, keepkv_options);
   auto results = kvd::bench::MeasureThroughput(**model, options);
   if (!results.ok()) return Fail(results.status());
   const auto& config = (*model)->config();
@@ -129,6 +197,16 @@ int main(int argc, char** argv) {
     std::printf("\n");
     kvd::bench::PrintSamplingTable(sampling_options, *rows);
     std::fflush(stdout);
+  }
+
+  if (op_times) {
+    kvd::bench::ThroughputOptions op_options = options;
+    op_options.decode_tokens = 8;
+    auto op_results = kvd::bench::MeasureOpTimes(**model, timing, op_options);
+    if (!op_results.ok()) return Fail(op_results.status());
+    std::printf("\n%s weights, op times, prompt %d tokens, %d decode steps\n", dtype.c_str(),
+                op_options.prompt_tokens, op_options.decode_tokens);
+    kvd::bench::PrintOpTimes(*op_results);
   }
 
   auto scoring = kvd::bench::MeasureKvzipScoring(**model, kvzip);

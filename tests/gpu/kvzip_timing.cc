@@ -24,28 +24,6 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-// Waits until the backend has run everything queued: a copy of one float is stream-ordered and
-// returns once it is on the host. A forward step without logits or scores returns before its
-// work is done.
-class BackendFence {
- public:
-  static absl::StatusOr<BackendFence> Create(kernels::Backend& backend) {
-    auto buffer = backend.Allocate(sizeof(float));
-    if (!buffer.ok()) return buffer.status();
-    return BackendFence(backend, *std::move(buffer));
-  }
-  void Wait() {
-    float value = 0.0f;
-    backend_->CopyToHost(kernels::Tensor{buffer_->data(), kernels::DType::kF32, 1, 1}, &value);
-  }
-
- private:
-  BackendFence(kernels::Backend& backend, std::unique_ptr<kernels::DeviceBuffer> buffer)
-      : backend_(&backend), buffer_(std::move(buffer)) {}
-  kernels::Backend* backend_;
-  std::unique_ptr<kernels::DeviceBuffer> buffer_;
-};
-
 std::vector<int32_t> RandomIds(int32_t count, int32_t vocab_size, std::mt19937_64& random) {
   std::uniform_int_distribution<int32_t> ids(0, vocab_size - 1);
   std::vector<int32_t> tokens(count);
@@ -58,13 +36,13 @@ std::vector<int32_t> RandomIds(int32_t count, int32_t vocab_size, std::mt19937_6
 // (CompressionJobs::Plan), runs Model::Forward, and commits.
 absl::StatusOr<KvzipTiming> CompressOnce(engine::Model& model, engine::KvBlockPool& pool,
                                          cache_store::DocumentCompressor& compressor,
-                                         int32_t token_budget, BackendFence& fence) {
+                                         int32_t token_budget) {
   KvzipTiming timing;
   timing.prefill_tokens = compressor.input().length();
   timing.scoring_tokens = compressor.total_tokens() - compressor.input().length();
   std::vector<engine::SequenceStep> steps;
   engine::StepLogits logits;
-  fence.Wait();
+  model.backend().Synchronize();
   Clock::time_point start = Clock::now();
   bool prefilled = false;
   while (!compressor.scored()) {
@@ -82,13 +60,13 @@ absl::StatusOr<KvzipTiming> CompressOnce(engine::Model& model, engine::KvBlockPo
     }
     compressor.Commit(pool);
     if (!prefilled && compressor.done_tokens() == timing.prefill_tokens) {
-      fence.Wait();
+      model.backend().Synchronize();
       timing.prefill_ms = MillisecondsSince(start);
       start = Clock::now();
       prefilled = true;
     }
   }
-  fence.Wait();
+  model.backend().Synchronize();
   timing.scoring_ms = MillisecondsSince(start);
   start = Clock::now();
   auto payload = compressor.Finish(pool);
@@ -132,8 +110,6 @@ absl::StatusOr<KvzipTiming> MeasureKvzipScoring(engine::Model& model,
        .block_size = options.block_size,
        .head_dim = config.head_dim});
   if (!pool.ok()) return pool.status();
-  auto fence = BackendFence::Create(model.backend());
-  if (!fence.ok()) return fence.status();
 
   // The first compression is a warm-up: per-size allocations stay out of the figures.
   std::vector<double> prefill_ms, scoring_ms, finish_ms;
@@ -141,7 +117,7 @@ absl::StatusOr<KvzipTiming> MeasureKvzipScoring(engine::Model& model,
   for (int32_t run = 0; run <= options.repeats; ++run) {
     auto compressor = new_compressor();
     if (!compressor.ok()) return compressor.status();
-    auto timing = CompressOnce(model, **pool, **compressor, options.max_num_batched_tokens, *fence);
+    auto timing = CompressOnce(model, **pool, **compressor, options.max_num_batched_tokens);
     if (!timing.ok()) return timing.status();
     if (run == 0) continue;
     result = *timing;
