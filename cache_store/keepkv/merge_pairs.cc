@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/row_dots.h"
+
 namespace kvd::cache_store {
 namespace {
 
@@ -31,6 +33,39 @@ float Dot(const float* a, const float* b, int32_t n) {
   return dot;
 }
 
+// Unit rows stored transposed, so that one row's cosines with all of them run along the rows
+// in vectors (kernels/cpu/row_dots.h) while each is still summed over the dimensions in order,
+// exactly as Dot sums it.
+class CosineTable {
+ public:
+  CosineTable(std::span<const float> unit, int32_t head_dim)
+      : rows_(static_cast<int32_t>(unit.size() / head_dim)),
+        head_dim_(head_dim),
+        transposed_(unit.size()),
+        cosines_(rows_),
+        row_dots_(kernels::cpu::FastestRowDots(kernels::cpu::HostCpuFeatures())) {
+    for (int32_t i = 0; i < rows_; ++i) {
+      for (int32_t d = 0; d < head_dim_; ++d) {
+        transposed_[static_cast<size_t>(d) * rows_ + i] =
+            unit[static_cast<size_t>(i) * head_dim_ + d];
+      }
+    }
+  }
+
+  // Dot(a, row j) for every row j, valid until the next call.
+  std::span<const float> With(const float* a) {
+    row_dots_(a, transposed_.data(), head_dim_, rows_, cosines_.data());
+    return cosines_;
+  }
+
+ private:
+  int32_t rows_;
+  int32_t head_dim_;
+  std::vector<float> transposed_;  // [head_dim, rows]
+  std::vector<float> cosines_;
+  kernels::cpu::RowDotsKernel row_dots_;
+};
+
 }  // namespace
 
 std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys,
@@ -58,14 +93,16 @@ std::vector<MergePair> SelectLowestScoredMerges(std::span<const float> keys,
   count = std::clamp<int32_t>(count, 0, static_cast<int32_t>(order.size()));
   std::vector<uint8_t> alive(mergeable.begin(), mergeable.end());
   std::vector<MergePair> merges;
+  CosineTable table(unit, head_dim);
   for (int32_t k = 0; k < count; ++k) {
     const int32_t i = order[k];
     alive[i] = 0;
     int32_t best = -1;
     float best_cosine = min_cosine;
+    const std::span<const float> cosines = table.With(row(i));
     for (int32_t j = 0; j < n; ++j) {
       if (!alive[j]) continue;
-      const float cosine = Dot(row(i), row(j), head_dim);
+      const float cosine = cosines[j];
       if (!(cosine > best_cosine || (best < 0 && cosine == best_cosine))) continue;
       if (gate_values && Dot(value_row(i), value_row(j), head_dim) < min_value_cosine) continue;
       best = j;
@@ -91,13 +128,15 @@ std::vector<MergePair> SelectMergePairs(std::span<const float> keys, int32_t hea
   }
   // Each mergeable entry's most similar mergeable partner: one edge per entry.
   std::vector<Edge> edges;
+  CosineTable table(unit, head_dim);
   for (int32_t i = 0; i < n; ++i) {
     if (!candidate[i]) continue;
-    const float* a = unit.data() + static_cast<size_t>(i) * head_dim;
+    const std::span<const float> cosines =
+        table.With(unit.data() + static_cast<size_t>(i) * head_dim);
     Edge best{-2.0f, i, -1};
     for (int32_t j = 0; j < n; ++j) {
       if (j == i || !candidate[j]) continue;
-      const float dot = Dot(a, unit.data() + static_cast<size_t>(j) * head_dim, head_dim);
+      const float dot = cosines[j];
       if (dot > best.cosine) best = {dot, i, j};
     }
     if (best.b >= 0 && best.cosine >= options.min_cosine) edges.push_back(best);

@@ -11,6 +11,7 @@
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
 #include "bench/matmul_bench.h"
+#include "bench/merge_selection_bench.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/op_times.h"
 #include "bench/sampling_bench.h"
@@ -46,6 +47,8 @@ struct BenchOptions {
   bool store_writes = false;
   bool matmul = false;
   bench::MatmulBenchOptions matmul_options;
+  bool merge_selection = false;
+  bench::MergeSelectionBenchOptions merge_selection_options;
   bool op_times = false;
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
@@ -231,6 +234,11 @@ absl::Status RunOpTimesBench(const BenchOptions& options, kernels::Backend& back
 absl::Status RunBench(const BenchOptions& options) {
   if (options.store_writes) return RunStoreWriteBench(options);
   if (options.matmul) return RunMatmulBench(options);
+  if (options.merge_selection) {
+    bench::PrintMergeSelectionTable(options.merge_selection_options,
+                                    bench::MeasureMergeSelection(options.merge_selection_options));
+    return absl::OkStatus();
+  }
   auto backend = kernels::CreateBackend(
       options.backend,
       {.num_threads = options.threads, .weight_dtype = kernels::DTypeFromName(options.dtype)});
@@ -414,6 +422,27 @@ void AddBenchCommand(CLI::App& app) {
                    "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
   command
+      ->add_flag("--merge-selection", options->merge_selection,
+                 "Measure how long choosing KeepKV's merges takes for one (layer, kv head), at "
+                 "several entry counts (no model)")
+      ->excludes(command->get_option("--scheduler"))
+      ->excludes(command->get_option("--documents"))
+      ->excludes(command->get_option("--keepkv"))
+      ->excludes(command->get_option("--sampling"))
+      ->excludes(command->get_option("--matmul"))
+      ->excludes(command->get_option("--store-writes"));
+  command
+      ->add_option("--merge-selection-entries", options->merge_selection_options.entries,
+                   "Entry counts, with --merge-selection")
+      ->check(CLI::Range(2, 1 << 16))
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--merge-selection-head-dim", options->merge_selection_options.head_dim,
+                   "Dimensions of a head, with --merge-selection")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  command
       ->add_flag("--op-times", options->op_times,
                  "Measure where a decode step's time goes, op by op: the host's time in each "
                  "backend call, and each op's time with the backend's queue drained around it")
@@ -422,6 +451,7 @@ void AddBenchCommand(CLI::App& app) {
       ->excludes(command->get_option("--keepkv"))
       ->excludes(command->get_option("--sampling"))
       ->excludes(command->get_option("--matmul"))
+      ->excludes(command->get_option("--merge-selection"))
       ->excludes(command->get_option("--store-writes"));
   command->callback([options] {
     // The flag's check admits only names of cache types.

@@ -1,14 +1,17 @@
 // KeepKV's merge selection. Similar pairs: disjoint, most similar first, the lower score
 // evicted, protected entries never touched, the similarity floor and pair cap honoured. Lowest
 // scores: exactly the lowest go, in ascending score, each into the most similar entry still
-// there (chains carrying a group's votes to its last member) or evicted without one.
+// there (chains carrying a group's votes to its last member) or evicted without one. Both find
+// the partner a brute-force search in double precision finds, at sizes past any vector width.
 #include "cache_store/keepkv/merge_pairs.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
+#include <utility>
 
 namespace kvd::cache_store {
 namespace {
@@ -177,6 +180,71 @@ TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
     }
     EXPECT_TRUE(gone.insert(merge.evicted).second);
   }
+}
+
+// Random keys of a width no vector divides, with protected entries among them: every selected
+// entry goes to the entry still there whose key a double-precision cosine ranks first.
+TEST(SelectLowestScoredMerges, ChoosesThePartnerABruteForceSearchChooses) {
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal;
+  constexpr int32_t kDim = 23;
+  constexpr int32_t kCount = 301;
+  constexpr int32_t kSelected = 250;
+  std::vector<float> keys(kCount * kDim), scores(kCount);
+  for (float& x : keys) x = normal(random);
+  for (float& x : scores) x = std::abs(normal(random));
+  std::vector<uint8_t> mergeable(kCount, 1);
+  for (int32_t i = 0; i < kCount; i += 7) mergeable[i] = 0;
+  const auto merges =
+      SelectLowestScoredMerges(keys, keys, kDim, mergeable, scores, kSelected, -1.0f, -1.0f);
+  ASSERT_EQ(merges.size(), static_cast<size_t>(kSelected));
+  std::vector<uint8_t> alive = mergeable;
+  for (const MergePair& merge : merges) {
+    alive[merge.evicted] = 0;
+    int32_t best = -1;
+    double best_cosine = -2.0;
+    for (int32_t j = 0; j < kCount; ++j) {
+      if (!alive[j]) continue;
+      const double cosine = Cosine(keys, kDim, merge.evicted, j);
+      if (cosine > best_cosine) {
+        best = j;
+        best_cosine = cosine;
+      }
+    }
+    EXPECT_EQ(merge.kept, best) << "entry " << merge.evicted;
+    EXPECT_NEAR(merge.cosine, best_cosine, 1e-5);
+  }
+}
+
+TEST(SelectMergePairs, TheFirstPairIsTheMostSimilarOfAllAsABruteForceSearchFindsIt) {
+  std::mt19937 random(11);
+  std::normal_distribution<float> normal;
+  constexpr int32_t kDim = 37;
+  constexpr int32_t kCount = 203;
+  std::vector<float> keys(kCount * kDim), scores(kCount);
+  for (float& x : keys) x = normal(random);
+  for (float& x : scores) x = std::abs(normal(random));
+  std::vector<uint8_t> mergeable(kCount, 1);
+  for (int32_t i = 0; i < kCount; i += 5) mergeable[i] = 0;
+  const auto pairs =
+      SelectMergePairs(keys, kDim, mergeable, scores, {.max_pairs = 1, .min_cosine = -1.0f});
+  ASSERT_EQ(pairs.size(), 1u);
+  std::pair<int32_t, int32_t> best{-1, -1};
+  double best_cosine = -2.0;
+  for (int32_t a = 0; a < kCount; ++a) {
+    for (int32_t b = a + 1; b < kCount; ++b) {
+      if (!mergeable[a] || !mergeable[b]) continue;
+      const double cosine = Cosine(keys, kDim, a, b);
+      if (cosine > best_cosine) {
+        best = {a, b};
+        best_cosine = cosine;
+      }
+    }
+  }
+  const auto [low, high] = std::minmax(pairs[0].evicted, pairs[0].kept);
+  EXPECT_EQ(low, best.first);
+  EXPECT_EQ(high, best.second);
+  EXPECT_NEAR(pairs[0].cosine, best_cosine, 1e-5);
 }
 
 }  // namespace
