@@ -26,6 +26,23 @@ double Cosine(const std::vector<float>& keys, int32_t dim, int32_t a, int32_t b)
   return dot / std::sqrt(na * nb);
 }
 
+// `count` entries of `dim` normal keys, absolute normal scores, every `protect_every`-th entry
+// not mergeable.
+struct RandomEntries {
+  std::vector<float> keys, scores;
+  std::vector<uint8_t> mergeable;
+};
+RandomEntries MakeRandomEntries(uint32_t seed, int32_t count, int32_t dim, int32_t protect_every) {
+  std::mt19937 random(seed);
+  std::normal_distribution<float> normal;
+  RandomEntries entries{std::vector<float>(static_cast<size_t>(count) * dim),
+                        std::vector<float>(count), std::vector<uint8_t>(count, 1)};
+  for (float& x : entries.keys) x = normal(random);
+  for (float& x : entries.scores) x = std::abs(normal(random));
+  for (int32_t i = 0; i < count; i += protect_every) entries.mergeable[i] = 0;
+  return entries;
+}
+
 TEST(SelectMergePairs, TakesTheMostSimilarDisjointPairsAndEvictsTheLowerScore) {
   // Entries 0 and 2 point the same way, 1 and 3 nearly so; 4 is alone.
   const std::vector<float> keys = {1, 0, 0, 0, 1, 0, 2, 0, 0, 0, 1, 0.1f, 0, 0, 1};
@@ -158,15 +175,10 @@ TEST(SelectLowestScoredMerges, AValueGateSendsAnEntryToItsClosestKeyAmongSimilar
 }
 
 TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
-  std::mt19937 random(std::random_device{}());
-  std::normal_distribution<float> normal;
   constexpr int32_t kDim = 8;
   constexpr int32_t kCount = 60;
-  std::vector<float> keys(kCount * kDim), scores(kCount);
-  for (float& x : keys) x = normal(random);
-  for (float& x : scores) x = std::abs(normal(random));
-  std::vector<uint8_t> mergeable(kCount, 1);
-  for (int32_t i = 0; i < kCount; i += 3) mergeable[i] = 0;
+  const auto [keys, scores, mergeable] =
+      MakeRandomEntries(std::random_device{}(), kCount, kDim, /*protect_every=*/3);
   const auto merges =
       SelectLowestScoredMerges(keys, keys, kDim, mergeable, scores, 30, 0.3f, -1.0f);
   EXPECT_EQ(merges.size(), 30u);
@@ -185,16 +197,10 @@ TEST(SelectLowestScoredMerges, NeverTouchesProtectedEntries) {
 // Random keys of a width no vector divides, with protected entries among them: every selected
 // entry goes to the entry still there whose key a double-precision cosine ranks first.
 TEST(SelectLowestScoredMerges, ChoosesThePartnerABruteForceSearchChooses) {
-  std::mt19937 random(7);
-  std::normal_distribution<float> normal;
   constexpr int32_t kDim = 23;
   constexpr int32_t kCount = 301;
   constexpr int32_t kSelected = 250;
-  std::vector<float> keys(kCount * kDim), scores(kCount);
-  for (float& x : keys) x = normal(random);
-  for (float& x : scores) x = std::abs(normal(random));
-  std::vector<uint8_t> mergeable(kCount, 1);
-  for (int32_t i = 0; i < kCount; i += 7) mergeable[i] = 0;
+  const auto [keys, scores, mergeable] = MakeRandomEntries(7, kCount, kDim, /*protect_every=*/7);
   const auto merges =
       SelectLowestScoredMerges(keys, keys, kDim, mergeable, scores, kSelected, -1.0f, -1.0f);
   ASSERT_EQ(merges.size(), static_cast<size_t>(kSelected));
@@ -217,15 +223,9 @@ TEST(SelectLowestScoredMerges, ChoosesThePartnerABruteForceSearchChooses) {
 }
 
 TEST(SelectMergePairs, TheFirstPairIsTheMostSimilarOfAllAsABruteForceSearchFindsIt) {
-  std::mt19937 random(11);
-  std::normal_distribution<float> normal;
   constexpr int32_t kDim = 37;
   constexpr int32_t kCount = 203;
-  std::vector<float> keys(kCount * kDim), scores(kCount);
-  for (float& x : keys) x = normal(random);
-  for (float& x : scores) x = std::abs(normal(random));
-  std::vector<uint8_t> mergeable(kCount, 1);
-  for (int32_t i = 0; i < kCount; i += 5) mergeable[i] = 0;
+  const auto [keys, scores, mergeable] = MakeRandomEntries(11, kCount, kDim, /*protect_every=*/5);
   const auto pairs =
       SelectMergePairs(keys, kDim, mergeable, scores, {.max_pairs = 1, .min_cosine = -1.0f});
   ASSERT_EQ(pairs.size(), 1u);
