@@ -389,6 +389,8 @@ void CudaBackend::LinearGroup(const Tensor& x, std::span<const Projection> proje
   std::optional<DType> rounded_type;
   const void* x_half = nullptr;
   for (const Projection& projection : projections) {
+    // A later product of the group reads x (or its rounding) after this one has written.
+    KVD_CHECK(projection.out.data != x.data);
     const DType type = projection.weight->dtype;
     if (type != DType::kF32 && rounded_type != type) {
       x_half = RoundToHalf(x, type);

@@ -95,10 +95,10 @@ class CudaBackend final : public Backend {
   // with one cudaMemcpyAsync, which returns at once and runs when the stream reaches it, after
   // the kernels queued before. Until then that host region must not change, so ops take turns
   // through kHostRegions regions, each reused only once the event recorded after its last copy
-  // has passed. A decode step stages four ops a layer (two rotations, the KV append, the
-  // attention): 64 regions let the host queue a whole step of a 16-layer model ahead of the
-  // device instead of one layer. The device buffer is single: copies and kernels share one
-  // stream, which orders every use of it.
+  // has passed. Four let the host queue about a layer ahead of the device; more bought nothing
+  // on an H200, whose decode step waits for the host's queueing, never the host for it, and
+  // each region keeps pinned the largest upload it has held. The device buffer is single:
+  // copies and kernels share one stream, which orders every use of it.
   class Staging {
    public:
     // Borrows `values` until Upload, which copies them.
@@ -111,7 +111,7 @@ class CudaBackend final : public Backend {
     void Free(CudaBackend& backend);
 
    private:
-    static constexpr size_t kHostRegions = 64;
+    static constexpr size_t kHostRegions = 4;
     struct HostRegion {
       char* data = nullptr;  // pinned (cudaMallocHost)
       size_t capacity = 0;
