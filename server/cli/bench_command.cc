@@ -11,8 +11,8 @@
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
 #include "bench/matmul_bench.h"
-#include "bench/merge_selection_bench.h"
 #include "bench/memory_bandwidth.h"
+#include "bench/merge_selection_bench.h"
 #include "bench/op_times.h"
 #include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
@@ -155,8 +155,7 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
       "model %s, backend %s, scheduler, kv cache %s, prompt %d tokens (%d shared), %d generated "
       "per request\n",
       options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
-      bench_options.prompt_tokens, bench_options.shared_prefix_tokens,
-      bench_options.decode_tokens);
+      bench_options.prompt_tokens, bench_options.shared_prefix_tokens, bench_options.decode_tokens);
   std::printf(
       "| concurrent | prefix cache | prompt tokens computed | TTFT ms (mean%s) | decode tok/s | "
       "decode ms/step | outside forward | total s |\n",
@@ -323,11 +322,9 @@ void AddBenchCommand(CLI::App& app) {
                    "Concurrent requests to measure, with --scheduler")
       ->delimiter(',')
       ->capture_default_str();
-  command
-      ->add_flag("--documents", options->documents,
-                 "Measure what a stored, compressed document buys: time to first token from "
-                 "scratch, compression time, and time to first token over the stored cache")
-      ->excludes(command->get_option("--scheduler"));
+  command->add_flag("--documents", options->documents,
+                    "Measure what a stored, compressed document buys: time to first token from "
+                    "scratch, compression time, and time to first token over the stored cache");
   command
       ->add_option("--document-tokens", options->document.document_tokens,
                    "Document length, with --documents")
@@ -337,12 +334,10 @@ void AddBenchCommand(CLI::App& app) {
                    "Kept ratios of the stored cache to measure, with --documents")
       ->delimiter(',')
       ->capture_default_str();
-  command
-      ->add_flag("--keepkv", options->keepkv,
-                 "Measure KeepKV: logit perturbation after compaction per merge rule and budget, "
-                 "a parameter sweep, and batch throughput and memory at a 10% budget")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"));
+  command->add_flag(
+      "--keepkv", options->keepkv,
+      "Measure KeepKV: logit perturbation after compaction per merge rule and budget, "
+      "a parameter sweep, and batch throughput and memory at a 10% budget");
   command
       ->add_option("--keepkv-prompt-tokens", options->keepkv_options.prompt_tokens,
                    "Prompt length, with --keepkv")
@@ -355,13 +350,9 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--keepkv-steps", options->keepkv_options.follow_steps,
                    "Decode steps measured after the compaction, with --keepkv")
       ->capture_default_str();
-  command
-      ->add_flag("--sampling", options->sampling,
-                 "Measure turning logits into tokens: whole rows to the host against the rows' "
-                 "top logits, per batch size (no model needed)")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"))
-      ->excludes(command->get_option("--keepkv"));
+  command->add_flag("--sampling", options->sampling,
+                    "Measure turning logits into tokens: whole rows to the host against the rows' "
+                    "top logits, per batch size (no model needed)");
   command
       ->add_option("--vocab", options->sampling_options.vocab_size,
                    "Vocabulary of the random logits, with --sampling")
@@ -370,14 +361,9 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--zipf", options->sampling_options.zipf_exponent,
                    "Exponent of the logits' Zipf shape (larger: more peaked), with --sampling")
       ->capture_default_str();
-  command
-      ->add_flag("--store-writes", options->store_writes,
-                 "Measure the document store's writes of an upload with sync_writes on and off "
-                 "(the model's geometry only; no model is loaded)")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"))
-      ->excludes(command->get_option("--keepkv"))
-      ->excludes(command->get_option("--sampling"));
+  command->add_flag("--store-writes", options->store_writes,
+                    "Measure the document store's writes of an upload with sync_writes on and off "
+                    "(the model's geometry only; no model is loaded)");
   command
       ->add_option("--store-dir", options->store_dir,
                    "Directory on the disk to measure, with --store-writes")
@@ -395,15 +381,9 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--store-rounds", options->store_options.rounds,
                    "Rounds per setting, with --store-writes")
       ->capture_default_str();
-  command
-      ->add_flag("--matmul", options->matmul,
-                 "Measure the CPU projections kernel by kernel: each matmul variant and weight "
-                 "type at several row counts, against the measured read bandwidth (no model)")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"))
-      ->excludes(command->get_option("--keepkv"))
-      ->excludes(command->get_option("--sampling"))
-      ->excludes(command->get_option("--store-writes"));
+  command->add_flag("--matmul", options->matmul,
+                    "Measure the CPU projections kernel by kernel: each matmul variant and weight "
+                    "type at several row counts, against the measured read bandwidth (no model)");
   command
       ->add_option("--matmul-rows", options->matmul_options.rows,
                    "Rows (tokens) per product, with --matmul")
@@ -421,16 +401,9 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--matmul-mib", options->matmul_options.weight_mib,
                    "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
-  command
-      ->add_flag("--merge-selection", options->merge_selection,
-                 "Measure how long choosing KeepKV's merges takes for one (layer, kv head), at "
-                 "several entry counts (no model)")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"))
-      ->excludes(command->get_option("--keepkv"))
-      ->excludes(command->get_option("--sampling"))
-      ->excludes(command->get_option("--matmul"))
-      ->excludes(command->get_option("--store-writes"));
+  command->add_flag("--merge-selection", options->merge_selection,
+                    "Measure how long choosing KeepKV's merges takes for one (layer, kv head), at "
+                    "several entry counts (no model)");
   command
       ->add_option("--merge-selection-entries", options->merge_selection_options.entries,
                    "Entry counts, with --merge-selection")
@@ -442,17 +415,18 @@ void AddBenchCommand(CLI::App& app) {
                    "Dimensions of a head, with --merge-selection")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  command
-      ->add_flag("--op-times", options->op_times,
-                 "Measure where a decode step's time goes, op by op: the host's time in each "
-                 "backend call, and each op's time with the backend's queue drained around it")
-      ->excludes(command->get_option("--scheduler"))
-      ->excludes(command->get_option("--documents"))
-      ->excludes(command->get_option("--keepkv"))
-      ->excludes(command->get_option("--sampling"))
-      ->excludes(command->get_option("--matmul"))
-      ->excludes(command->get_option("--merge-selection"))
-      ->excludes(command->get_option("--store-writes"));
+  command->add_flag("--op-times", options->op_times,
+                    "Measure where a decode step's time goes, op by op: the host's time in each "
+                    "backend call, and each op's time with the backend's queue drained around it");
+  // One measurement a run: each of them excludes every other.
+  const char* const measurements[] = {"--scheduler",       "--documents",    "--keepkv",
+                                      "--sampling",        "--store-writes", "--matmul",
+                                      "--merge-selection", "--op-times"};
+  for (const char* a : measurements) {
+    for (const char* b : measurements) {
+      if (a != b) command->get_option(a)->excludes(command->get_option(b));
+    }
+  }
   command->callback([options] {
     // The flag's check admits only names of cache types.
     options->throughput.kv_cache_dtype = *kernels::DTypeFromName(options->kv_cache_dtype);
