@@ -11,12 +11,13 @@ LAYERS = {
     "base": set(),
     "kernels": {"base"},
     "engine": {"kernels", "base"},
+    "structured": {"engine", "kernels", "base"},
     "cache_store": {"engine", "kernels", "base"},
-    "scheduler": {"cache_store", "engine", "kernels", "base"},
-    "documents": {"scheduler", "cache_store", "engine", "kernels", "base"},
-    "bench": {"scheduler", "cache_store", "engine", "kernels", "base"},
-    "server": {"documents", "scheduler", "cache_store", "engine", "kernels", "base", "bench",
-               "proto"},
+    "scheduler": {"structured", "cache_store", "engine", "kernels", "base"},
+    "documents": {"scheduler", "structured", "cache_store", "engine", "kernels", "base"},
+    "bench": {"scheduler", "structured", "cache_store", "engine", "kernels", "base"},
+    "server": {"documents", "scheduler", "structured", "cache_store", "engine", "kernels", "base",
+               "bench", "proto"},
     "tools": {"engine", "kernels", "base"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -1,0 +1,115 @@
+#include "structured/constraint.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace kvd::structured {
+
+Constraint::Constraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie)
+    : grammar_(std::move(grammar)), trie_(std::move(trie)), stacks_(grammar_, kMaxStacks) {
+  walk_sets_.resize(trie_->max_depth() + 1);
+}
+
+Constraint::MaskStatistics Constraint::mask_statistics() const {
+  base::MutexLock lock(mu_);
+  return statistics_;
+}
+
+std::vector<int32_t> Constraint::InitialState() const {
+  base::MutexLock lock(mu_);
+  return stacks_.initial();
+}
+
+std::vector<int32_t> Constraint::Advance(const std::vector<int32_t>& state,
+                                         std::string_view bytes) const {
+  base::MutexLock lock(mu_);
+  std::vector<int32_t> current = state;
+  std::vector<int32_t> next;
+  for (char c : bytes) {
+    stacks_.StepAll(current, static_cast<uint8_t>(c), next);
+    std::swap(current, next);
+    if (current.empty()) break;
+  }
+  return current;
+}
+
+absl::StatusOr<std::shared_ptr<const TokenMask>> Constraint::Mask(
+    const std::vector<int32_t>& state) const {
+  base::MutexLock lock(mu_);
+  if (const auto it = masks_.find(state); it != masks_.end()) {
+    ++statistics_.reused;
+    return it->second;
+  }
+  auto mask = std::make_shared<const TokenMask>(WalkMask(state));
+  if (stacks_.overflowed()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the constraint's matcher needs more than ", kMaxStacks, " states; use a simpler one"));
+  }
+  ++statistics_.computed;
+  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+  masks_.emplace(state, mask);
+  return mask;
+}
+
+TokenMask Constraint::WalkMask(const std::vector<int32_t>& state) const {
+  const TokenTrie& trie = *trie_;
+  TokenMask mask(trie.vocab_size());
+  walk_sets_[0] = state;
+  for (size_t node = 0; node < trie.node_count();) {
+    const uint16_t depth = trie.depth(node);
+    std::vector<int32_t>& reached = walk_sets_[depth];
+    stacks_.StepAll(walk_sets_[depth - 1], trie.byte(node), reached);
+    if (reached.empty()) {
+      node = trie.subtree_end(node);
+      continue;
+    }
+    for (int32_t token : trie.tokens_at(node)) mask.Allow(token);
+    ++node;
+  }
+  if (!state.empty() && state.front() == StackSpace::kAccepted) {
+    for (int32_t token : trie.end_tokens()) mask.Allow(token);
+  }
+  return mask;
+}
+
+ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const Constraint> constraint)
+    : constraint_(std::move(constraint)), state_(constraint_->InitialState()) {}
+
+absl::StatusOr<std::shared_ptr<const TokenMask>> ConstraintMatcher::NextTokens() const {
+  if (ended_) return std::make_shared<const TokenMask>(constraint_->trie().vocab_size());
+  return constraint_->Mask(state_);
+}
+
+absl::Status ConstraintMatcher::Accept(int32_t token) {
+  const TokenTrie& trie = constraint_->trie();
+  if (!ended_ && trie.is_end_token(token) && complete()) {
+    ended_ = true;
+    return absl::OkStatus();
+  }
+  const std::optional<std::string_view> text = trie.text_of(token);
+  if (ended_ || !text.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token ", token, " does not continue the constrained output"));
+  }
+  return AcceptText(*text);
+}
+
+absl::Status ConstraintMatcher::AcceptText(std::string_view text) {
+  std::vector<int32_t> next = constraint_->Advance(state_, text);
+  if (ended_ || next.empty()) {
+    return absl::InvalidArgumentError("the text does not continue the constrained output");
+  }
+  state_ = std::move(next);
+  return absl::OkStatus();
+}
+
+bool ConstraintMatcher::complete() const {
+  return !ended_ && !state_.empty() && state_.front() == StackSpace::kAccepted;
+}
+
+bool ConstraintMatcher::can_continue() const {
+  return !ended_ && !state_.empty() && state_.back() != StackSpace::kAccepted;
+}
+
+}  // namespace kvd::structured

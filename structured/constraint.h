@@ -1,0 +1,89 @@
+// A compiled constraint and the matcher of one sequence under it. A Constraint is shared by
+// every request with the same constraint text (the compile cache) and remembers the token mask
+// of each matcher state it has met, so a mask is walked out of the vocabulary once per state.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "structured/grammar.h"
+#include "structured/stack_space.h"
+#include "structured/token_mask.h"
+#include "structured/token_trie.h"
+
+namespace kvd::structured {
+
+// Thread-safe: matchers on several threads may share one.
+class Constraint {
+ public:
+  // Masks remembered per constraint (a mask is vocab_size / 8 bytes: 16 KB for 128,256 tokens).
+  static constexpr size_t kMaxCachedMasks = 1024;
+  // Distinct matcher stacks per constraint; a sequence that needs more fails.
+  static constexpr size_t kMaxStacks = 1 << 20;
+
+  Constraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie);
+
+  const Grammar& grammar() const { return grammar_; }
+  const TokenTrie& trie() const { return *trie_; }
+
+  struct MaskStatistics {
+    uint64_t computed = 0;  // masks walked out of the vocabulary
+    uint64_t reused = 0;    // masks found remembered
+  };
+  MaskStatistics mask_statistics() const;
+
+ private:
+  friend class ConstraintMatcher;
+
+  std::vector<int32_t> InitialState() const;
+  // The state after `bytes` from `state`; empty when the grammar rejects them.
+  std::vector<int32_t> Advance(const std::vector<int32_t>& state, std::string_view bytes) const;
+  absl::StatusOr<std::shared_ptr<const TokenMask>> Mask(const std::vector<int32_t>& state) const;
+  TokenMask WalkMask(const std::vector<int32_t>& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Grammar grammar_;
+  const std::shared_ptr<const TokenTrie> trie_;
+  mutable base::Mutex mu_;
+  mutable StackSpace stacks_ ABSL_GUARDED_BY(mu_);
+  mutable absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const TokenMask>> masks_
+      ABSL_GUARDED_BY(mu_);
+  mutable MaskStatistics statistics_ ABSL_GUARDED_BY(mu_);
+  mutable std::vector<std::vector<int32_t>> walk_sets_ ABSL_GUARDED_BY(mu_);
+};
+
+// The position of one sequence's output in a constraint. Not synchronised: one owner.
+class ConstraintMatcher {
+ public:
+  explicit ConstraintMatcher(std::shared_ptr<const Constraint> constraint);
+
+  // The tokens allowed next: those whose bytes keep the text a prefix of a sentence, and the
+  // end tokens where the text is a whole sentence. After an end token, none.
+  // ResourceExhausted when the constraint's state space is spent.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<const TokenMask>> NextTokens() const;
+  // Moves past `token`. InvalidArgument, leaving the matcher as it was, when the constraint
+  // does not allow it.
+  [[nodiscard]] absl::Status Accept(int32_t token);
+  // Moves past text written without tokens (a forced prefix). InvalidArgument as Accept.
+  [[nodiscard]] absl::Status AcceptText(std::string_view text);
+
+  // Whether the text so far is a whole sentence (an end token may follow).
+  bool complete() const;
+  // Whether any byte may follow the text so far.
+  bool can_continue() const;
+  // Whether an end token was accepted.
+  bool ended() const { return ended_; }
+
+ private:
+  std::shared_ptr<const Constraint> constraint_;
+  std::vector<int32_t> state_;
+  bool ended_ = false;
+};
+
+}  // namespace kvd::structured

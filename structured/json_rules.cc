@@ -1,0 +1,251 @@
+#include "structured/json_rules.h"
+
+#include <vector>
+
+#include "structured/codepoint_set.h"
+
+namespace kvd::structured {
+namespace {
+
+Symbol Ref(int32_t rule) { return Symbol::Rule(rule); }
+
+}  // namespace
+
+int32_t JsonRules::Whitespace() {
+  if (whitespace_ >= 0) return whitespace_;
+  // ws_k ::= "" | [ \t\n\r] ws_{k+1}, ws_max ::= "": the reference ends its sequence, so the
+  // matcher's stack stays flat however much whitespace there is.
+  const Symbol space = builder_.Bytes(ByteSet::OfChars(" \t\n\r"));
+  int32_t next = builder_.AddRule("ws_end");
+  builder_.AddAlternative(next, {});
+  for (int k = kMaxWhitespace; k > 0; --k) {
+    const int32_t rule = builder_.AddRule(k == 1 ? "ws" : "ws_more");
+    const Symbol sequence[] = {space, Ref(next)};
+    builder_.AddAlternative(rule, sequence);
+    builder_.AddAlternative(rule, {});
+    next = rule;
+  }
+  return whitespace_ = next;
+}
+
+int32_t JsonRules::Character() {
+  if (character_ >= 0) return character_;
+  character_ = builder_.AddRule("json_char");
+  CodepointSet literal = CodepointSet::Range(0x20, kMaxCodepoint);
+  literal = literal.Intersect(CodepointSet::Of('"').Complement());
+  literal = literal.Intersect(CodepointSet::Of('\\').Complement());
+  const Symbol plain = Utf8CharSymbol(builder_, literal);
+  builder_.AddAlternative(character_, {&plain, 1});
+  const Symbol backslash = builder_.Bytes(ByteSet::Of('\\'));
+  const Symbol short_escape[] = {backslash, builder_.Bytes(ByteSet::OfChars("\"\\/bfnrt"))};
+  builder_.AddAlternative(character_, short_escape);
+  ByteSet hex = ByteSet::Range('0', '9');
+  hex.AddAll(ByteSet::Range('a', 'f'));
+  hex.AddAll(ByteSet::Range('A', 'F'));
+  const Symbol hex_digit = builder_.Bytes(hex);
+  const Symbol unicode_escape[] = {backslash, builder_.Bytes(ByteSet::Of('u')), hex_digit,
+                                   hex_digit, hex_digit, hex_digit};
+  builder_.AddAlternative(character_, unicode_escape);
+  return character_;
+}
+
+int32_t JsonRules::String() {
+  if (string_ >= 0) return string_;
+  string_ = StringOfLength(0, -1);
+  return string_;
+}
+
+int32_t JsonRules::StringOfLength(int min, int max) {
+  const Symbol quote = builder_.Bytes(ByteSet::Of('"'));
+  const Symbol character = Ref(Character());
+  std::vector<Symbol> sequence = {quote};
+  for (int i = 0; i < min; ++i) sequence.push_back(character);
+  if (max < 0) {
+    const int32_t rest = builder_.AddRule("string_chars");
+    const Symbol loop[] = {character, Ref(rest)};
+    builder_.AddAlternative(rest, loop);
+    builder_.AddAlternative(rest, {});
+    sequence.push_back(Ref(rest));
+  } else if (max > min) {
+    int32_t next = -1;
+    for (int k = max - min; k > 0; --k) {
+      const int32_t rule = builder_.AddRule("string_optional_char");
+      std::vector<Symbol> optional = {character};
+      if (next >= 0) optional.push_back(Ref(next));
+      builder_.AddAlternative(rule, optional);
+      builder_.AddAlternative(rule, {});
+      next = rule;
+    }
+    sequence.push_back(Ref(next));
+  }
+  sequence.push_back(quote);
+  const int32_t rule = builder_.AddRule("string");
+  builder_.AddAlternative(rule, sequence);
+  return rule;
+}
+
+int32_t JsonRules::Digits() {
+  if (digits_ >= 0) return digits_;
+  digits_ = builder_.AddRule("digits");  // [0-9]*
+  const Symbol loop[] = {builder_.Bytes(ByteSet::Range('0', '9')), Ref(digits_)};
+  builder_.AddAlternative(digits_, loop);
+  builder_.AddAlternative(digits_, {});
+  return digits_;
+}
+
+int32_t JsonRules::Integer() {
+  if (integer_ >= 0) return integer_;
+  // "-"? ("0" | [1-9][0-9]*)
+  const int32_t magnitude = builder_.AddRule("integer_magnitude");
+  const Symbol zero = builder_.Bytes(ByteSet::Of('0'));
+  builder_.AddAlternative(magnitude, {&zero, 1});
+  const Symbol leading[] = {builder_.Bytes(ByteSet::Range('1', '9')), Ref(Digits())};
+  builder_.AddAlternative(magnitude, leading);
+  integer_ = builder_.AddRule("integer");
+  const Symbol negative[] = {builder_.Bytes(ByteSet::Of('-')), Ref(magnitude)};
+  builder_.AddAlternative(integer_, negative);
+  const Symbol positive = Ref(magnitude);
+  builder_.AddAlternative(integer_, {&positive, 1});
+  return integer_;
+}
+
+int32_t JsonRules::Number() {
+  if (number_ >= 0) return number_;
+  const Symbol digit = builder_.Bytes(ByteSet::Range('0', '9'));
+  // fraction ::= "" | "." [0-9]+ ; exponent ::= "" | [eE] [+-]? [0-9]+
+  const int32_t fraction = builder_.AddRule("fraction");
+  builder_.AddAlternative(fraction, {});
+  const Symbol fraction_digits[] = {builder_.Bytes(ByteSet::Of('.')), digit, Ref(Digits())};
+  builder_.AddAlternative(fraction, fraction_digits);
+  const int32_t exponent = builder_.AddRule("exponent");
+  builder_.AddAlternative(exponent, {});
+  const Symbol e = builder_.Bytes(ByteSet::OfChars("eE"));
+  const Symbol unsigned_exponent[] = {e, digit, Ref(Digits())};
+  builder_.AddAlternative(exponent, unsigned_exponent);
+  const Symbol signed_exponent[] = {e, builder_.Bytes(ByteSet::OfChars("+-")), digit,
+                                    Ref(Digits())};
+  builder_.AddAlternative(exponent, signed_exponent);
+  number_ = builder_.AddRule("number");
+  const Symbol sequence[] = {Ref(Integer()), Ref(fraction), Ref(exponent)};
+  builder_.AddAlternative(number_, sequence);
+  return number_;
+}
+
+int32_t JsonRules::Boolean() {
+  if (boolean_ >= 0) return boolean_;
+  boolean_ = builder_.AddRule("boolean");
+  for (const char* word : {"true", "false"}) {
+    std::vector<Symbol> sequence;
+    builder_.AppendLiteral(word, sequence);
+    builder_.AddAlternative(boolean_, sequence);
+  }
+  return boolean_;
+}
+
+int32_t JsonRules::Null() {
+  if (null_ < 0) null_ = builder_.AddLiteralRule("null", "null");
+  return null_;
+}
+
+void JsonRules::AppendComma(std::vector<Symbol>& sequence) {
+  sequence.push_back(Ref(Whitespace()));
+  sequence.push_back(builder_.Bytes(ByteSet::Of(',')));
+  sequence.push_back(Ref(Whitespace()));
+}
+
+void JsonRules::AppendColon(std::vector<Symbol>& sequence) {
+  sequence.push_back(Ref(Whitespace()));
+  sequence.push_back(builder_.Bytes(ByteSet::Of(':')));
+  sequence.push_back(Ref(Whitespace()));
+}
+
+int32_t JsonRules::Value() {
+  if (value_ >= 0) return value_;
+  value_ = builder_.AddRule("value");
+  for (int32_t rule : {Object(), Array(), String(), Number(), Boolean(), Null()}) {
+    const Symbol symbol = Ref(rule);
+    builder_.AddAlternative(value_, {&symbol, 1});
+  }
+  return value_;
+}
+
+int32_t JsonRules::Object() {
+  if (object_ >= 0) return object_;
+  object_ = builder_.AddRule("object");
+  Value();
+  // member ::= string ws ":" ws value ; members ::= member (ws "," ws member)*
+  const int32_t member = builder_.AddRule("member");
+  std::vector<Symbol> member_sequence = {Ref(String())};
+  AppendColon(member_sequence);
+  member_sequence.push_back(Ref(value_));
+  builder_.AddAlternative(member, member_sequence);
+  const int32_t more = builder_.AddRule("more_members");
+  std::vector<Symbol> more_sequence;
+  AppendComma(more_sequence);
+  more_sequence.push_back(Ref(member));
+  more_sequence.push_back(Ref(more));
+  builder_.AddAlternative(more, more_sequence);
+  builder_.AddAlternative(more, {});
+  const Symbol open = builder_.Bytes(ByteSet::Of('{'));
+  const Symbol close = builder_.Bytes(ByteSet::Of('}'));
+  const Symbol empty[] = {open, Ref(Whitespace()), close};
+  builder_.AddAlternative(object_, empty);
+  const Symbol full[] = {open, Ref(Whitespace()), Ref(member), Ref(more), Ref(Whitespace()),
+                         close};
+  builder_.AddAlternative(object_, full);
+  return object_;
+}
+
+int32_t JsonRules::Array() {
+  if (array_ >= 0) return array_;
+  Value();
+  array_ = ArrayOf(Ref(value_), 0, -1);
+  return array_;
+}
+
+int32_t JsonRules::ArrayOf(Symbol item, int min_items, int max_items) {
+  const int32_t array = builder_.AddRule("array");
+  const Symbol open = builder_.Bytes(ByteSet::Of('['));
+  const Symbol close = builder_.Bytes(ByteSet::Of(']'));
+  if (min_items == 0) {
+    const Symbol empty[] = {open, Ref(Whitespace()), close};
+    builder_.AddAlternative(array, empty);
+    if (max_items == 0) return array;
+  }
+  // rest_k: the elements after the k-th, built from the last count backwards.
+  const auto comma_item = [&](std::vector<Symbol>& sequence) {
+    AppendComma(sequence);
+    sequence.push_back(item);
+  };
+  int32_t rest = -1;
+  const int counted = max_items < 0 ? std::max(min_items, 1) : max_items;
+  for (int k = counted; k >= 1; --k) {
+    const int32_t rule = builder_.AddRule("array_rest");
+    if (k == counted) {
+      if (max_items < 0) {  // unbounded: rest ::= "," item rest | ""
+        std::vector<Symbol> loop;
+        comma_item(loop);
+        loop.push_back(Ref(rule));
+        builder_.AddAlternative(rule, loop);
+      }
+      builder_.AddAlternative(rule, {});
+    } else {
+      std::vector<Symbol> more;
+      comma_item(more);
+      more.push_back(Ref(rest));
+      builder_.AddAlternative(rule, more);
+      if (k >= min_items) builder_.AddAlternative(rule, {});
+    }
+    rest = rule;
+  }
+  const Symbol full[] = {open, Ref(Whitespace()), item, Ref(rest), Ref(Whitespace()), close};
+  builder_.AddAlternative(array, full);
+  return array;
+}
+
+int32_t JsonRules::Literal(const JsonValue& value) {
+  return builder_.AddLiteralRule("literal", value.dump(-1, ' ', /*ensure_ascii=*/false,
+                                                       JsonValue::error_handler_t::replace));
+}
+
+}  // namespace kvd::structured

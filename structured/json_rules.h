@@ -1,0 +1,64 @@
+// The grammar rules of JSON text itself (RFC 8259): whitespace, strings, numbers, any value.
+// Each rule is made once per builder, on first use; the JSON Schema compiler builds on them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "structured/grammar.h"
+
+namespace kvd::structured {
+
+// Schemas keep their keys' order: properties are written in the order the schema lists them.
+using JsonValue = nlohmann::ordered_json;
+
+class JsonRules {
+ public:
+  // Whitespace between tokens is bounded: a model may not pad a value without end.
+  static constexpr int kMaxWhitespace = 20;
+
+  explicit JsonRules(GrammarBuilder& builder) : builder_(builder) {}
+
+  GrammarBuilder& builder() { return builder_; }
+  // Zero to kMaxWhitespace spaces, tabs and line breaks.
+  int32_t Whitespace();
+  // Any string, every escape form included.
+  int32_t String();
+  // A string of `min` to `max` characters (max -1: unbounded).
+  int32_t StringOfLength(int min, int max);
+  int32_t Number();
+  int32_t Integer();
+  int32_t Boolean();
+  int32_t Null();
+  // Any JSON value; any object; any array.
+  int32_t Value();
+  int32_t Object();
+  int32_t Array();
+  // Exactly `value` as nlohmann's dump writes it (UTF-8, no spaces).
+  int32_t Literal(const JsonValue& value);
+  // The separators between members and elements, whitespace around them.
+  void AppendComma(std::vector<Symbol>& sequence);
+  void AppendColon(std::vector<Symbol>& sequence);
+  // A rule matching "[" ws (item (ws "," ws item){min-1..max-1} ws)? "]" (max -1: unbounded).
+  int32_t ArrayOf(Symbol item, int min_items, int max_items);
+
+ private:
+  int32_t Character();
+  int32_t Digits();
+
+  GrammarBuilder& builder_;
+  int32_t whitespace_ = -1;
+  int32_t character_ = -1;
+  int32_t string_ = -1;
+  int32_t digits_ = -1;
+  int32_t number_ = -1;
+  int32_t integer_ = -1;
+  int32_t boolean_ = -1;
+  int32_t null_ = -1;
+  int32_t value_ = -1;
+  int32_t object_ = -1;
+  int32_t array_ = -1;
+};
+
+}  // namespace kvd::structured
