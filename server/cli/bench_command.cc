@@ -12,6 +12,7 @@
 #include "bench/keepkv_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bandwidth.h"
+#include "bench/constraint_mask_bench.h"
 #include "bench/merge_selection_bench.h"
 #include "bench/op_times.h"
 #include "bench/sampling_bench.h"
@@ -50,6 +51,7 @@ struct BenchOptions {
   bool merge_selection = false;
   bench::MergeSelectionBenchOptions merge_selection_options;
   bool op_times = false;
+  bench::ConstraintMaskBenchOptions constraint_masks;
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
 };
@@ -238,6 +240,13 @@ absl::Status RunBench(const BenchOptions& options) {
                                     bench::MeasureMergeSelection(options.merge_selection_options));
     return absl::OkStatus();
   }
+  if (!options.constraint_masks.tokenizer_path.empty()) {
+    const absl::StatusOr<bench::ConstraintMaskBenchResult> result =
+        bench::MeasureConstraintMasks(options.constraint_masks);
+    if (!result.ok()) return result.status();
+    bench::PrintConstraintMaskTable(options.constraint_masks, *result);
+    return absl::OkStatus();
+  }
   auto backend = kernels::CreateBackend(
       options.backend,
       {.num_threads = options.threads, .weight_dtype = kernels::DTypeFromName(options.dtype)});
@@ -415,13 +424,24 @@ void AddBenchCommand(CLI::App& app) {
                    "Dimensions of a head, with --merge-selection")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
+  command
+      ->add_option("--constraint-masks", options->constraint_masks.tokenizer_path,
+                   "Measure constrained decoding's host cost over this tokenizer.json: compiling "
+                   "JSON constraints and each step's token mask along random walks (no model)")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--constraint-walks", options->constraint_masks.walks,
+                   "Random walks per constraint, with --constraint-masks")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   command->add_flag("--op-times", options->op_times,
                     "Measure where a decode step's time goes, op by op: the host's time in each "
                     "backend call, and each op's time with the backend's queue drained around it");
   // One measurement a run: each of them excludes every other.
   const char* const measurements[] = {"--scheduler",       "--documents",    "--keepkv",
                                       "--sampling",        "--store-writes", "--matmul",
-                                      "--merge-selection", "--op-times"};
+                                      "--merge-selection", "--op-times",
+                                      "--constraint-masks"};
   for (const char* a : measurements) {
     for (const char* b : measurements) {
       if (a != b) command->get_option(a)->excludes(command->get_option(b));
