@@ -110,6 +110,8 @@ int32_t Sampler::Draw(const std::vector<float>& logits) {
     std::nth_element(order.begin(), order.begin() + keep - 1, order.end(), more_likely);
   }
   std::sort(order.begin(), order.begin() + keep, more_likely);
+  // Banned and excluded tokens never take the draw's rounding remainder.
+  while (keep > 1 && logits[order[keep - 1]] == -std::numeric_limits<float>::infinity()) --keep;
 
   std::vector<double> probs(keep);
   const double max_logit = logits[order[0]];
@@ -230,20 +232,44 @@ void Sampler::AddTopLogprobs(const TopLogits& top, SampledToken& result) const {
 }
 
 std::optional<SampledToken> Sampler::SampleFromTop(const TopLogits& top,
-                                                   std::span<const int32_t> banned) {
+                                                   std::span<const int32_t> banned,
+                                                   AllowedTokens allowed) {
   const size_t candidates = top.ids.size();
   if (params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
       params_.frequency_penalty != 0.0f || !params_.logit_bias.empty() || candidates == 0 ||
       std::min<size_t>(params_.top_logprobs, top.vocab_size) > candidates) {
     return std::nullopt;
   }
+  const auto is_banned = [&banned](int32_t token) {
+    return std::find(banned.begin(), banned.end(), token) != banned.end();
+  };
   SampledToken result;
-  if (params_.temperature == 0.0f) {
+  if (allowed.constrained()) {
+    // The allowed top logits are the most likely allowed tokens, in order.
+    std::vector<float> values;
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < candidates; ++i) {
+      if (allowed.allows(top.ids[i]) && !is_banned(top.ids[i])) {
+        values.push_back(top.values[i]);
+        ids.push_back(top.ids[i]);
+      }
+    }
+    if (ids.empty()) return std::nullopt;
+    if (params_.temperature == 0.0f) {
+      result.token = ids[0];
+    } else {
+      if (params_.top_k <= 0 || static_cast<size_t>(params_.top_k) > ids.size()) {
+        return std::nullopt;
+      }
+      const std::optional<int32_t> token =
+          DrawFromTop({.values = values, .ids = ids, .vocab_size = top.vocab_size});
+      if (!token) return std::nullopt;
+      result.token = *token;
+    }
+  } else if (params_.temperature == 0.0f) {
     // The most likely token not banned; ties go to the lower id, as the top logits order them.
     size_t i = 0;
-    while (i < candidates && std::find(banned.begin(), banned.end(), top.ids[i]) != banned.end()) {
-      ++i;
-    }
+    while (i < candidates && is_banned(top.ids[i])) ++i;
     if (i == candidates) return std::nullopt;
     result.token = top.ids[i];
   } else {
@@ -257,12 +283,20 @@ std::optional<SampledToken> Sampler::SampleFromTop(const TopLogits& top,
 }
 
 SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> context,
-                             size_t output_count, std::span<const int32_t> banned) {
+                             size_t output_count, std::span<const int32_t> banned,
+                             AllowedTokens allowed) {
   std::vector<float> processed(logits.begin(), logits.end());
   ApplyPenaltiesAndBias(processed, context, output_count);
   for (int32_t token : banned) {
     if (token >= 0 && token < static_cast<int32_t>(processed.size())) {
       processed[token] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  if (allowed.constrained()) {
+    for (size_t token = 0; token < processed.size(); ++token) {
+      if (!allowed.allows(static_cast<int32_t>(token))) {
+        processed[token] = -std::numeric_limits<float>::infinity();
+      }
     }
   }
   SampledToken result;

@@ -30,6 +30,18 @@ struct SamplingParams {
   [[nodiscard]] absl::Status Validate(int32_t vocab_size) const;
 };
 
+// The tokens a constraint allows next, as a bitset over the vocabulary: token t is bit t % 64 of
+// words[t / 64]. No words: every token.
+struct AllowedTokens {
+  std::span<const uint64_t> words;
+
+  bool constrained() const { return !words.empty(); }
+  bool allows(int32_t token) const {
+    return !constrained() || (token >= 0 && static_cast<size_t>(token / 64) < words.size() &&
+                              ((words[token / 64] >> (token % 64)) & 1));
+  }
+};
+
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0.0f;
@@ -54,16 +66,22 @@ class Sampler {
 
   // `context` is the prompt followed by the output so far; the last `output_count` entries are
   // the output. Logits must have the vocabulary's size. `banned` tokens are never chosen
-  // (end-of-sequence before min_tokens).
+  // (end-of-sequence before min_tokens), nor tokens `allowed` excludes (a constraint, applied
+  // before top-k, top-p and min-p as vLLM applies its grammars); at least one token must remain.
+  // Logprobs stay those of the model's raw distribution.
   SampledToken Sample(std::span<const float> logits, std::span<const int32_t> context,
-                      size_t output_count, std::span<const int32_t> banned = {});
+                      size_t output_count, std::span<const int32_t> banned = {},
+                      AllowedTokens allowed = {});
   // Samples from a row's top logits when they decide the token exactly as Sample would from
   // the whole row: no penalties or bias, and a greedy pick, or a draw whose top_k, min_p and
   // nucleus fall inside the top logits or that lands inside them. Otherwise nullopt, and when
   // a random number was drawn, the next Sample (from the whole row) draws with it again, so
-  // that either way a sequence takes the same random stream.
+  // that either way a sequence takes the same random stream. Under a constraint (`allowed`), a
+  // greedy pick is decided when a top logit is allowed, a draw when top_k allowed tokens are
+  // among the top logits (the constraint's share of the rest is unknown).
   std::optional<SampledToken> SampleFromTop(const TopLogits& top,
-                                            std::span<const int32_t> banned = {});
+                                            std::span<const int32_t> banned = {},
+                                            AllowedTokens allowed = {});
 
  private:
   void ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,

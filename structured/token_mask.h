@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/sampling.h"
+
 namespace kvd::structured {
 
 class TokenMask {
@@ -32,6 +34,8 @@ class TokenMask {
     }
   }
   size_t bytes() const { return words_.size() * sizeof(uint64_t); }
+  // The view the sampler takes.
+  engine::AllowedTokens allowed() const { return {words_}; }
 
  private:
   int32_t vocab_size_;

@@ -143,6 +143,47 @@ TEST(SamplingFromTopTest, GreedySkipsBannedTokensAndADrawLeavesThemToTheWholeRow
   EXPECT_TRUE(sampler.SampleFromTop(top.top).has_value());
 }
 
+// Under a constraint, the top logits and the whole row still take the same tokens, and only
+// allowed ones; the top logits decide a greedy pick and a draw with top_k inside them.
+TEST(SamplingFromTopTest, AConstraintIsHonouredAndDecidedTheSameEitherWay) {
+  constexpr int32_t kVocab = 300, kTop = 16, kSteps = 200;
+  for (const SamplingParams& params : {SamplingParams{.temperature = 0.0f},
+                                       SamplingParams{.temperature = 1.0f, .top_k = 3},
+                                       SamplingParams{.temperature = 1.0f, .top_p = 0.9f}}) {
+    std::mt19937 random(5);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    Sampler whole(params, 3), from_top(params, 3);
+    int32_t decided = 0;
+    for (int32_t step = 0; step < kSteps; ++step) {
+      std::vector<float> logits(kVocab);
+      for (float& x : logits) x = normal(random);
+      // A third of the vocabulary allowed, a different third each step.
+      std::vector<uint64_t> words((kVocab + 63) / 64, 0);
+      for (int32_t token = 0; token < kVocab; ++token) {
+        if ((token + step) % 3 == 0) words[token / 64] |= uint64_t{1} << (token % 64);
+      }
+      const AllowedTokens allowed{words};
+      const SampledToken expected = whole.Sample(logits, {}, 0, {}, allowed);
+      ASSERT_TRUE(allowed.allows(expected.token));
+      const TopOfRow top(logits, kTop, params.temperature);
+      std::optional<SampledToken> actual = from_top.SampleFromTop(top.top, {}, allowed);
+      if (actual) {
+        ++decided;
+      } else {
+        actual = from_top.Sample(logits, {}, 0, {}, allowed);
+      }
+      ASSERT_EQ(actual->token, expected.token) << "step " << step;
+    }
+    if (params.top_p < 1.0f) {
+      EXPECT_EQ(decided, 0) << "a nucleus over a constraint needs the whole row";
+    } else if (params.temperature == 0.0f) {
+      EXPECT_EQ(decided, kSteps) << "16 top logits always hold an allowed one";
+    } else {
+      EXPECT_GT(decided, kSteps * 9 / 10) << "top_k 3 is nearly always among them";
+    }
+  }
+}
+
 TEST(SamplingFromTopTest, AnOverflowedNormalizerLeavesTheDrawToTheWholeRow) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 0.5f, 2.9f};
   TopOfRow top(logits, 3, 1.0f);
