@@ -117,6 +117,16 @@ void SchedulerMetrics::RecordRequestDone(double e2e_seconds) {
   e2e_seconds_.Observe(e2e_seconds);
 }
 
+void SchedulerMetrics::RecordConstrainedRequest() {
+  base::MutexLock lock(mu_);
+  ++totals_.constrained_requests;
+}
+
+void SchedulerMetrics::RecordConstraintMask(double seconds) {
+  base::MutexLock lock(mu_);
+  totals_.constraint_mask_seconds_total += seconds;
+}
+
 MetricsSnapshot SchedulerMetrics::Snapshot() const {
   base::MutexLock lock(mu_);
   MetricsSnapshot snapshot = totals_;

@@ -54,6 +54,10 @@ struct MetricsSnapshot {
   // those the tokens found there.
   uint64_t prefix_cache_queries = 0;
   uint64_t prefix_cache_hits = 0;
+  // Requests under a structured-output constraint, and the time their sequences spent on the
+  // scheduler thread building token masks and advancing through the constraint.
+  uint64_t constrained_requests = 0;
+  double constraint_mask_seconds_total = 0.0;
   // Histograms.
   base::HistogramSnapshot tokens_per_step;
   base::HistogramSnapshot step_seconds;
@@ -91,6 +95,8 @@ class SchedulerMetrics {
   // A request's prefix cache lookup: `queried` prompt tokens, `hits` of them found.
   void RecordPrefixCache(const std::string& tenant, int32_t queried, int32_t hits);
   void RecordRequestDone(double e2e_seconds);
+  void RecordConstrainedRequest();
+  void RecordConstraintMask(double seconds);
 
   MetricsSnapshot Snapshot() const;
 

@@ -14,6 +14,7 @@
 #include "cache_store/keepkv/keepkv_params.h"
 #include "cache_store/store/document_payload.h"
 #include "engine/sampling.h"
+#include "structured/constraint.h"
 
 namespace kvd::scheduler {
 
@@ -61,6 +62,10 @@ struct Request {
   std::string cache_salt;
   // Keeps each sequence's own KV under a budget by merging entries (KeepKV); none: unbounded.
   std::optional<cache_store::KeepKvParams> keepkv;
+  // Every completion's output stays in this constraint's language and ends, with an end token,
+  // only where it is whole (structured outputs); null: free text. Its vocabulary must be the
+  // model's; ignore_eos and min_tokens cannot be combined with it.
+  std::shared_ptr<const structured::Constraint> constraint;
 };
 
 enum class FinishReason {

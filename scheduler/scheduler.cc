@@ -156,6 +156,18 @@ absl::Status Scheduler::Validate(const Request& request) const {
   if (!request.stop.empty() && tokenizer_ == nullptr) {
     return invalid("stop strings need a tokenizer, and this model has none");
   }
+  if (request.constraint != nullptr) {
+    if (request.constraint->trie().vocab_size() != config.vocab_size) {
+      return invalid("the structured output's vocabulary has ",
+                     request.constraint->trie().vocab_size(), " tokens; the model's has ",
+                     config.vocab_size);
+    }
+    // The constraint ends the output with an end token, which must end the sequence.
+    if (request.ignore_eos) return invalid("ignore_eos cannot be combined with a structured output");
+    if (request.min_tokens > 0) {
+      return invalid("min_tokens cannot be combined with a structured output");
+    }
+  }
   const TenantPolicy& tenant = request.tenant;
   if (tenant.id.empty()) return invalid("the tenant id is empty");
   if (!(tenant.weight > 0.0 && std::isfinite(tenant.weight))) {

@@ -24,7 +24,7 @@ namespace kvd::structured {
 class Constraint {
  public:
   // Masks remembered per constraint (a mask is vocab_size / 8 bytes: 16 KB for 128,256 tokens).
-  static constexpr size_t kMaxCachedMasks = 1024;
+  static constexpr size_t kMaxCachedMasks = 512;
   // Distinct matcher stacks per constraint; a sequence that needs more fails.
   static constexpr size_t kMaxStacks = 1 << 20;
 

@@ -13,19 +13,25 @@ Symbol Ref(int32_t rule) { return Symbol::Rule(rule); }
 
 int32_t JsonRules::Whitespace() {
   if (whitespace_ >= 0) return whitespace_;
-  // ws_k ::= "" | [ \t\n\r] ws_{k+1}, ws_max ::= "": the reference ends its sequence, so the
-  // matcher's stack stays flat however much whitespace there is.
-  const Symbol space = builder_.Bytes(ByteSet::OfChars(" \t\n\r"));
-  int32_t next = builder_.AddRule("ws_end");
-  builder_.AddAlternative(next, {});
-  for (int k = kMaxWhitespace; k > 0; --k) {
-    const int32_t rule = builder_.AddRule(k == 1 ? "ws" : "ws_more");
-    const Symbol sequence[] = {space, Ref(next)};
+  // ws ::= "" | " " | "\n" indent_1 ; indent_k ::= "" | [ \t] indent_{k+1}, indent_max ::= "".
+  // The reference ends its sequence, so the matcher's stack stays flat through the indent.
+  const Symbol indent_char = builder_.Bytes(ByteSet::OfChars(" \t"));
+  int32_t indent = builder_.AddRule("indent_end");
+  builder_.AddAlternative(indent, {});
+  for (int k = kMaxIndent; k > 0; --k) {
+    const int32_t rule = builder_.AddRule("indent");
+    const Symbol sequence[] = {indent_char, Symbol::Rule(indent)};
     builder_.AddAlternative(rule, sequence);
     builder_.AddAlternative(rule, {});
-    next = rule;
+    indent = rule;
   }
-  return whitespace_ = next;
+  whitespace_ = builder_.AddRule("ws");
+  builder_.AddAlternative(whitespace_, {});
+  const Symbol space = builder_.Bytes(ByteSet::Of(' '));
+  builder_.AddAlternative(whitespace_, {&space, 1});
+  const Symbol line[] = {builder_.Bytes(ByteSet::Of('\n')), Symbol::Rule(indent)};
+  builder_.AddAlternative(whitespace_, line);
+  return whitespace_;
 }
 
 int32_t JsonRules::Character() {
@@ -84,13 +90,23 @@ int32_t JsonRules::StringOfLength(int min, int max) {
   return rule;
 }
 
-int32_t JsonRules::Digits() {
-  if (digits_ >= 0) return digits_;
-  digits_ = builder_.AddRule("digits");  // [0-9]*
-  const Symbol loop[] = {builder_.Bytes(ByteSet::Range('0', '9')), Ref(digits_)};
-  builder_.AddAlternative(digits_, loop);
-  builder_.AddAlternative(digits_, {});
-  return digits_;
+int32_t JsonRules::DigitsUpTo(int count) {
+  // digits_k ::= "" | [0-9] digits_{k+1}, for the last `count` of kMaxDigits.
+  if (digit_chain_.empty()) {
+    const Symbol digit = builder_.Bytes(ByteSet::Range('0', '9'));
+    int32_t next = builder_.AddRule("digits_end");
+    builder_.AddAlternative(next, {});
+    digit_chain_.push_back(next);
+    for (int k = 0; k < kMaxDigits; ++k) {
+      const int32_t rule = builder_.AddRule("digits");
+      const Symbol sequence[] = {digit, Symbol::Rule(next)};
+      builder_.AddAlternative(rule, sequence);
+      builder_.AddAlternative(rule, {});
+      digit_chain_.push_back(rule);
+      next = rule;
+    }
+  }
+  return digit_chain_[count];
 }
 
 int32_t JsonRules::Integer() {
@@ -99,7 +115,8 @@ int32_t JsonRules::Integer() {
   const int32_t magnitude = builder_.AddRule("integer_magnitude");
   const Symbol zero = builder_.Bytes(ByteSet::Of('0'));
   builder_.AddAlternative(magnitude, {&zero, 1});
-  const Symbol leading[] = {builder_.Bytes(ByteSet::Range('1', '9')), Ref(Digits())};
+  const Symbol leading[] = {builder_.Bytes(ByteSet::Range('1', '9')),
+                            Ref(DigitsUpTo(kMaxDigits - 1))};
   builder_.AddAlternative(magnitude, leading);
   integer_ = builder_.AddRule("integer");
   const Symbol negative[] = {builder_.Bytes(ByteSet::Of('-')), Ref(magnitude)};
@@ -115,15 +132,16 @@ int32_t JsonRules::Number() {
   // fraction ::= "" | "." [0-9]+ ; exponent ::= "" | [eE] [+-]? [0-9]+
   const int32_t fraction = builder_.AddRule("fraction");
   builder_.AddAlternative(fraction, {});
-  const Symbol fraction_digits[] = {builder_.Bytes(ByteSet::Of('.')), digit, Ref(Digits())};
+  const Symbol fraction_digits[] = {builder_.Bytes(ByteSet::Of('.')), digit,
+                                    Ref(DigitsUpTo(kMaxDigits - 1))};
   builder_.AddAlternative(fraction, fraction_digits);
   const int32_t exponent = builder_.AddRule("exponent");
   builder_.AddAlternative(exponent, {});
   const Symbol e = builder_.Bytes(ByteSet::OfChars("eE"));
-  const Symbol unsigned_exponent[] = {e, digit, Ref(Digits())};
+  const Symbol unsigned_exponent[] = {e, digit, Ref(DigitsUpTo(kMaxExponentDigits - 1))};
   builder_.AddAlternative(exponent, unsigned_exponent);
   const Symbol signed_exponent[] = {e, builder_.Bytes(ByteSet::OfChars("+-")), digit,
-                                    Ref(Digits())};
+                                    Ref(DigitsUpTo(kMaxExponentDigits - 1))};
   builder_.AddAlternative(exponent, signed_exponent);
   number_ = builder_.AddRule("number");
   const Symbol sequence[] = {Ref(Integer()), Ref(fraction), Ref(exponent)};

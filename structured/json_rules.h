@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "structured/grammar.h"
@@ -15,13 +16,19 @@ using JsonValue = nlohmann::ordered_json;
 
 class JsonRules {
  public:
-  // Whitespace between tokens is bounded: a model may not pad a value without end.
-  static constexpr int kMaxWhitespace = 20;
+  // Whitespace between tokens is one space, or one line break and an indent of at most this
+  // many spaces and tabs: compact and pretty-printed JSON both fit, and a model cannot pad a
+  // value with blank lines.
+  static constexpr int kMaxIndent = 24;
+  // Digits of a number's integer part and of its fraction at most: 16 is past what a double
+  // holds exactly, and a model cannot write a number without end. Exponents take 3.
+  static constexpr int kMaxDigits = 16;
+  static constexpr int kMaxExponentDigits = 3;
 
   explicit JsonRules(GrammarBuilder& builder) : builder_(builder) {}
 
   GrammarBuilder& builder() { return builder_; }
-  // Zero to kMaxWhitespace spaces, tabs and line breaks.
+  // Nothing, a space, or a line break and an indent.
   int32_t Whitespace();
   // Any string, every escape form included.
   int32_t String();
@@ -45,13 +52,14 @@ class JsonRules {
 
  private:
   int32_t Character();
-  int32_t Digits();
+  // Zero to `count` digits, count <= kMaxDigits.
+  int32_t DigitsUpTo(int count);
 
   GrammarBuilder& builder_;
   int32_t whitespace_ = -1;
   int32_t character_ = -1;
   int32_t string_ = -1;
-  int32_t digits_ = -1;
+  std::vector<int32_t> digit_chain_;  // by how many digits may follow
   int32_t number_ = -1;
   int32_t integer_ = -1;
   int32_t boolean_ = -1;

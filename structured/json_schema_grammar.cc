@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "structured/integer_range.h"
 #include "structured/regex_grammar.h"
 
 namespace kvd::structured {
@@ -147,7 +149,8 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
     static const absl::flat_hash_set<std::string_view> kKnown = {
         "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
         "additionalProperties", "items", "prefixItems", "minItems", "maxItems", "minLength",
-        "maxLength", "pattern", "format", "uniqueItems"};
+        "maxLength", "pattern", "format", "uniqueItems", "minimum", "maximum", "exclusiveMinimum",
+        "exclusiveMaximum"};
     if (std::find(kAnnotations.begin(), kAnnotations.end(), keyword) != kAnnotations.end() ||
         std::find(kDefinitionHolders.begin(), kDefinitionHolders.end(), keyword) !=
             kDefinitionHolders.end() ||
@@ -255,7 +258,7 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
     } else if (type == "string") {
       KVD_ASSIGN_OR_RETURN(alternative, AddStringSchema(schema, path));
     } else if (type == "number" || type == "integer") {
-      alternative = type == "number" ? json_.Number() : json_.Integer();
+      KVD_ASSIGN_OR_RETURN(alternative, AddNumberSchema(schema, path, type == "integer"));
     } else if (type == "boolean") {
       alternative = json_.Boolean();
     } else {
@@ -265,6 +268,36 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
     builder.AddAlternative(rule, {&symbol, 1});
   }
   return rule;
+}
+
+absl::StatusOr<int32_t> JsonSchemaRules::AddNumberSchema(const json& schema,
+                                                         const std::string& path, bool integer) {
+  static constexpr std::string_view kBounds[] = {"minimum", "maximum", "exclusiveMinimum",
+                                                 "exclusiveMaximum"};
+  bool bounded = false;
+  for (std::string_view bound : kBounds) {
+    const auto it = schema.find(std::string(bound));
+    if (it == schema.end()) continue;
+    if (!it->is_number()) return Unsupported(bound, path, "must be a number");
+    if (!integer) return Unsupported(bound, path, "is supported only on integers");
+    bounded = true;
+  }
+  if (!bounded) return integer ? json_.Integer() : json_.Number();
+  // The integers inside every bound, within the 16 digits an integer is written with.
+  const double limit = static_cast<double>(kMaxIntegerMagnitude);
+  double low = -limit;
+  double high = limit;
+  if (schema.contains("minimum")) low = std::max(low, std::ceil(schema["minimum"].get<double>()));
+  if (schema.contains("exclusiveMinimum")) {
+    low = std::max(low, std::floor(schema["exclusiveMinimum"].get<double>()) + 1);
+  }
+  if (schema.contains("maximum")) high = std::min(high, std::floor(schema["maximum"].get<double>()));
+  if (schema.contains("exclusiveMaximum")) {
+    high = std::min(high, std::ceil(schema["exclusiveMaximum"].get<double>()) - 1);
+  }
+  if (!(low <= high)) return Unsupported("minimum", path, "and maximum admit no integer");
+  return AddIntegerRangeRule(json_.builder(), static_cast<int64_t>(std::max(low, -limit)),
+                             static_cast<int64_t>(std::min(high, limit)));
 }
 
 absl::StatusOr<int32_t> JsonSchemaRules::AddAlternatives(const json& branches, bool exclusive,

@@ -8,7 +8,8 @@
 //   properties are written; a schema: a map, when there are no properties);
 //   arrays: items, prefixItems, minItems, maxItems;
 //   strings: minLength, maxLength, pattern, format (date, time, date-time, uuid, email, ipv4);
-//   booleans, null; numbers and integers (no ranges: minimum and its kin are refused).
+//   booleans, null; numbers; integers with minimum, maximum, exclusiveMinimum, exclusiveMaximum
+//   (numbers with bounds, and multipleOf, are refused).
 // Annotations (title, description, default, examples, $schema, $id, $comment, deprecated,
 // readOnly, writeOnly) are ignored.
 #pragma once
@@ -36,6 +37,8 @@ class JsonSchemaRules {
  private:
   absl::StatusOr<int32_t> AddObjectSchema(const JsonValue& schema, const std::string& path);
   absl::StatusOr<int32_t> AddArraySchema(const JsonValue& schema, const std::string& path);
+  absl::StatusOr<int32_t> AddNumberSchema(const JsonValue& schema, const std::string& path,
+                                          bool integer);
   absl::StatusOr<int32_t> AddStringSchema(const JsonValue& schema, const std::string& path);
   absl::StatusOr<int32_t> AddReference(const std::string& pointer, const std::string& path);
   absl::StatusOr<int32_t> AddAlternatives(const JsonValue& branches, bool exclusive,

@@ -16,6 +16,7 @@
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence_output.h"
 #include "scheduler/request.h"
+#include "structured/constraint.h"
 
 namespace kvd::scheduler::internal {
 
@@ -42,6 +43,7 @@ struct Sequence {
   std::unique_ptr<engine::Sampler> sampler;
   std::unique_ptr<SequenceOutput> output;
   std::unique_ptr<cache_store::KeepKvSequence> keepkv;  // null without a KV budget
+  std::unique_ptr<structured::ConstraintMatcher> matcher;  // null without a constraint
   // Its place in the prefix cache's chains; none when it takes no part (no cache, a document,
   // a KeepKV budget).
   std::optional<PrefixChain> prefix;

@@ -1,6 +1,7 @@
 #include "scheduler/internal/step_loop.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -79,6 +80,11 @@ std::unique_ptr<engine::Sampler> StepLoop::NewSampler(const Request& request, in
   return std::make_unique<engine::Sampler>(std::move(params), seeds_());
 }
 
+std::unique_ptr<structured::ConstraintMatcher> StepLoop::NewMatcher(const Request& request) {
+  if (request.constraint == nullptr) return nullptr;
+  return std::make_unique<structured::ConstraintMatcher>(request.constraint);
+}
+
 std::unique_ptr<SequenceOutput> StepLoop::NewOutput(const Request& request, int32_t choice) const {
   return std::make_unique<SequenceOutput>(request, choice, StopTokens(request, model_.config()),
                                           tokenizer_);
@@ -106,6 +112,8 @@ void StepLoop::Add(std::shared_ptr<RequestState> request) {
   sequence->kv = NewKv();
   sequence->sampler = NewSampler(r, 0);
   sequence->output = NewOutput(r, 0);
+  sequence->matcher = NewMatcher(r);
+  if (r.constraint != nullptr) metrics_.RecordConstrainedRequest();
   sequence->keepkv = NewKeepKv(r);
   if (prefix_cache_ != nullptr && !r.document) {
     sequence->prefix = PrefixChain{.root = PrefixRoot(r)};
@@ -434,6 +442,7 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
     child->kv->ShareFrom(*parent.kv, *pool_);
     child->sampler = NewSampler(parent.request->request, child->choice);
     child->output = NewOutput(parent.request->request, child->choice);
+    child->matcher = NewMatcher(parent.request->request);
     if (parent.keepkv != nullptr) {
       child->keepkv = std::make_unique<cache_store::KeepKvSequence>(*parent.keepkv);
     }
@@ -451,8 +460,23 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
 absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
+  // A constrained sequence samples among the tokens its constraint allows next.
+  const auto mask_start = std::chrono::steady_clock::now();
+  std::shared_ptr<const structured::TokenMask> mask;
+  if (sequence.matcher != nullptr) {
+    absl::StatusOr<std::shared_ptr<const structured::TokenMask>> next =
+        sequence.matcher->NextTokens();
+    if (!next.ok()) return next.status();
+    mask = *std::move(next);
+    if (mask->count() == 0) {
+      return absl::FailedPreconditionError(
+          "the structured output is complete but the model has no end-of-sequence token to "
+          "end it");
+    }
+  }
+  const engine::AllowedTokens allowed = mask ? mask->allowed() : engine::AllowedTokens{};
   std::optional<engine::SampledToken> top_sampled =
-      sequence.sampler->SampleFromTop(logits_.top(logits_row), banned);
+      sequence.sampler->SampleFromTop(logits_.top(logits_row), banned, allowed);
   if (!top_sampled) {
     if (whole_row_index_ != logits_row) {
       whole_row_index_ = -1;
@@ -462,9 +486,17 @@ absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::
       whole_row_index_ = logits_row;
     }
     top_sampled = sequence.sampler->Sample(whole_row_, sequence.tokens,
-                                           static_cast<size_t>(sequence.generated), banned);
+                                           static_cast<size_t>(sequence.generated), banned, allowed);
   }
   const engine::SampledToken& sampled = *top_sampled;
+  if (sequence.matcher != nullptr) {
+    if (absl::Status status = sequence.matcher->Accept(sampled.token); !status.ok()) {
+      return status;
+    }
+    metrics_.RecordConstraintMask(std::chrono::duration<double>(
+                                      std::chrono::steady_clock::now() - mask_start)
+                                      .count());
+  }
   sequence.tokens.push_back(sampled.token);
   ++sequence.generated;
   ++request.completion_tokens;

@@ -105,6 +105,7 @@ class StepLoop {
 
   std::unique_ptr<engine::SequenceKv> NewKv() const;
   std::unique_ptr<engine::Sampler> NewSampler(const Request& request, int32_t choice);
+  std::unique_ptr<structured::ConstraintMatcher> NewMatcher(const Request& request);
   std::unique_ptr<SequenceOutput> NewOutput(const Request& request, int32_t choice) const;
   // KeepKV for `request` (null without), whose first `shared_tokens` prompt tokens are shared.
   std::unique_ptr<cache_store::KeepKvSequence> NewKeepKv(const Request& request,

@@ -228,12 +228,35 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
   return absl::OkStatus();
 }
 
+absl::Status ResolveStructuredOutput(const CompletionRequest& in,
+                                     structured::ConstraintCache* constraints,
+                                     scheduler::Request& request) {
+  if (!in.structured_output) return absl::OkStatus();
+  const std::string& param = in.structured_output_param;
+  if (constraints == nullptr) {
+    return Invalid(param, "structured outputs are not available on this endpoint");
+  }
+  // The constraint ends the output with end-of-sequence, which must end it.
+  if (in.ignore_eos) return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
+  if (in.min_tokens.value_or(0) > 0) {
+    return Invalid("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
+  }
+  absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint =
+      constraints->Get(*in.structured_output);
+  if (!constraint.ok()) {
+    return Invalid(param, absl::StrCat("'", param, "': ", constraint.status().message()));
+  }
+  request.constraint = *std::move(constraint);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest& in,
                                                          const engine::ServedModel& model,
                                                          const DocumentContext* document,
-                                                         const KeepKvConfig* keepkv) {
+                                                         const KeepKvConfig* keepkv,
+                                                         structured::ConstraintCache* constraints) {
   CompletionParams params;
   params.kind = in.kind;
   params.model = in.model;
@@ -263,6 +286,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest
   KVD_RETURN_IF_ERROR(ResolveLogprobs(in, params));
   KVD_RETURN_IF_ERROR(ResolveStop(in, model, request));
   request.ignore_eos = in.ignore_eos;
+  KVD_RETURN_IF_ERROR(ResolveStructuredOutput(in, constraints, request));
   request.skip_special_tokens = in.skip_special_tokens.value_or(true);
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(in.priority, "priority", -1000000, 1000000, request.priority));

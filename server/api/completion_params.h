@@ -16,6 +16,7 @@
 #include "scheduler/request.h"
 #include "server/api/completion_request.h"
 #include "server/config/keepkv_config.h"
+#include "structured/constraint_cache.h"
 
 namespace kvd::server {
 
@@ -50,10 +51,12 @@ struct DocumentContext {
 // every problem; NotFound when `model` names another model. With `document`, the prompts
 // continue it. `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the
 // request asks); a chat request with KeepKV protects its system turns
-// (request.keepkv->protected_prefix).
+// (request.keepkv->protected_prefix). A structured output is compiled through `constraints`
+// (null: structured outputs are refused).
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& request, const engine::ServedModel& model,
-    const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
+    const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr,
+    structured::ConstraintCache* constraints = nullptr);
 
 // ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(

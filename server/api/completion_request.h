@@ -14,6 +14,7 @@
 
 #include "cache_store/keepkv/keepkv_fields.h"
 #include "nlohmann/json.hpp"
+#include "structured/constraint_spec.h"
 
 namespace kvd::server {
 
@@ -67,6 +68,10 @@ struct CompletionRequest {
   std::optional<std::string> cache_salt;  // vLLM's: only equal salts share cached prefixes
   std::vector<std::string> documents;   // stored document ids the prompt continues
   std::optional<KeepKvRequest> keepkv;  // empty: the tenant's default
+  // Structured outputs: response_format, structured_outputs or a guided_* field, and the
+  // parameter it came from (for errors).
+  std::optional<structured::ConstraintSpec> structured_output;
+  std::string structured_output_param;
   bool stream = false;
   bool include_usage = false;
   std::string user;

@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "server/api/completion_rules.h"
 #include "server/api/openai_json.h"
+#include "server/api/structured_output_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -43,7 +44,12 @@ const std::set<std::string>& CommonKeys() {
                                              "documents",
                                              "skip_special_tokens",
                                              "keepkv"};
-  return keys;
+  static const std::set<std::string>* with_structured = [] {
+    auto* all = new std::set<std::string>(keys);
+    for (std::string_view key : kStructuredOutputKeys) all->emplace(key);
+    return all;
+  }();
+  return *with_structured;
 }
 const std::set<std::string>& CompletionKeys() {
   static const std::set<std::string> keys = {"prompt", "echo", "best_of", "suffix"};
@@ -56,8 +62,7 @@ const std::set<std::string>& ChatKeys() {
                                              "add_generation_prompt",
                                              "chat_template_kwargs",
                                              "tools",
-                                             "tool_choice",
-                                             "response_format"};
+                                             "tool_choice"};
   return keys;
 }
 
@@ -344,11 +349,6 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
       choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
     return Invalid("tool_choice", "'tool_choice' other than \"none\" is not supported");
   }
-  if (const json* format = fields.Get("response_format");
-      format != nullptr && !StringFieldIs(*format, "type", "text")) {
-    return Invalid("response_format",
-                   "'response_format' other than {\"type\": \"text\"} is not supported");
-  }
   return absl::OkStatus();
 }
 
@@ -409,7 +409,8 @@ absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
   return keepkv;
 }
 
-absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, ApiKind kind) {
+absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, ApiKind kind,
+                                                            std::string_view raw_body) {
   if (!body.is_object()) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
@@ -430,6 +431,7 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, Ap
     KVD_RETURN_IF_ERROR(fields.Integer("max_completion_tokens", request.max_completion_tokens));
   }
   KVD_RETURN_IF_ERROR(ReadDocuments(fields, request));
+  KVD_RETURN_IF_ERROR(ReadStructuredOutputJson(body, raw_body, request));
   KVD_RETURN_IF_ERROR(ReadSampling(fields, request));
   KVD_RETURN_IF_ERROR(ReadLogprobs(fields, kind, request));
   KVD_RETURN_IF_ERROR(ReadStop(fields, request));

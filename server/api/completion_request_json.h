@@ -4,15 +4,18 @@
 // unless they hold their neutral value.
 #pragma once
 
+#include <string_view>
+
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/api/completion_request.h"
 
 namespace kvd::server {
 
-// InvalidArgument with a param payload (OpenAI's `param`) for every problem.
+// InvalidArgument with a param payload (OpenAI's `param`) for every problem. `raw_body` is the
+// text `body` was parsed from: a JSON Schema keeps its key order from it (empty: `body`'s).
 [[nodiscard]] absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(
-    const nlohmann::json& body, ApiKind kind);
+    const nlohmann::json& body, ApiKind kind, std::string_view raw_body = {});
 
 // `body`'s "keepkv": absent, none (the tenant's default); null, disabled; an object of the
 // keys of cache_store::kKeepKvFields a request may set (a null key counts as absent), each of

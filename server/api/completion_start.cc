@@ -82,7 +82,8 @@ namespace {
 CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
                                const CompletionRequest& request, const DocumentContext* document) {
   const KeepKvConfig keepkv = tenant.keepkv();
-  auto params = ResolveCompletionParams(request, context.model, document, &keepkv);
+  auto params =
+      ResolveCompletionParams(request, context.model, document, &keepkv, context.constraints);
   if (!params.ok()) return CompletionRefusal{params.status()};
 
   int64_t tokens = 0;

@@ -49,7 +49,7 @@ class Api {
     if (!body.ok()) {
       return Refuse(request.method, request.path, (*tenant)->id(), body.status(), start);
     }
-    auto completion_request = ReadCompletionRequestJson(*body, kind);
+    auto completion_request = ReadCompletionRequestJson(*body, kind, request.body);
     if (!completion_request.ok()) {
       return Refuse(request.method, request.path, (*tenant)->id(), completion_request.status(),
                     start);

@@ -24,6 +24,8 @@ struct ServingContext {
   const TenantDirectory* tenants = nullptr;
   MetricsExporter* metrics = nullptr;               // null when metrics are off
   documents::DocumentService* documents = nullptr;  // null when documents are off
+  // Compiled structured-output constraints over the model's vocabulary; null: refused.
+  structured::ConstraintCache* constraints = nullptr;
   bool log_requests = true;
   std::string kv_cache_medium = "CPU";  // where KV blocks live, as KV events name it: CPU or GPU
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs

@@ -30,6 +30,7 @@
 #include "server/kv_events/zmq_publisher.h"
 #include "server/metrics/metrics_exporter.h"
 #include "spdlog/spdlog.h"
+#include "structured/constraint_cache.h"
 
 namespace kvd::server {
 namespace {
@@ -197,6 +198,15 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.tenants = &tenants;
   context.log_requests = config->logging.requests;
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
+  // Structured outputs: the vocabulary's token bytes, once, for every constraint's masks.
+  std::unique_ptr<structured::ConstraintCache> constraints;
+  if (context.model.tokenizer != nullptr) {
+    auto trie = structured::TokenTrie::Create(*context.model.tokenizer,
+                                              context.model.config->eos_token_ids);
+    if (!trie.ok()) return trie.status();
+    constraints = std::make_unique<structured::ConstraintCache>(*std::move(trie));
+    context.constraints = constraints.get();
+  }
   std::unique_ptr<ZmqKvEventPublisher> kv_events_zmq;
   if (!config->kv_events_zmq.endpoint.empty()) {
     const KvEventsZmqConfig& zmq = config->kv_events_zmq;

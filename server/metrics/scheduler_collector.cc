@@ -178,6 +178,15 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
                        "Fraction of the own tokens of running KeepKV sequences whose entries were "
                        "merged or evicted away (ratio).",
                        gauge, kvd_labels_, s.keepkv_compressed_fraction));
+
+  // Structured outputs.
+  out.push_back(Single("kvd_structured_output_requests_total",
+                       "Requests whose output a structured-output constraint held (requests).",
+                       counter, kvd_labels_, static_cast<double>(s.constrained_requests)));
+  out.push_back(Single("kvd_structured_output_mask_seconds_total",
+                       "Scheduler-thread time spent building constrained sequences' token masks "
+                       "and advancing them through their constraints (seconds).",
+                       counter, kvd_labels_, s.constraint_mask_seconds_total));
   return out;
 }
 

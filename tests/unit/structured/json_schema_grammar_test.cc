@@ -49,7 +49,14 @@ const std::vector<SchemaCase>& Corpus() {
         {"01", false}, {"1.", false}, {".5", false}, {"+1", false}, {"1e", false},
         {"NaN", false}, {"\"1\"", false}}},
       {"integer", R"({"type": "integer"})",
-       {{"0", true}, {"-42", true}, {"1.5", false}, {"1e3", false}}},
+       {{"0", true}, {"-42", true}, {"1.5", false}, {"1e3", false},
+        {"9007199254740993", true}}},
+      {"integer range", R"({"type": "integer", "minimum": -15, "exclusiveMaximum": 120})",
+       {{"-15", true}, {"-9", true}, {"0", true}, {"7", true}, {"99", true}, {"119", true},
+        {"-16", false}, {"120", false}, {"1000", false}, {"-0", false}, {"007", false}}},
+      {"zod's safe integer", R"({"type": "integer", "minimum": -9007199254740991,
+                                  "maximum": 9007199254740991})",
+       {{"9007199254740991", true}, {"9007199254740992", false}, {"-42", true}}},
       {"boolean and null", R"({"type": ["boolean", "null"]})",
        {{"true", true}, {"false", true}, {"null", true}, {"0", false}, {"True", false}}},
       {"object", R"({"type": "object",
@@ -160,9 +167,21 @@ TEST(JsonSchemaGrammarTest, WritesPropertiesInTheSchemasOrderOnly) {
 TEST(JsonSchemaGrammarTest, BoundsWhitespace) {
   const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(R"({"type": "array"})"));
   ASSERT_TRUE(grammar.ok());
-  const std::string padding(JsonRules::kMaxWhitespace, ' ');
-  EXPECT_TRUE(testing::Accepts(*grammar, "[" + padding + "]"));
-  EXPECT_FALSE(testing::IsPrefix(*grammar, "[" + padding + " "));
+  const std::string indent(JsonRules::kMaxIndent, ' ');
+  EXPECT_TRUE(testing::Accepts(*grammar, "[\n" + indent + "1,\n\t2 ]"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "[\n" + indent + " "));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "[\n\n"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "[  "));
+}
+
+TEST(JsonSchemaGrammarTest, BoundsTheDigitsOfNumbers) {
+  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(R"({"type": "number"})"));
+  ASSERT_TRUE(grammar.ok());
+  const std::string digits(JsonRules::kMaxDigits, '7');
+  EXPECT_TRUE(testing::Accepts(*grammar, "-" + digits + "." + digits + "e-123"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, digits + "7"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "1." + digits + "7"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "1e1234"));
 }
 
 TEST(JsonSchemaGrammarTest, AnyJsonObject) {
@@ -176,7 +195,9 @@ TEST(JsonSchemaGrammarTest, AnyJsonObject) {
 
 TEST(JsonSchemaGrammarTest, RefusesWhatItCannotGuaranteeNamingTheKeyword) {
   const std::vector<std::pair<const char*, const char*>> cases = {
-      {R"({"type": "integer", "minimum": 0})", "'minimum' at '#'"},
+      {R"({"type": "number", "minimum": 0})", "'minimum' at '#' is supported only on integers"},
+      {R"({"type": "integer", "minimum": 3, "maximum": 2})", "admit no integer"},
+      {R"({"type": "integer", "multipleOf": 2})", "'multipleOf'"},
       {R"({"type": "object", "patternProperties": {}})", "'patternProperties'"},
       {R"({"type": "string", "format": "hostname"})", "'hostname' is not supported"},
       {R"({"properties": {"a": {"type": "string", "maxLength": 5000}}})",

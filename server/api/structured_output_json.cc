@@ -1,0 +1,196 @@
+#include "server/api/structured_output_json.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_details.h"
+#include "base/status_macros.h"
+#include "engine/bounded_json.h"
+#include "structured/json_rules.h"
+
+namespace kvd::server {
+namespace {
+
+using json = nlohmann::json;
+using Kind = structured::ConstraintSpec::Kind;
+
+absl::Status Invalid(std::string_view param, std::string message) {
+  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
+}
+
+// The JSON text of the value at `path` in the body, keys in the order the client wrote them.
+std::string OrderedText(const json& value, std::string_view raw_body,
+                        const std::vector<std::string>& path) {
+  if (!raw_body.empty()) {
+    absl::StatusOr<structured::JsonValue> ordered =
+        engine::ParseBoundedJson<structured::JsonValue>(raw_body, "the request body");
+    if (ordered.ok()) {
+      const structured::JsonValue* at = &*ordered;
+      for (const std::string& key : path) {
+        if (!at->is_object() || !at->contains(key)) {
+          at = nullptr;
+          break;
+        }
+        at = &(*at)[key];
+      }
+      if (at != nullptr) return at->dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+  }
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A schema given as an object (or boolean), or as a string holding one, as vLLM allows.
+absl::StatusOr<std::string> SchemaText(const json& value, std::string_view raw_body,
+                                       const std::vector<std::string>& path,
+                                       std::string_view param) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() || value.is_boolean()) return OrderedText(value, raw_body, path);
+  return Invalid(param, absl::StrCat("'", std::string(param), "' must be a JSON Schema object"));
+}
+
+absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
+                                CompletionRequest& request) {
+  const std::string param = "response_format";
+  if (!format.is_object() || !format.contains("type") || !format["type"].is_string()) {
+    return Invalid(param, "'response_format' must be an object with a string 'type'");
+  }
+  const std::string type = format["type"].get<std::string>();
+  for (const auto& [key, value] : format.items()) {
+    if (key != "type" && !(type == "json_schema" && key == "json_schema")) {
+      return Invalid(param, absl::StrCat("unexpected key 'response_format.", key, "'"));
+    }
+  }
+  if (type == "text") return absl::OkStatus();
+  if (type == "json_object") {
+    request.structured_output = structured::ConstraintSpec{.kind = Kind::kJsonObject};
+    request.structured_output_param = param;
+    return absl::OkStatus();
+  }
+  if (type != "json_schema") {
+    return Invalid(param, absl::StrCat("'response_format.type' must be one of text, json_object, "
+                                       "json_schema; got '", type, "'"));
+  }
+  const auto spec = format.find("json_schema");
+  if (spec == format.end() || !spec->is_object()) {
+    return Invalid("response_format.json_schema",
+                   "'response_format.json_schema' must be an object with 'name' and 'schema'");
+  }
+  for (const auto& [key, value] : spec->items()) {
+    if (key == "name" || key == "description") {
+      if (!value.is_string()) {
+        return Invalid("response_format.json_schema." + key,
+                       absl::StrCat("'response_format.json_schema.", key, "' must be a string"));
+      }
+    } else if (key == "strict") {
+      // Every structured output is enforced; `strict` may only say so.
+      if (!value.is_boolean() && !value.is_null()) {
+        return Invalid("response_format.json_schema.strict",
+                       "'response_format.json_schema.strict' must be a boolean");
+      }
+    } else if (key != "schema") {
+      return Invalid("response_format.json_schema",
+                     absl::StrCat("unexpected key 'response_format.json_schema.", key, "'"));
+    }
+  }
+  if (!spec->contains("name")) {
+    return Invalid("response_format.json_schema.name",
+                   "'response_format.json_schema.name' is required");
+  }
+  // OpenAI's default for a missing schema: any JSON value.
+  const json schema = spec->value("schema", json(true));
+  KVD_ASSIGN_OR_RETURN(std::string text,
+                       SchemaText(schema, raw_body, {"response_format", "json_schema", "schema"},
+                                  "response_format.json_schema.schema"));
+  request.structured_output =
+      structured::ConstraintSpec{.kind = Kind::kJsonSchema, .text = std::move(text)};
+  request.structured_output_param = "response_format.json_schema.schema";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ChoicesText(const json& choices, std::string_view param) {
+  if (!choices.is_array() || choices.empty()) {
+    return Invalid(param, absl::StrCat("'", std::string(param),
+                                       "' must be a non-empty array of strings"));
+  }
+  for (const json& choice : choices) {
+    if (!choice.is_string() || choice.get_ref<const std::string&>().empty()) {
+      return Invalid(param, absl::StrCat("'", std::string(param),
+                                         "' must be a non-empty array of non-empty strings"));
+    }
+  }
+  return choices.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_body,
+                                   CompletionRequest& request) {
+  if (!outputs.is_object() || outputs.size() != 1) {
+    return Invalid("structured_outputs",
+                   "'structured_outputs' must be an object with exactly one of json, regex, "
+                   "choice, json_object");
+  }
+  const auto& [key, value] = *outputs.items().begin();
+  const std::string param = "structured_outputs." + key;
+  if (key == "json") {
+    KVD_ASSIGN_OR_RETURN(std::string text,
+                         SchemaText(value, raw_body, {"structured_outputs", "json"}, param));
+    request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
+  } else if (key == "regex") {
+    if (!value.is_string()) return Invalid(param, "'" + param + "' must be a string");
+    request.structured_output = structured::ConstraintSpec{Kind::kRegex, value.get<std::string>()};
+  } else if (key == "choice") {
+    KVD_ASSIGN_OR_RETURN(std::string text, ChoicesText(value, param));
+    request.structured_output = structured::ConstraintSpec{Kind::kChoice, std::move(text)};
+  } else if (key == "json_object") {
+    if (value != true) return Invalid(param, "'" + param + "' must be true");
+    request.structured_output = structured::ConstraintSpec{.kind = Kind::kJsonObject};
+  } else {
+    return Invalid(param, absl::StrCat("'", param, "' is not supported (supported: json, regex, "
+                                       "choice, json_object)"));
+  }
+  request.structured_output_param = param;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadStructuredOutputJson(const json& body, std::string_view raw_body,
+                                      CompletionRequest& request) {
+  std::vector<std::string> given;
+  for (std::string_view key : kStructuredOutputKeys) {
+    const auto it = body.find(std::string(key));
+    if (it == body.end() || it->is_null()) continue;
+    if (key == "response_format" && it->is_object() && it->value("type", json()) == "text") {
+      continue;  // the default: free text
+    }
+    given.emplace_back(key);
+  }
+  if (given.empty()) return ReadResponseFormat(json{{"type", "text"}}, raw_body, request);
+  if (given.size() > 1) {
+    return Invalid(given[1], absl::StrCat("'", given[0], "' and '", given[1],
+                                          "' both constrain the output; send one"));
+  }
+  const std::string& key = given[0];
+  const json& value = body[key];
+  if (key == "response_format") return ReadResponseFormat(value, raw_body, request);
+  if (key == "structured_outputs") return ReadStructuredOutputs(value, raw_body, request);
+  if (key == "guided_grammar") {
+    return Invalid(key, "'guided_grammar' (grammar constraints) is not supported; use a JSON "
+                        "Schema or a regex");
+  }
+  if (key == "guided_json") {
+    KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(value, raw_body, {"guided_json"}, key));
+    request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
+  } else if (key == "guided_regex") {
+    if (!value.is_string()) return Invalid(key, "'guided_regex' must be a string");
+    request.structured_output = structured::ConstraintSpec{Kind::kRegex, value.get<std::string>()};
+  } else {
+    KVD_ASSIGN_OR_RETURN(std::string text, ChoicesText(value, key));
+    request.structured_output = structured::ConstraintSpec{Kind::kChoice, std::move(text)};
+  }
+  request.structured_output_param = key;
+  return absl::OkStatus();
+}
+
+}  // namespace kvd::server

@@ -1,0 +1,36 @@
+#include "structured/constraint_cache.h"
+
+namespace kvd::structured {
+
+absl::StatusOr<std::shared_ptr<const Constraint>> ConstraintCache::Get(const ConstraintSpec& spec) {
+  Key key(static_cast<int>(spec.kind), spec.text);
+  {
+    base::MutexLock lock(mu_);
+    if (const auto it = index_.find(key); it != index_.end()) {
+      entries_.splice(entries_.begin(), entries_, it->second);
+      ++statistics_.reused;
+      return it->second->second;
+    }
+  }
+  // Compiled outside the lock: two requests may compile the same constraint once each.
+  absl::StatusOr<Grammar> grammar = CompileConstraint(spec);
+  if (!grammar.ok()) return grammar.status();
+  auto constraint = std::make_shared<const Constraint>(*std::move(grammar), trie_);
+  base::MutexLock lock(mu_);
+  ++statistics_.compiled;
+  if (const auto it = index_.find(key); it != index_.end()) return it->second->second;
+  entries_.emplace_front(key, constraint);
+  index_.emplace(std::move(key), entries_.begin());
+  if (entries_.size() > kCapacity) {
+    index_.erase(entries_.back().first);
+    entries_.pop_back();
+  }
+  return constraint;
+}
+
+ConstraintCache::Statistics ConstraintCache::statistics() const {
+  base::MutexLock lock(mu_);
+  return statistics_;
+}
+
+}  // namespace kvd::structured

@@ -1,0 +1,51 @@
+// Compiled constraints by content: requests that ask for the same constraint share one, its
+// remembered masks included. Bounded; the least recently used constraint leaves first (a
+// sequence still under it keeps it alive).
+#pragma once
+
+#include <cstddef>
+#include <list>
+#include <memory>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "base/mutex.h"
+#include "structured/constraint.h"
+#include "structured/constraint_spec.h"
+#include "structured/token_trie.h"
+
+namespace kvd::structured {
+
+// Thread-safe.
+class ConstraintCache {
+ public:
+  // Constraints kept, at most. Each holds up to Constraint::kMaxCachedMasks masks.
+  static constexpr size_t kCapacity = 32;
+
+  explicit ConstraintCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
+
+  const TokenTrie& trie() const { return *trie_; }
+
+  // The compiled constraint of `spec`, compiled now when it is not kept. InvalidArgument as
+  // CompileConstraint.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<const Constraint>> Get(const ConstraintSpec& spec);
+
+  struct Statistics {
+    uint64_t compiled = 0;
+    uint64_t reused = 0;
+  };
+  Statistics statistics() const;
+
+ private:
+  using Key = std::pair<int, std::string>;
+
+  const std::shared_ptr<const TokenTrie> trie_;
+  mutable base::Mutex mu_;
+  // Most recently used first.
+  std::list<std::pair<Key, std::shared_ptr<const Constraint>>> entries_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Key, decltype(entries_)::iterator> index_ ABSL_GUARDED_BY(mu_);
+  Statistics statistics_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace kvd::structured
