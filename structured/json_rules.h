@@ -21,9 +21,10 @@ class JsonRules {
   // value with blank lines.
   static constexpr int kMaxIndent = 24;
   // Digits of a number's integer part and of its fraction at most: 16 is past what a double
-  // holds exactly, and a model cannot write a number without end. Exponents take 3.
+  // holds exactly, and a model cannot write a number without end. Exponents take 2, so that
+  // every number stays finite as a double (JSON parsers read 1e999 as Infinity).
   static constexpr int kMaxDigits = 16;
-  static constexpr int kMaxExponentDigits = 3;
+  static constexpr int kMaxExponentDigits = 2;
 
   explicit JsonRules(GrammarBuilder& builder) : builder_(builder) {}
 

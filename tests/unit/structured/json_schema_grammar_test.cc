@@ -178,10 +178,10 @@ TEST(JsonSchemaGrammarTest, BoundsTheDigitsOfNumbers) {
   const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(R"({"type": "number"})"));
   ASSERT_TRUE(grammar.ok());
   const std::string digits(JsonRules::kMaxDigits, '7');
-  EXPECT_TRUE(testing::Accepts(*grammar, "-" + digits + "." + digits + "e-123"));
+  EXPECT_TRUE(testing::Accepts(*grammar, "-" + digits + "." + digits + "e-12"));
   EXPECT_FALSE(testing::IsPrefix(*grammar, digits + "7"));
   EXPECT_FALSE(testing::IsPrefix(*grammar, "1." + digits + "7"));
-  EXPECT_FALSE(testing::IsPrefix(*grammar, "1e1234"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "1e308"));
 }
 
 TEST(JsonSchemaGrammarTest, AnyJsonObject) {

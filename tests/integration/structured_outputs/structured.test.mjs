@@ -1,0 +1,188 @@
+// Structured outputs through the official OpenAI SDK on the bundled model, sampling at
+// temperature 1: chat.completions.parse with a zod schema (zodResponseFormat), json_object, and
+// vLLM's regex and choice. Every output parses and validates, by zod and by ajv (ajv-formats for
+// the formats); a seed gives the same text streamed and not.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+
+const kvd = process.env.KVD_BINARY;
+const source = process.env.KVD_SOURCE_DIR;
+
+let server;
+let logs = '';
+let client;
+const model = 'kvd-tiny';
+
+before(async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kvd-structured-'));
+  server = spawn(kvd, ['serve', '--model', join(source, 'models/kvd-tiny'),
+                       '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0']);
+  await new Promise((resolve, reject) => {
+    server.stderr.on('data', (data) => {
+      logs += data;
+      const match = /serving .* on http:\/\/[^:]+:(\d+)/.exec(logs);
+      if (match && !client) {
+        client = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${match[1]}/v1`,
+                              maxRetries: 0 });
+        resolve();
+      }
+    });
+    server.on('exit', (code) => reject(new Error(`kvd exited with ${code}:\n${logs}`)));
+  });
+});
+
+after(async () => {
+  const exited = new Promise((resolve) => server.on('exit', resolve));
+  server.kill('SIGTERM');
+  assert.equal(await exited, 0, logs);
+});
+
+// Bounded strings and lists keep every value short enough to end within max_tokens.
+const Person = z.object({
+  name: z.string().max(12),
+  age: z.number().int().min(0).max(130),
+  role: z.enum(['admin', 'user', 'guest']),
+  nickname: z.string().max(6).nullable(),
+  scores: z.array(z.number()).max(3),
+  manager: z.object({ name: z.string().max(8), active: z.boolean() }).nullable(),
+});
+const format = zodResponseFormat(Person, 'person');
+const ajv = new Ajv({ strict: false });
+addFormats(ajv);
+const validate = ajv.compile(format.json_schema.schema);
+
+const messages = (i) => [{ role: 'user', content: `Describe person number ${i} as JSON.` }];
+
+async function inBatches(count, size, run) {
+  const results = [];
+  for (let start = 0; start < count; start += size) {
+    const batch = [];
+    for (let i = start; i < Math.min(count, start + size); ++i) batch.push(run(i));
+    results.push(...(await Promise.all(batch)));
+  }
+  return results;
+}
+
+test('parse() with a zod schema: 200 seeded completions at temperature 1 all validate', async () => {
+  const outputs = await inBatches(200, 16, (i) => client.chat.completions.parse({
+    model, messages: messages(i), response_format: format, temperature: 1, seed: i,
+    max_tokens: 1500,
+  }));
+  for (const [i, completion] of outputs.entries()) {
+    const choice = completion.choices[0];
+    assert.equal(choice.finish_reason, 'stop', `seed ${i}: ${choice.message.content}`);
+    const parsed = choice.message.parsed;
+    assert.ok(Person.safeParse(parsed).success, `seed ${i}: ${choice.message.content}`);
+    assert.ok(validate(JSON.parse(choice.message.content)),
+              `seed ${i}: ${JSON.stringify(validate.errors)} in ${choice.message.content}`);
+    // Properties come in the schema's order.
+    assert.deepEqual(Object.keys(parsed), Object.keys(Person.shape));
+  }
+});
+
+test('a seed gives the same value streamed and not', async () => {
+  for (const seed of [1, 2, 3]) {
+    const request = { model, messages: messages(seed), response_format: format, temperature: 1,
+                      seed, max_tokens: 1500 };
+    const whole = await client.chat.completions.create(request);
+    const stream = await client.chat.completions.create({ ...request, stream: true });
+    let text = '';
+    let finish = null;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta?.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(text, whole.choices[0].message.content);
+    assert.equal(finish, whole.choices[0].finish_reason);
+  }
+});
+
+test('json_object: every output is a JSON object', async () => {
+  const outputs = await inBatches(40, 8, (i) => client.chat.completions.create({
+    model, messages: messages(i), response_format: { type: 'json_object' }, temperature: 1,
+    seed: 1000 + i, max_tokens: 1500,
+  }));
+  let ended = 0;
+  for (const completion of outputs) {
+    const choice = completion.choices[0];
+    if (choice.finish_reason === 'length') continue;  // a string the model never closed
+    ++ended;
+    const value = JSON.parse(choice.message.content);
+    assert.equal(typeof value, 'object');
+    assert.ok(value !== null && !Array.isArray(value), choice.message.content);
+  }
+  assert.ok(ended >= 20, `only ${ended} of 40 ended`);
+});
+
+test('string formats validate as ajv-formats decides them', async () => {
+  const schema = {
+    type: 'object',
+    properties: {
+      born: { type: 'string', format: 'date' },
+      id: { type: 'string', format: 'uuid' },
+      email: { type: 'string', format: 'email' },
+      seen: { type: 'string', format: 'date-time' },
+      host: { type: 'string', format: 'ipv4' },
+    },
+    required: ['born', 'id', 'email', 'seen', 'host'],
+    additionalProperties: false,
+  };
+  const check = ajv.compile(schema);
+  const outputs = await inBatches(40, 8, (i) => client.chat.completions.create({
+    model, messages: messages(i), temperature: 1, seed: 2000 + i, max_tokens: 1500,
+    response_format: { type: 'json_schema', json_schema: { name: 'formats', schema } },
+  }));
+  let ended = 0;
+  for (const completion of outputs) {
+    const choice = completion.choices[0];
+    if (choice.finish_reason === 'length') continue;  // an e-mail address without end
+    ++ended;
+    assert.ok(check(JSON.parse(choice.message.content)),
+              `${JSON.stringify(check.errors)} in ${choice.message.content}`);
+  }
+  assert.ok(ended >= 5, `only ${ended} of 40 ended`);
+});
+
+test("max_tokens cutting a value finishes with 'length'", async () => {
+  const completion = await client.chat.completions.create({
+    model, messages: messages(0), response_format: format, temperature: 1, seed: 5,
+    max_tokens: 3,
+  });
+  assert.equal(completion.choices[0].finish_reason, 'length');
+});
+
+test("vLLM's regex and choice on the completions endpoint", async () => {
+  for (let seed = 0; seed < 20; ++seed) {
+    const regex = await client.completions.create({
+      model, prompt: 'Code:', temperature: 1, seed, max_tokens: 20,
+      structured_outputs: { regex: '[A-Z]{2}-\\d{3}' },
+    });
+    assert.match(regex.choices[0].text, /^[A-Z]{2}-\d{3}$/);
+    const choice = await client.completions.create({
+      model, prompt: 'Answer:', temperature: 1, seed, max_tokens: 20,
+      structured_outputs: { choice: ['yes', 'no', 'maybe later'] },
+    });
+    assert.ok(['yes', 'no', 'maybe later'].includes(choice.choices[0].text));
+  }
+});
+
+test('a schema it cannot guarantee is a 400 naming the keyword', async () => {
+  await assert.rejects(
+    client.chat.completions.create({
+      model, messages: messages(0),
+      response_format: { type: 'json_schema',
+                         json_schema: { name: 'x', schema: { type: 'number', multipleOf: 3 } } },
+    }),
+    (error) => error instanceof OpenAI.BadRequestError &&
+               error.param === 'response_format.json_schema.schema' &&
+               /multipleOf/.test(error.message));
+});
