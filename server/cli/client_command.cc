@@ -51,6 +51,11 @@ struct GenerateOptions {
   std::vector<std::string> documents;
   int64_t deadline_ms = 0;  // 0: none
   std::string request_id;
+  // Structured outputs; at most one (the options exclude one another).
+  std::string json_schema;  // a JSON Schema's text
+  bool json_object = false;
+  std::string regex;
+  std::vector<std::string> choices;
 };
 
 struct UploadOptions {
@@ -163,6 +168,16 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const GenerateOptions& options)
   if (options.seed) request.mutable_sampling()->set_seed(*options.seed);
   request.set_ignore_eos(options.ignore_eos);
   for (const std::string& id : options.documents) request.add_documents(id);
+  v1::StructuredOutput output;
+  if (!options.json_schema.empty()) output.set_json_schema(options.json_schema);
+  if (options.json_object) output.set_json_object(true);
+  if (!options.regex.empty()) output.set_regex(options.regex);
+  for (const std::string& choice : options.choices) {
+    output.mutable_choice()->add_choices(choice);
+  }
+  if (output.kind_case() != v1::StructuredOutput::KIND_NOT_SET) {
+    *request.mutable_structured_output() = std::move(output);
+  }
   return request;
 }
 
@@ -369,6 +384,23 @@ void AddClientCommand(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   generate_command->add_option("--request-id", generate->request_id,
                                "Name of the request, for Abort");
+  CLI::Option* json_schema = generate_command->add_option(
+      "--json-schema", generate->json_schema, "The output is an instance of this JSON Schema");
+  CLI::Option* json_object =
+      generate_command->add_flag("--json-object", generate->json_object,
+                                 "The output is a JSON object");
+  CLI::Option* regex = generate_command->add_option(
+      "--regex", generate->regex, "The output matches this regular expression");
+  CLI::Option* choice = generate_command
+                            ->add_option("--choice", generate->choices,
+                                         "The output is exactly one of these strings")
+                            ->delimiter(',');
+  CLI::Option* const structured[] = {json_schema, json_object, regex, choice};
+  for (CLI::Option* a : structured) {
+    for (CLI::Option* b : structured) {
+      if (a != b) a->excludes(b);
+    }
+  }
   generate_command->callback([generate] { ExitWith(RunGenerate(*generate)); });
 
   auto upload = std::make_shared<UploadOptions>();

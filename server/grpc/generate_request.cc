@@ -55,6 +55,47 @@ KeepKvRequest ReadKeepKv(const v1::KeepKv& keepkv) {
   return out;
 }
 
+namespace {
+
+absl::StatusOr<std::optional<structured::ConstraintSpec>> ReadStructuredOutput(
+    const v1::StructuredOutput& output) {
+  using Kind = structured::ConstraintSpec::Kind;
+  switch (output.kind_case()) {
+    case v1::StructuredOutput::kJsonSchema:
+      return structured::ConstraintSpec{Kind::kJsonSchema, output.json_schema()};
+    case v1::StructuredOutput::kJsonObject:
+      if (!output.json_object()) {
+        return WithParam(absl::InvalidArgumentError("structured_output.json_object must be true"),
+                         "structured_output.json_object");
+      }
+      return structured::ConstraintSpec{.kind = Kind::kJsonObject};
+    case v1::StructuredOutput::kRegex:
+      return structured::ConstraintSpec{Kind::kRegex, output.regex()};
+    case v1::StructuredOutput::kChoice: {
+      nlohmann::json choices = nlohmann::json::array();
+      for (const std::string& choice : output.choice().choices()) {
+        if (choice.empty()) {
+          return WithParam(absl::InvalidArgumentError(
+                               "structured_output.choice must hold non-empty strings"),
+                           "structured_output.choice");
+        }
+        choices.push_back(choice);
+      }
+      if (choices.empty()) {
+        return WithParam(absl::InvalidArgumentError("structured_output.choice is empty"),
+                         "structured_output.choice");
+      }
+      return structured::ConstraintSpec{
+          Kind::kChoice, choices.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+    }
+    case v1::StructuredOutput::KIND_NOT_SET:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest& request) {
   CompletionRequest out;
   out.model = request.model();
@@ -124,6 +165,18 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
     out.chat_template_kwargs = *std::move(kwargs);
   }
   if (request.has_keepkv()) out.keepkv = ReadKeepKv(request.keepkv());
+  if (request.has_structured_output()) {
+    const v1::StructuredOutput& output = request.structured_output();
+    absl::StatusOr<std::optional<structured::ConstraintSpec>> spec = ReadStructuredOutput(output);
+    if (!spec.ok()) return spec.status();
+    out.structured_output = *std::move(spec);
+    if (out.structured_output) {
+      const std::string kind = output.GetDescriptor()
+                                   ->FindFieldByNumber(static_cast<int>(output.kind_case()))
+                                   ->name();
+      out.structured_output_param = "structured_output." + kind;
+    }
+  }
   // Streaming is gRPC's own: every reply streams.
   out.stream = true;
   return out;

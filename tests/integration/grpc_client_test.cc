@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -220,6 +221,40 @@ TEST_F(GrpcClientTest, AnUnknownOrMissingKeyIsUnauthenticated) {
     EXPECT_EQ(refused.err.rfind("kvd: UNAUTHENTICATED: ", 0), 0u) << refused.err;
     EXPECT_EQ(refused.out, "");
   }
+}
+
+TEST_F(GrpcClientTest, StructuredOutputsAsTheHttpApi) {
+  const std::string schema =
+      R"({"type": "object", "properties": {"b": {"type": "integer"}, "a": {"enum": ["x", "y"]}},
+          "required": ["b", "a"], "additionalProperties": false})";
+  // The body as text: a parsed json would sort the schema's keys.
+  const HttpResult http = Curl(
+      "POST", server_->url("/v1/completions"),
+      R"({"model": "kvd-tiny", "prompt": "A record:", "max_tokens": 200, "temperature": 1,
+          "seed": 7, "response_format": {"type": "json_schema",
+                                         "json_schema": {"name": "r", "schema": )" +
+          schema + "}}}",
+      std::string("-H 'Authorization: Bearer ") + kKey + "'");
+  ASSERT_EQ(http.status, 200) << http.body;
+  const std::string text = json::parse(http.body)["choices"][0]["text"];
+  const ClientResult grpc = Client("generate", {"--prompt", "A record:", "--max-tokens", "200",
+                                                "--temperature", "1", "--seed", "7",
+                                                "--json-schema", schema});
+  ASSERT_EQ(grpc.exit_code, 0) << grpc.err;
+  EXPECT_EQ(grpc.out, text + "\n");
+  const json value = json::parse(text);
+  EXPECT_TRUE(value["b"].is_number_integer()) << text;
+  EXPECT_EQ(text.find("\"b\""), text.find('"')) << "properties in the schema's order: " << text;
+
+  const ClientResult regex = Client("generate", {"--prompt", "Code:", "--max-tokens", "20",
+                                                 "--temperature", "1", "--regex", "[a-c]{3}-\\d"});
+  ASSERT_EQ(regex.exit_code, 0) << regex.err;
+  EXPECT_TRUE(std::regex_match(regex.out, std::regex("[a-c]{3}-[0-9]\n"))) << regex.out;
+
+  const ClientResult bad =
+      Client("generate", {"--prompt", "x", "--json-schema", R"({"type": "integer", "multipleOf": 2})"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("multipleOf"), std::string::npos) << bad.err;
 }
 
 TEST_F(GrpcClientTest, ModelsHealthAndBadArguments) {
