@@ -1,5 +1,6 @@
 #include "structured/regex_grammar.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -160,6 +161,13 @@ class RegexParser {
         return atom;
       }
       if (!AtEnd() && Peek() == '?') ++at_;  // lazy: the same language
+      // A *, + or ? over an unbounded repeat of at most one is one repeat: (x+)+ is x+ and
+      // (x*)+ is x*. Nested, they would let the matcher follow exponentially many parses.
+      if (atom.kind == Node::Kind::kRepeat && atom.max < 0 && atom.min <= 1 && min <= 1 &&
+          (max < 0 || max == 1)) {
+        atom.min = std::min(atom.min, min);
+        continue;
+      }
       Node repeat{.kind = Node::Kind::kRepeat, .min = min, .max = max};
       repeat.children.push_back(std::move(atom));
       atom = std::move(repeat);

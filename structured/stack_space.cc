@@ -46,6 +46,10 @@ void StackSpace::Expand(int32_t parent, int32_t position, std::vector<int32_t>& 
   seen_.clear();
   pending_.emplace_back(parent, position);
   while (!pending_.empty()) {
+    if (seen_.size() > kMaxExpansion) {
+      overflowed_ = true;
+      return;
+    }
     const auto [below, at] = pending_.back();
     pending_.pop_back();
     if (!seen_.insert(PairKey(below, at)).second) continue;
@@ -103,7 +107,15 @@ void StackSpace::Step(int32_t stack, uint8_t byte, std::vector<int32_t>& out) {
 void StackSpace::StepAll(std::span<const int32_t> stacks, uint8_t byte,
                          std::vector<int32_t>& out) {
   out.clear();
-  for (int32_t stack : stacks) Step(stack, byte, out);
+  for (int32_t stack : stacks) {
+    Step(stack, byte, out);
+    if (out.size() > kMaxExpansion) SortDistinct(out);
+    if (out.size() > kMaxExpansion) {
+      overflowed_ = true;
+      out.clear();
+      return;
+    }
+  }
   if (out.size() > 1) SortDistinct(out);
 }
 

@@ -20,6 +20,10 @@ class StackSpace {
   // The empty stack: the bytes so far are a whole sentence of the grammar.
   static constexpr int32_t kAccepted = 0;
 
+  // The most stacks one expansion may reach: an ambiguous grammar ((a|a)*...) can reach
+  // exponentially many; past this the expansion stops and overflowed() turns true.
+  static constexpr size_t kMaxExpansion = 1 << 14;
+
   // Holds at most `max_stacks` distinct stacks; past that, transitions that need a new one
   // find none and overflowed() turns true.
   StackSpace(const Grammar& grammar, size_t max_stacks);

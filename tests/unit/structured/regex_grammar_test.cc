@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "structured/stack_space.h"
 #include "tests/unit/structured/grammar_test_support.h"
 
 namespace kvd::structured {
@@ -116,6 +117,19 @@ TEST(RegexGrammarTest, NestedCountsGrowTheGrammarLinearly) {
   ASSERT_TRUE(grammar.ok()) << grammar.status();
   EXPECT_LT(grammar->symbol_count(), 4000u);
   EXPECT_TRUE(testing::IsPrefix(*grammar, std::string(5000, 'a')));
+}
+
+TEST(RegexGrammarTest, NestedUnboundedRepeatsCollapse) {
+  // (0+)+... thirty deep would otherwise give the matcher 2^30 parses of one '0'.
+  std::string pattern = "0";
+  for (int i = 0; i < 30; ++i) pattern += "+";
+  pattern = "(" + pattern + ")*x";
+  const Grammar grammar = RegexGrammar(pattern);
+  StackSpace stacks(grammar, 1 << 20);
+  EXPECT_FALSE(testing::StacksAfter(stacks, "0000").empty());
+  EXPECT_FALSE(stacks.overflowed());
+  EXPECT_TRUE(testing::Accepts(grammar, "000x"));
+  EXPECT_TRUE(testing::Accepts(grammar, "x"));
 }
 
 }  // namespace
