@@ -12,7 +12,8 @@ namespace {
 absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
                                                 const engine::Tokenizer* tokenizer,
                                                 const SchedulerBenchOptions& options,
-                                                int32_t concurrency, bool prefix_cache) {
+                                                int32_t concurrency, bool prefix_cache,
+                                                bool constrained) {
   if (concurrency < 1) {
     return absl::InvalidArgumentError("concurrency must be at least 1");
   }
@@ -54,7 +55,8 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
     }
     request.sampling.temperature = 0.0f;
     request.max_tokens = options.decode_tokens;
-    request.ignore_eos = true;
+    request.ignore_eos = !constrained;
+    if (constrained) request.constraint = options.constraint;
     auto handle = (*scheduler)->Submit(std::move(request));
     if (!handle.ok()) return handle.status();
     handles.push_back(*std::move(handle));
@@ -71,12 +73,14 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
   SchedulerBenchResult result;
   result.concurrency = concurrency;
   result.prefix_cache = prefix_cache;
-  absl::Duration decode_time, decode_forward;
+  result.constrained = constrained;
+  absl::Duration decode_time, decode_forward, all_steps;
   int64_t decode_tokens = 0, decode_steps = 0;
   while ((*scheduler)->HasWork()) {
     auto report = (*scheduler)->Step();
     if (!report.ok()) return report.status();
     result.prefill_tokens += report->num_prefill_tokens;
+    all_steps += report->step_time;
     for (size_t i = 0; i < handles.size(); ++i) {
       while (auto event = handles[i].Next(absl::ZeroDuration())) {
         if (!first_token[i] && !event->token_ids.empty()) first_token[i] = absl::Now();
@@ -95,6 +99,10 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
     }
   }
   result.total_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (all_steps > absl::ZeroDuration()) {
+    result.constraint_fraction = (*scheduler)->Metrics().constraint_mask_seconds_total /
+                                 absl::ToDoubleSeconds(all_steps);
+  }
   const size_t later = first_wave == concurrency ? 0 : 1;
   double ttft_ms = 0.0;
   for (size_t i = later; i < handles.size(); ++i) {
@@ -122,9 +130,12 @@ absl::StatusOr<std::vector<SchedulerBenchResult>> MeasureSchedulerThroughput(
     for (const bool prefix_cache : options.shared_prefix_tokens > 0
                                        ? std::vector<bool>{true, false}
                                        : std::vector<bool>{true}) {
-      auto result = MeasureOne(model, tokenizer, options, concurrency, prefix_cache);
-      if (!result.ok()) return result.status();
-      results.push_back(*result);
+      for (const bool constrained : options.constraint != nullptr ? std::vector<bool>{false, true}
+                                                                  : std::vector<bool>{false}) {
+        auto result = MeasureOne(model, tokenizer, options, concurrency, prefix_cache, constrained);
+        if (!result.ok()) return result.status();
+        results.push_back(*result);
+      }
     }
   }
   return results;

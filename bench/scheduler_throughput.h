@@ -2,15 +2,18 @@
 // of a step is spent outside the forward pass (planning, sampling, detokenizing, events). With
 // a shared prefix, every prompt starts with the same tokens (a system prompt): one request runs
 // first, the others arrive once it has its first token, and each concurrency is measured with
-// the prefix cache on and off.
+// the prefix cache on and off. With a constraint, each concurrency is measured with it and
+// without it (structured outputs' cost).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
+#include "structured/constraint.h"
 
 namespace kvd::bench {
 
@@ -21,11 +24,15 @@ struct SchedulerBenchOptions {
   int32_t shared_prefix_tokens = 0;  // leading prompt tokens all requests share, < prompt_tokens
   kernels::DType kv_cache_dtype = kernels::DType::kF32;
   uint64_t seed = 1;
+  // Measured with and without: every request's output held to it, end-of-sequence honoured
+  // (the constraint should not let a value end within decode_tokens). Null: not measured.
+  std::shared_ptr<const structured::Constraint> constraint;
 };
 
 struct SchedulerBenchResult {
   int32_t concurrency = 0;
   bool prefix_cache = true;
+  bool constrained = false;
   int64_t prefill_tokens = 0;  // prompt tokens computed, over all requests
   // Submit to first token, averaged over the requests after the first (all with no shared
   // prefix).
@@ -34,6 +41,8 @@ struct SchedulerBenchResult {
   double decode_step_ms = 0.0;            // mean length of such a step
   double overhead_fraction = 0.0;         // of their time, outside the forward pass
   double total_seconds = 0.0;             // submit to the last token, prefill included
+  // Of all steps' time, the share spent on constraints (masks and matcher advances).
+  double constraint_fraction = 0.0;
 };
 
 // Runs `concurrency` requests through a Scheduler stepped on the calling thread (at once, or

@@ -27,8 +27,11 @@ absl::StatusOr<std::unique_ptr<TokenTrie>> TokenTrie::Create(const engine::Token
   trie->has_text_.assign(trie->vocab_size_, false);
   trie->text_offsets_.push_back(0);
   for (int32_t id = 0; id < trie->vocab_size_; ++id) {
+    // An end token ends the output, never writes text, even where a model's EOS is a vocab token.
+    const bool no_text = tokenizer.IsSpecial(id) || std::binary_search(trie->end_tokens_.begin(),
+                                                                       trie->end_tokens_.end(), id);
     const absl::StatusOr<std::string_view> bytes =
-        tokenizer.IsSpecial(id) ? std::string_view() : tokenizer.TokenBytesView(id);
+        no_text ? std::string_view() : tokenizer.TokenBytesView(id);
     const bool has_text = bytes.ok() && !bytes->empty();
     if (has_text) trie->text_bytes_.append(*bytes);
     trie->text_offsets_.push_back(static_cast<uint32_t>(trie->text_bytes_.size()));

@@ -19,8 +19,8 @@ namespace kvd::structured {
 // Immutable; safe to share between threads.
 class TokenTrie {
  public:
-  // Every token with bytes, except special added tokens: a constraint never lets the model
-  // write a chat marker or an end token as text. `end_tokens` are the ids that end a sequence
+  // Every token with bytes, except special added tokens and the end tokens: a constraint never
+  // lets the model write a chat marker or an end token as text. `end_tokens` are the ids that end a sequence
   // (EOS and the generation config's stops), allowed by a mask only where the grammar accepts.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TokenTrie>> Create(
       const engine::Tokenizer& tokenizer, std::vector<int32_t> end_tokens);

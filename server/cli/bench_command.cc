@@ -4,15 +4,16 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bench/constraint_mask_bench.h"
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
 #include "bench/matmul_bench.h"
 #include "bench/memory_bandwidth.h"
-#include "bench/constraint_mask_bench.h"
 #include "bench/merge_selection_bench.h"
 #include "bench/op_times.h"
 #include "bench/sampling_bench.h"
@@ -25,6 +26,7 @@
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/type_choices.h"
+#include "structured/constraint_cache.h"
 
 namespace kvd::server {
 namespace {
@@ -52,6 +54,7 @@ struct BenchOptions {
   bench::MergeSelectionBenchOptions merge_selection_options;
   bool op_times = false;
   bench::ConstraintMaskBenchOptions constraint_masks;
+  std::string scheduler_json_schema;  // with --scheduler: measured constrained too
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
 };
@@ -144,13 +147,26 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
     if (!loaded.ok()) return loaded.status();
     tokenizer = *std::move(loaded);
   }
-  const bench::SchedulerBenchOptions bench_options{
+  bench::SchedulerBenchOptions bench_options{
       .concurrency = options.concurrency,
       .prompt_tokens = options.throughput.prompt_tokens,
       .decode_tokens = options.throughput.decode_tokens,
       .shared_prefix_tokens = options.shared_prefix_tokens,
       .kv_cache_dtype = options.throughput.kv_cache_dtype,
       .seed = options.throughput.seed};
+  if (!options.scheduler_json_schema.empty()) {
+    if (tokenizer == nullptr) {
+      return absl::FailedPreconditionError("--scheduler-json-schema needs the model's tokenizer");
+    }
+    std::ifstream file(options.scheduler_json_schema);
+    const std::string schema((std::istreambuf_iterator<char>(file)), {});
+    auto trie = structured::TokenTrie::Create(*tokenizer, model.config().eos_token_ids);
+    if (!trie.ok()) return trie.status();
+    structured::ConstraintCache constraints(*std::move(trie));
+    auto constraint = constraints.Get({structured::ConstraintSpec::Kind::kJsonSchema, schema});
+    if (!constraint.ok()) return constraint.status();
+    bench_options.constraint = *std::move(constraint);
+  }
   auto results = bench::MeasureSchedulerThroughput(model, tokenizer.get(), bench_options);
   if (!results.ok()) return results.status();
   std::printf(
@@ -159,15 +175,17 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
       options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
       bench_options.prompt_tokens, bench_options.shared_prefix_tokens, bench_options.decode_tokens);
   std::printf(
-      "| concurrent | prefix cache | prompt tokens computed | TTFT ms (mean%s) | decode tok/s | "
-      "decode ms/step | outside forward | total s |\n",
+      "| concurrent | prefix cache | constrained | prompt tokens computed | TTFT ms (mean%s) | "
+      "decode tok/s | decode ms/step | outside forward | constraint share | total s |\n",
       bench_options.shared_prefix_tokens > 0 ? ", after the first" : "");
-  std::printf("|---:|---|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
-    std::printf("| %d | %s | %lld | %.1f | %.1f | %.2f | %.1f%% | %.2f |\n", result.concurrency,
-                result.prefix_cache ? "on" : "off", static_cast<long long>(result.prefill_tokens),
+    std::printf("| %d | %s | %s | %lld | %.1f | %.1f | %.2f | %.1f%% | %.2f%% | %.2f |\n",
+                result.concurrency, result.prefix_cache ? "on" : "off",
+                result.constrained ? "yes" : "no", static_cast<long long>(result.prefill_tokens),
                 result.mean_ttft_ms, result.decode_tokens_per_second, result.decode_step_ms,
-                100.0 * result.overhead_fraction, result.total_seconds);
+                100.0 * result.overhead_fraction, 100.0 * result.constraint_fraction,
+                result.total_seconds);
   }
   return absl::OkStatus();
 }
@@ -326,6 +344,11 @@ void AddBenchCommand(CLI::App& app) {
                    "prefix cache on and off")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  command
+      ->add_option("--scheduler-json-schema", options->scheduler_json_schema,
+                   "With --scheduler: also measure every concurrency with each request's output "
+                   "held to this JSON Schema (bench/structured_records.json never ends early)")
+      ->check(CLI::ExistingFile);
   command
       ->add_option("--concurrency", options->concurrency,
                    "Concurrent requests to measure, with --scheduler")
