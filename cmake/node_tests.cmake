@@ -4,13 +4,16 @@
 # test <name>_install runs `npm ci` there (the dependencies pinned by the lock file); each
 # script runs as `node --test <script>`, named <name> when it is the only one and
 # <name>_<script stem> otherwise. The scripts find the kvd under test in KVD_BINARY and the
-# repository in KVD_SOURCE_DIR. All carry the CTest label `node`.
+# repository in KVD_SOURCE_DIR; tests/integration/kvd_process.mjs, copied beside them, starts
+# one. All carry the CTest label `node`.
 function(kvd_node_tests name)
   cmake_parse_arguments(arg "" "" "FILES;TESTS;ENVIRONMENT" ${ARGN})
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/npm)
   foreach(file IN LISTS arg_FILES arg_TESTS)
     configure_file(${file} ${dir}/${file} COPYONLY)
   endforeach()
+  configure_file(${PROJECT_SOURCE_DIR}/tests/integration/kvd_process.mjs ${dir}/kvd_process.mjs
+                 COPYONLY)
   add_test(NAME ${name}_install
     COMMAND npm ci --no-audit --no-fund --loglevel=error WORKING_DIRECTORY ${dir})
   set_tests_properties(${name}_install PROPERTIES FIXTURES_SETUP ${name}_npm LABELS node)

@@ -2,19 +2,16 @@
 // with usage, n, logprobs, stop strings, the SDK's error classes, and an aborted stream.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import { startKvd } from './kvd_process.mjs';
 
-const kvd = process.env.KVD_BINARY;
 const source = process.env.KVD_SOURCE_DIR;
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
 
 let server;
-let logs = '';
 let baseURL;
 
 const client = (apiKey) => new OpenAI({ apiKey, baseURL, maxRetries: 0 });
@@ -26,36 +23,21 @@ const question = prompt
   .replace('<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n', '');
 
 before(async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'kvd-sdk-'));
-  const config = join(dir, 'config.yaml');
-  writeFileSync(config, [
-    'tenants:',
-    '  - id: alpha',
-    `    key_sha256: ["${sha256('key-alpha')}"]`,
-    '  - id: limited',
-    `    key_sha256: ["${sha256('key-limited')}"]`,
-    '    requests_per_minute: 1',
-    '',
-  ].join('\n'));
-  server = spawn(kvd, ['serve', '--config', config, '--model', join(source, 'models/kvd-tiny'),
-                       '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0']);
-  await new Promise((resolve, reject) => {
-    server.stderr.on('data', (data) => {
-      logs += data;
-      const match = /serving .* on http:\/\/[^:]+:(\d+)/.exec(logs);
-      if (match && !baseURL) {
-        baseURL = `http://127.0.0.1:${match[1]}/v1`;
-        resolve();
-      }
-    });
-    server.on('exit', (code) => reject(new Error(`kvd exited with ${code}:\n${logs}`)));
+  server = await startKvd({
+    configLines: [
+      'tenants:',
+      '  - id: alpha',
+      `    key_sha256: ["${sha256('key-alpha')}"]`,
+      '  - id: limited',
+      `    key_sha256: ["${sha256('key-limited')}"]`,
+      '    requests_per_minute: 1',
+    ],
   });
+  baseURL = server.baseURL;
 });
 
 after(async () => {
-  const exited = new Promise((resolve) => server.on('exit', resolve));
-  server.kill('SIGTERM');
-  assert.equal(await exited, 0, logs);
+  assert.equal(await server.stop(), 0, server.logs());
 });
 
 test('completions answer the document question', async () => {
@@ -168,8 +150,8 @@ test('an aborted stream cancels its sequence', async () => {
     }
   }
   // The server logs the request as 499 (client closed) once it notices.
-  for (let i = 0; i < 100 && !logs.includes('status=499'); ++i) {
+  for (let i = 0; i < 100 && !server.logs().includes('status=499'); ++i) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  assert.ok(logs.includes('status=499'), logs);
+  assert.ok(server.logs().includes('status=499'), server.logs());
 });

@@ -4,46 +4,24 @@
 // the formats); a seed gives the same text streamed and not.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-
-const kvd = process.env.KVD_BINARY;
-const source = process.env.KVD_SOURCE_DIR;
+import { startKvd } from './kvd_process.mjs';
 
 let server;
-let logs = '';
 let client;
 const model = 'kvd-tiny';
 
 before(async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'kvd-structured-'));
-  server = spawn(kvd, ['serve', '--model', join(source, 'models/kvd-tiny'),
-                       '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0']);
-  await new Promise((resolve, reject) => {
-    server.stderr.on('data', (data) => {
-      logs += data;
-      const match = /serving .* on http:\/\/[^:]+:(\d+)/.exec(logs);
-      if (match && !client) {
-        client = new OpenAI({ apiKey: 'unused', baseURL: `http://127.0.0.1:${match[1]}/v1`,
-                              maxRetries: 0 });
-        resolve();
-      }
-    });
-    server.on('exit', (code) => reject(new Error(`kvd exited with ${code}:\n${logs}`)));
-  });
+  server = await startKvd();
+  client = new OpenAI({ apiKey: 'unused', baseURL: server.baseURL, maxRetries: 0 });
 });
 
 after(async () => {
-  const exited = new Promise((resolve) => server.on('exit', resolve));
-  server.kill('SIGTERM');
-  assert.equal(await exited, 0, logs);
+  assert.equal(await server.stop(), 0, server.logs());
 });
 
 // Bounded strings and lists keep every value short enough to end within max_tokens.
