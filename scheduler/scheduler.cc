@@ -157,7 +157,8 @@ absl::Status Scheduler::Validate(const Request& request) const {
     return invalid("stop strings need a tokenizer, and this model has none");
   }
   if (request.constraint != nullptr) {
-    if (request.constraint->trie().vocab_size() != config.vocab_size) {
+    // A model's head may be padded past the tokenizer's vocabulary; the padding is never allowed.
+    if (request.constraint->trie().vocab_size() > config.vocab_size) {
       return invalid("the structured output's vocabulary has ",
                      request.constraint->trie().vocab_size(), " tokens; the model's has ",
                      config.vocab_size);

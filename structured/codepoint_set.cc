@@ -70,6 +70,15 @@ std::string JsonEscape(uint32_t codepoint) {
 
 }  // namespace
 
+CodepointSet CodepointSet::FromRanges(std::vector<std::pair<uint32_t, uint32_t>> ranges) {
+  CodepointSet set;
+  for (auto& [first, last] : ranges) last = std::min(last, kMaxCodepoint);
+  std::erase_if(ranges, [](const auto& range) { return range.first > range.second; });
+  set.ranges_ = std::move(ranges);
+  set.Normalize();
+  return set;
+}
+
 void CodepointSet::Add(uint32_t first, uint32_t last) {
   last = std::min(last, kMaxCodepoint);
   if (first > last) return;

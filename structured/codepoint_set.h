@@ -21,6 +21,8 @@ class CodepointSet {
     set.Add(first, last);
     return set;
   }
+  // The union of `ranges` (each first <= last), sorted once.
+  static CodepointSet FromRanges(std::vector<std::pair<uint32_t, uint32_t>> ranges);
   // Every scalar value (no surrogates).
   static CodepointSet All() { return Range(0, kMaxCodepoint); }
 

@@ -21,9 +21,25 @@ std::vector<int32_t> Constraint::InitialState() const {
   return stacks_.initial();
 }
 
-std::vector<int32_t> Constraint::Advance(const std::vector<int32_t>& state,
-                                         std::string_view bytes) const {
+namespace {
+
+absl::Status Spent() {
+  return absl::ResourceExhaustedError(
+      "the structured output's constraint is too ambiguous or too large to follow; use a "
+      "simpler one");
+}
+
+}  // namespace
+
+bool Constraint::spent() const {
   base::MutexLock lock(mu_);
+  return stacks_.full();
+}
+
+absl::StatusOr<std::vector<int32_t>> Constraint::Advance(const std::vector<int32_t>& state,
+                                                         std::string_view bytes) const {
+  base::MutexLock lock(mu_);
+  stacks_.BeginOperation(kMaxWork);
   std::vector<int32_t> current = state;
   std::vector<int32_t> next;
   for (char c : bytes) {
@@ -31,21 +47,21 @@ std::vector<int32_t> Constraint::Advance(const std::vector<int32_t>& state,
     std::swap(current, next);
     if (current.empty()) break;
   }
+  if (stacks_.overflowed()) return Spent();
   return current;
 }
 
 absl::StatusOr<std::shared_ptr<const TokenMask>> Constraint::Mask(
     const std::vector<int32_t>& state) const {
   base::MutexLock lock(mu_);
+  if (stacks_.initial_cut()) return Spent();
   if (const auto it = masks_.find(state); it != masks_.end()) {
     ++statistics_.reused;
     return it->second;
   }
+  stacks_.BeginOperation(kMaxWork);
   auto mask = std::make_shared<const TokenMask>(WalkMask(state));
-  if (stacks_.overflowed()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the constraint's matcher needs more than ", kMaxStacks, " states; use a simpler one"));
-  }
+  if (stacks_.overflowed()) return Spent();
   ++statistics_.computed;
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   masks_.emplace(state, mask);
@@ -96,8 +112,11 @@ absl::Status ConstraintMatcher::Accept(int32_t token) {
 }
 
 absl::Status ConstraintMatcher::AcceptText(std::string_view text) {
-  std::vector<int32_t> next = constraint_->Advance(state_, text);
-  if (ended_ || next.empty()) {
+  if (ended_) return absl::InvalidArgumentError("the constrained output has ended");
+  absl::StatusOr<std::vector<int32_t>> advanced = constraint_->Advance(state_, text);
+  if (!advanced.ok()) return advanced.status();
+  std::vector<int32_t> next = *std::move(advanced);
+  if (next.empty()) {
     return absl::InvalidArgumentError("the text does not continue the constrained output");
   }
   state_ = std::move(next);

@@ -27,6 +27,9 @@ class Constraint {
   static constexpr size_t kMaxCachedMasks = 512;
   // Distinct matcher stacks per constraint; a sequence that needs more fails.
   static constexpr size_t kMaxStacks = 1 << 20;
+  // Stack transitions one mask walk or one advance may take (a typical walk takes well under a
+  // million; an ambiguous grammar could take without end).
+  static constexpr uint64_t kMaxWork = uint64_t{1} << 27;
 
   Constraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie);
 
@@ -38,13 +41,17 @@ class Constraint {
     uint64_t reused = 0;    // masks found remembered
   };
   MaskStatistics mask_statistics() const;
+  // Whether its matcher's state space is spent: new sequences should use a fresh compile.
+  bool spent() const;
 
  private:
   friend class ConstraintMatcher;
 
   std::vector<int32_t> InitialState() const;
   // The state after `bytes` from `state`; empty when the grammar rejects them.
-  std::vector<int32_t> Advance(const std::vector<int32_t>& state, std::string_view bytes) const;
+  // ResourceExhausted when a limit cut it short.
+  absl::StatusOr<std::vector<int32_t>> Advance(const std::vector<int32_t>& state,
+                                               std::string_view bytes) const;
   absl::StatusOr<std::shared_ptr<const TokenMask>> Mask(const std::vector<int32_t>& state) const;
   TokenMask WalkMask(const std::vector<int32_t>& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -7,9 +7,15 @@ absl::StatusOr<std::shared_ptr<const Constraint>> ConstraintCache::Get(const Con
   {
     base::MutexLock lock(mu_);
     if (const auto it = index_.find(key); it != index_.end()) {
-      entries_.splice(entries_.begin(), entries_, it->second);
-      ++statistics_.reused;
-      return it->second->second;
+      // A constraint whose state space is spent serves the sequences already under it; new
+      // ones get a fresh compile.
+      if (!it->second->second->spent()) {
+        entries_.splice(entries_.begin(), entries_, it->second);
+        ++statistics_.reused;
+        return it->second->second;
+      }
+      entries_.erase(it->second);
+      index_.erase(it);
     }
   }
   // Compiled outside the lock: two requests may compile the same constraint once each.
@@ -18,7 +24,12 @@ absl::StatusOr<std::shared_ptr<const Constraint>> ConstraintCache::Get(const Con
   auto constraint = std::make_shared<const Constraint>(*std::move(grammar), trie_);
   base::MutexLock lock(mu_);
   ++statistics_.compiled;
-  if (const auto it = index_.find(key); it != index_.end()) return it->second->second;
+  if (const auto it = index_.find(key); it != index_.end() && !it->second->second->spent()) {
+    return it->second->second;
+  } else if (it != index_.end()) {
+    entries_.erase(it->second);
+    index_.erase(it);
+  }
   entries_.emplace_front(key, constraint);
   index_.emplace(std::move(key), entries_.begin());
   if (entries_.size() > kCapacity) {

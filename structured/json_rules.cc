@@ -45,13 +45,24 @@ int32_t JsonRules::Character() {
   const Symbol backslash = builder_.Bytes(ByteSet::Of('\\'));
   const Symbol short_escape[] = {backslash, builder_.Bytes(ByteSet::OfChars("\"\\/bfnrt"))};
   builder_.AddAlternative(character_, short_escape);
+  // \uXXXX outside the surrogates: a surrogate escape would count as two characters where
+  // JSON Schema counts one, and a lone one is refused by strict parsers.
   ByteSet hex = ByteSet::Range('0', '9');
   hex.AddAll(ByteSet::Range('a', 'f'));
   hex.AddAll(ByteSet::Range('A', 'F'));
   const Symbol hex_digit = builder_.Bytes(hex);
-  const Symbol unicode_escape[] = {backslash, builder_.Bytes(ByteSet::Of('u')), hex_digit,
-                                   hex_digit, hex_digit, hex_digit};
-  builder_.AddAlternative(character_, unicode_escape);
+  const Symbol u = builder_.Bytes(ByteSet::Of('u'));
+  ByteSet not_d = ByteSet::Range('0', '9');
+  not_d.AddAll(ByteSet::Range('a', 'c'));
+  not_d.AddAll(ByteSet::Range('A', 'C'));
+  not_d.AddAll(ByteSet::Range('e', 'f'));
+  not_d.AddAll(ByteSet::Range('E', 'F'));
+  const Symbol below_or_above[] = {backslash, u, builder_.Bytes(not_d), hex_digit, hex_digit,
+                                   hex_digit};
+  builder_.AddAlternative(character_, below_or_above);
+  const Symbol d_low[] = {backslash, u, builder_.Bytes(ByteSet::OfChars("dD")),
+                          builder_.Bytes(ByteSet::Range('0', '7')), hex_digit, hex_digit};
+  builder_.AddAlternative(character_, d_low);
   return character_;
 }
 

@@ -132,6 +132,9 @@ absl::flat_hash_set<std::string> PossibleTypes(const json& schema) {
 
 absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std::string& path) {
   if (depth_ >= kMaxSchemaDepth) return Unsupported("(nesting)", path, "is too deep");
+  if (json_.builder().symbol_count() > GrammarBuilder::kMaxSymbols) {
+    return Unsupported("(size)", path, "makes the constraint's grammar too large");
+  }
   ++depth_;
   struct Leave {
     int& depth;
@@ -199,7 +202,26 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
            (type == "integer" && types.contains("number"));
   };
 
+  // Keywords that constrain, beside `allowed` ones: refused, never dropped.
+  const auto refuse_siblings = [&](std::string_view owner,
+                                   std::initializer_list<std::string_view> allowed) -> absl::Status {
+    for (const auto& [keyword, value] : schema.items()) {
+      const bool annotation =
+          std::find(kAnnotations.begin(), kAnnotations.end(), keyword) != kAnnotations.end() ||
+          std::find(kDefinitionHolders.begin(), kDefinitionHolders.end(), keyword) !=
+              kDefinitionHolders.end();
+      if (annotation || std::find(allowed.begin(), allowed.end(), keyword) != allowed.end()) {
+        continue;
+      }
+      return Unsupported(keyword, path, absl::StrCat("beside '", std::string(owner),
+                                                     "' is not supported"));
+    }
+    return absl::OkStatus();
+  };
+
   if (schema.contains("const") || schema.contains("enum")) {
+    KVD_RETURN_IF_ERROR(refuse_siblings(schema.contains("enum") ? "enum" : "const",
+                                        {"type", "enum", "const"}));
     std::vector<json> values;
     if (const auto it = schema.find("const"); it != schema.end()) values.push_back(*it);
     if (const auto it = schema.find("enum"); it != schema.end()) {
@@ -221,9 +243,7 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
 
   for (const char* combinator : {"anyOf", "oneOf"}) {
     if (const auto it = schema.find(combinator); it != schema.end()) {
-      if (schema.contains("type") || schema.contains("properties") || schema.contains("items")) {
-        return Unsupported(combinator, path, "beside other constraints is not supported");
-      }
+      KVD_RETURN_IF_ERROR(refuse_siblings(combinator, {combinator}));
       return AddAlternatives(*it, std::string_view(combinator) == "oneOf",
                              Child(path, combinator));
     }
@@ -236,8 +256,13 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
       types.insert("object");
     }
     if (schema.contains("items") || schema.contains("prefixItems") ||
-        schema.contains("minItems") || schema.contains("maxItems")) {
+        schema.contains("minItems") || schema.contains("maxItems") ||
+        schema.contains("uniqueItems")) {
       types.insert("array");
+    }
+    if (schema.contains("minimum") || schema.contains("maximum") ||
+        schema.contains("exclusiveMinimum") || schema.contains("exclusiveMaximum")) {
+      types.insert("number");
     }
     if (schema.contains("minLength") || schema.contains("maxLength") ||
         schema.contains("pattern") || schema.contains("format")) {
@@ -282,6 +307,14 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddNumberSchema(const json& schema,
     if (!integer) return Unsupported(bound, path, "is supported only on integers");
     bounded = true;
   }
+  // ajv-formats checks its number formats (int32, float...) on numbers; kvd has none.
+  if (const auto it = schema.find("format"); it != schema.end()) {
+    const bool string_format =
+        it->is_string() && std::any_of(kFormats.begin(), kFormats.end(), [&](const auto& f) {
+          return f.name == it->template get<std::string>();
+        });
+    if (!string_format) return Unsupported("format", path, "on a number is not supported");
+  }
   if (!bounded) return integer ? json_.Integer() : json_.Number();
   // The integers inside every bound, within the 16 digits an integer is written with.
   const double limit = static_cast<double>(kMaxIntegerMagnitude);
@@ -296,8 +329,13 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddNumberSchema(const json& schema,
     high = std::min(high, std::ceil(schema["exclusiveMaximum"].get<double>()) - 1);
   }
   if (!(low <= high)) return Unsupported("minimum", path, "and maximum admit no integer");
-  return AddIntegerRangeRule(json_.builder(), static_cast<int64_t>(std::max(low, -limit)),
-                             static_cast<int64_t>(std::min(high, limit)));
+  // Clamped as integers: kMaxIntegerMagnitude is not exact as a double.
+  const auto to_integer = [](double bound) {
+    if (bound >= static_cast<double>(kMaxIntegerMagnitude)) return kMaxIntegerMagnitude;
+    if (bound <= -static_cast<double>(kMaxIntegerMagnitude)) return -kMaxIntegerMagnitude;
+    return static_cast<int64_t>(bound);
+  };
+  return AddIntegerRangeRule(json_.builder(), to_integer(low), to_integer(high));
 }
 
 absl::StatusOr<int32_t> JsonSchemaRules::AddAlternatives(const json& branches, bool exclusive,
@@ -310,7 +348,8 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddAlternatives(const json& branches, b
     absl::flat_hash_set<std::string> seen;
     for (const json& branch : branches) {
       for (const std::string& type : PossibleTypes(branch)) {
-        if (type == "any" || !seen.insert(type).second) {
+        // An integer is a number, and 2.0 is an integer: the two are one class here.
+        if (type == "any" || !seen.insert(type == "integer" ? "number" : type).second) {
           return Unsupported("oneOf", path,
                              "is supported only with branches of distinct types (use anyOf)");
         }
@@ -422,10 +461,9 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
   // first_i: the same with none written yet.
   const size_t count = members.size();
   std::vector<int32_t> after(count + 1);
-  std::vector<int32_t> first(count + 1);
+  std::vector<int32_t> first(count);
   after[count] = builder.AddRule("members_end");
   builder.AddAlternative(after[count], {});
-  first[count] = after[count];
   for (size_t i = count; i-- > 0;) {
     after[i] = builder.AddRule("members_after");
     std::vector<Symbol> with;
@@ -436,15 +474,23 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
     const Symbol skip = Symbol::Rule(after[i + 1]);
     if (!member_required[i]) builder.AddAlternative(after[i], {&skip, 1});
 
+    // first_i writes at least one member: the empty object is its own alternative, so that
+    // no whitespace stands twice between the braces.
     first[i] = builder.AddRule("members_first");
     const Symbol lead[] = {Symbol::Rule(members[i]), Symbol::Rule(after[i + 1])};
     builder.AddAlternative(first[i], lead);
     const Symbol skip_first = Symbol::Rule(first[i + 1]);
-    if (!member_required[i]) builder.AddAlternative(first[i], {&skip_first, 1});
+    if (!member_required[i] && i + 1 < count) builder.AddAlternative(first[i], {&skip_first, 1});
   }
   const int32_t rule = builder.AddRule("object");
-  const Symbol sequence[] = {open, ws, Symbol::Rule(first[0]), ws, close};
-  builder.AddAlternative(rule, sequence);
+  if (required.empty()) {
+    const Symbol empty[] = {open, ws, close};
+    builder.AddAlternative(rule, empty);
+  }
+  if (count > 0) {
+    const Symbol sequence[] = {open, ws, Symbol::Rule(first[0]), ws, close};
+    builder.AddAlternative(rule, sequence);
+  }
   return rule;
 }
 
@@ -463,6 +509,9 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddArraySchema(const json& schema,
   const bool no_items = items != schema.end() && *items == false;
   int32_t item = -1;
   if (no_items) {
+    if (min_items > 0 && !schema.contains("prefixItems")) {
+      return Unsupported("minItems", path, "beside 'items': false admits no array");
+    }
     if (!schema.contains("prefixItems")) return json_.ArrayOf(Symbol{}, 0, 0);
   } else if (items != schema.end()) {
     KVD_ASSIGN_OR_RETURN(item, AddSchema(*items, Child(path, "items")));
@@ -492,13 +541,14 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddArraySchema(const json& schema,
     }
     builder.AddAlternative(tail, {});
     const int32_t rule = builder.AddRule("tuple");
+    if (prefix.empty()) return json_.ArrayOf(Symbol::Rule(item), 0, no_items ? 0 : -1);
     std::vector<Symbol> sequence = {builder.Bytes(ByteSet::Of('[')),
                                     Symbol::Rule(json_.Whitespace())};
     for (size_t i = 0; i < prefix.size(); ++i) {
       if (i > 0) json_.AppendComma(sequence);
       sequence.push_back(Symbol::Rule(prefix[i]));
     }
-    if (!prefix.empty()) sequence.push_back(Symbol::Rule(tail));
+    sequence.push_back(Symbol::Rule(tail));
     sequence.push_back(Symbol::Rule(json_.Whitespace()));
     sequence.push_back(builder.Bytes(ByteSet::Of(']')));
     builder.AddAlternative(rule, sequence);

@@ -116,63 +116,71 @@ class RegexParser {
     Node concat{.kind = Node::Kind::kConcat};
     while (!AtEnd() && Peek() != '|' && Peek() != ')') {
       KVD_ASSIGN_OR_RETURN(Node atom, ParseAtom(depth));
-      KVD_ASSIGN_OR_RETURN(atom, ParseQuantifiers(std::move(atom)));
+      KVD_ASSIGN_OR_RETURN(atom, ParseQuantifier(std::move(atom)));
       concat.children.push_back(std::move(atom));
     }
+    if (concat.children.size() == 1) return std::move(concat.children[0]);
     return concat;
   }
 
-  absl::StatusOr<Node> ParseQuantifiers(Node atom) {
-    while (!AtEnd()) {
-      int min = 0;
-      int max = 0;
-      const uint32_t c = Peek();
-      if (c == '*') {
-        min = 0, max = -1;
-        ++at_;
-      } else if (c == '+') {
-        min = 1, max = -1;
-        ++at_;
-      } else if (c == '?') {
-        min = 0, max = 1;
-        ++at_;
-      } else if (c == '{') {
-        const size_t start = at_;
-        ++at_;
-        std::optional<int> low = ParseNumber();
-        if (!low.has_value()) {
-          at_ = start;  // a literal '{', as ECMAScript's Annex B reads it
-          return atom;
-        }
-        min = max = *low;
-        if (!AtEnd() && Peek() == ',') {
-          ++at_;
-          const std::optional<int> high = ParseNumber();
-          max = high.value_or(-1);
-        }
-        if (AtEnd() || Peek() != '}') {
-          at_ = start;
-          return atom;
-        }
-        ++at_;
-        if (min > kMaxRepeat || max > kMaxRepeat) return Error("repetition count (over 1000)");
-        if (max >= 0 && max < min) return Error("repetition range");
-      } else {
+  // At most one quantifier (and its lazy mark) per atom: a second is an error, as in
+  // ECMAScript, so quantifiers never nest deeper than groups do.
+  absl::StatusOr<Node> ParseQuantifier(Node atom) {
+    if (AtEnd()) return atom;
+    int min = 0;
+    int max = 0;
+    const uint32_t c = Peek();
+    if (c == '*') {
+      min = 0, max = -1;
+      ++at_;
+    } else if (c == '+') {
+      min = 1, max = -1;
+      ++at_;
+    } else if (c == '?') {
+      min = 0, max = 1;
+      ++at_;
+    } else if (c == '{') {
+      const size_t start = at_;
+      ++at_;
+      std::optional<int> low = ParseNumber();
+      if (!low.has_value()) {
+        at_ = start;  // a literal '{', as ECMAScript's Annex B reads it
         return atom;
       }
-      if (!AtEnd() && Peek() == '?') ++at_;  // lazy: the same language
-      // A *, + or ? over an unbounded repeat of at most one is one repeat: (x+)+ is x+ and
-      // (x*)+ is x*. Nested, they would let the matcher follow exponentially many parses.
-      if (atom.kind == Node::Kind::kRepeat && atom.max < 0 && atom.min <= 1 && min <= 1 &&
-          (max < 0 || max == 1)) {
-        atom.min = std::min(atom.min, min);
-        continue;
+      min = max = *low;
+      if (!AtEnd() && Peek() == ',') {
+        ++at_;
+        const std::optional<int> high = ParseNumber();
+        max = high.value_or(-1);
       }
-      Node repeat{.kind = Node::Kind::kRepeat, .min = min, .max = max};
-      repeat.children.push_back(std::move(atom));
-      atom = std::move(repeat);
+      if (AtEnd() || Peek() != '}') {
+        at_ = start;
+        return atom;
+      }
+      ++at_;
+      if (min > kMaxRepeat || max > kMaxRepeat) return Error("repetition count (over 1000)");
+      if (max >= 0 && max < min) return Error("repetition range");
+    } else {
+      return atom;
     }
-    return atom;
+    if (!AtEnd() && Peek() == '?') ++at_;  // lazy: the same language
+    if (!AtEnd() && (Peek() == '*' || Peek() == '+' || Peek() == '?')) {
+      return Error("quantifier (nothing to repeat)");
+    }
+    // A repeat of x*, x+ or x? is one repeat of x: (x*){n,m} is x*, (x+){n,m} is x{n,}, (x?){n,m}
+    // is x{0,m}. Nested, they would let the matcher follow exponentially many parses of the
+    // same text.
+    const bool star = atom.kind == Node::Kind::kRepeat && atom.min == 0 && atom.max < 0;
+    const bool plus = atom.kind == Node::Kind::kRepeat && atom.min == 1 && atom.max < 0;
+    const bool optional = atom.kind == Node::Kind::kRepeat && atom.min == 0 && atom.max == 1;
+    if (star || plus || optional) {
+      atom.min = plus ? min : 0;
+      atom.max = star || plus || max < 0 ? -1 : max;
+      return atom;
+    }
+    Node repeat{.kind = Node::Kind::kRepeat, .min = min, .max = max};
+    repeat.children.push_back(std::move(atom));
+    return repeat;
   }
 
   std::optional<int> ParseNumber() {
@@ -250,6 +258,7 @@ class RegexParser {
       negated = true;
       ++at_;
     }
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
     CodepointSet set;
     while (true) {
       if (AtEnd()) return Error("class (no closing ']')");
@@ -268,11 +277,14 @@ class RegexParser {
         if (!single_last || last.ranges()[0].first < first.ranges()[0].first) {
           return Error("class range");
         }
-        set.Add(first.ranges()[0].first, last.ranges()[0].first);
+        ranges.emplace_back(first.ranges()[0].first, last.ranges()[0].first);
+      } else if (single) {
+        ranges.push_back(first.ranges()[0]);
       } else {
-        set.AddAll(first);
+        set.AddAll(first);  // an escape class (\d, \w...): a few ranges
       }
     }
+    set.AddAll(CodepointSet::FromRanges(std::move(ranges)));
     if (ignore_case_) set = set.WithAsciiCases();
     if (negated) set = set.Complement();
     return set;
@@ -363,7 +375,7 @@ class RegexEmitter {
       : builder_(builder), inside_json_string_(inside_json_string) {}
 
   absl::Status Emit(const Node& node, std::vector<Symbol>& out) {
-    if (builder_.symbol_count() > GrammarBuilder::kMaxSymbols) {
+    if (builder_.symbol_count() + out.size() > GrammarBuilder::kMaxSymbols) {
       return absl::InvalidArgumentError("the regular expression's grammar is too large");
     }
     switch (node.kind) {
@@ -419,6 +431,9 @@ class RegexEmitter {
       const int32_t rule = builder_.AddRule("regex_group");
       builder_.AddAlternative(rule, body);
       item = Symbol::Rule(rule);
+    }
+    if (builder_.symbol_count() + out.size() + node.min > GrammarBuilder::kMaxSymbols) {
+      return absl::InvalidArgumentError("the regular expression's grammar is too large");
     }
     for (int i = 0; i < node.min; ++i) out.push_back(item);
     if (node.max < 0) {

@@ -25,6 +25,7 @@ StackSpace::StackSpace(const Grammar& grammar, size_t max_stacks)
     Expand(kAccepted, start, initial_);
   }
   SortDistinct(initial_);
+  initial_cut_ = overflowed_;
 }
 
 int32_t StackSpace::Intern(int32_t position, int32_t parent) {
@@ -86,31 +87,40 @@ void StackSpace::Expand(int32_t parent, int32_t position, std::vector<int32_t>& 
 
 void StackSpace::Step(int32_t stack, uint8_t byte, std::vector<int32_t>& out) {
   if (stack == kAccepted) return;
-  const auto [it, inserted] = steps_.try_emplace(PairKey(stack, byte));
-  if (inserted) {
-    const Node node = nodes_[stack];
-    const Symbol& symbol = grammar_.symbol(node.position);
-    KVD_DCHECK(symbol.kind == Symbol::Kind::kBytes);
-    std::vector<int32_t> targets;
-    if (grammar_.byte_set(symbol.index).Has(byte)) {
-      Expand(node.parent, node.position + 1, targets);
-      SortDistinct(targets);
-    }
-    it->second = {static_cast<uint32_t>(step_targets_.size()),
-                  static_cast<uint32_t>(targets.size())};
-    step_targets_.insert(step_targets_.end(), targets.begin(), targets.end());
+  const uint64_t key = PairKey(stack, byte);
+  if (const auto it = steps_.find(key); it != steps_.end()) {
+    const auto [first, count] = it->second;
+    out.insert(out.end(), step_targets_.begin() + first, step_targets_.begin() + first + count);
+    return;
   }
-  const auto [first, count] = it->second;
-  out.insert(out.end(), step_targets_.begin() + first, step_targets_.begin() + first + count);
+  const Node node = nodes_[stack];
+  const Symbol& symbol = grammar_.symbol(node.position);
+  KVD_DCHECK(symbol.kind == Symbol::Kind::kBytes);
+  std::vector<int32_t> targets;
+  const bool overflowed_before = overflowed_;
+  overflowed_ = false;
+  if (grammar_.byte_set(symbol.index).Has(byte)) {
+    Expand(node.parent, node.position + 1, targets);
+    SortDistinct(targets);
+  }
+  out.insert(out.end(), targets.begin(), targets.end());
+  if (overflowed_) return;  // cut short: not remembered
+  overflowed_ = overflowed_before;
+  steps_.emplace(key, std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(step_targets_.size()),
+                                                     static_cast<uint32_t>(targets.size())));
+  step_targets_.insert(step_targets_.end(), targets.begin(), targets.end());
 }
 
 void StackSpace::StepAll(std::span<const int32_t> stacks, uint8_t byte,
                          std::vector<int32_t>& out) {
   out.clear();
   for (int32_t stack : stacks) {
+    const size_t before = out.size();
     Step(stack, byte, out);
+    const uint64_t work = out.size() - before + 1;
+    work_left_ = work_left_ > work ? work_left_ - work : 0;
     if (out.size() > kMaxExpansion) SortDistinct(out);
-    if (out.size() > kMaxExpansion) {
+    if (out.size() > kMaxExpansion || work_left_ == 0) {
       overflowed_ = true;
       out.clear();
       return;

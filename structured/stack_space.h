@@ -34,8 +34,19 @@ class StackSpace {
   void Step(int32_t stack, uint8_t byte, std::vector<int32_t>& out);
   // The stacks `stacks` move to on `byte`, sorted and distinct, into `out` (cleared first).
   void StepAll(std::span<const int32_t> stacks, uint8_t byte, std::vector<int32_t>& out);
-  // Whether a stack could not be made because of the limit.
+  // Whether, since the last BeginOperation, a limit cut a transition short (too many stacks,
+  // too wide an expansion, more work than allowed): the result is then incomplete, and the
+  // operation's caller must fail rather than use it. A cut transition is never remembered.
   bool overflowed() const { return overflowed_; }
+  // Starts an operation allowed `work` stack transitions at most (a mask's walk, an advance).
+  void BeginOperation(uint64_t work) {
+    overflowed_ = false;
+    work_left_ = work;
+  }
+  // Whether no new stack can be made, or the stacks before any byte were cut short: the space
+  // is spent for good.
+  bool full() const { return initial_cut_ || nodes_.size() >= max_stacks_; }
+  bool initial_cut() const { return initial_cut_; }
   size_t stack_count() const { return nodes_.size(); }
 
  private:
@@ -52,6 +63,8 @@ class StackSpace {
   const Grammar& grammar_;
   const size_t max_stacks_;
   bool overflowed_ = false;
+  bool initial_cut_ = false;
+  uint64_t work_left_ = UINT64_MAX;
   std::vector<Node> nodes_;
   absl::flat_hash_map<uint64_t, int32_t> node_ids_;  // (position, parent) → id
   // (stack, byte) → the range of step_targets_ it moves to.

@@ -119,17 +119,33 @@ TEST(RegexGrammarTest, NestedCountsGrowTheGrammarLinearly) {
   EXPECT_TRUE(testing::IsPrefix(*grammar, std::string(5000, 'a')));
 }
 
-TEST(RegexGrammarTest, NestedUnboundedRepeatsCollapse) {
-  // (0+)+... thirty deep would otherwise give the matcher 2^30 parses of one '0'.
+TEST(RegexGrammarTest, RepeatsOfRepeatsCollapse) {
+  // ((0+)+)+... thirty deep would otherwise give the matcher 2^30 parses of one '0'.
   std::string pattern = "0";
-  for (int i = 0; i < 30; ++i) pattern += "+";
-  pattern = "(" + pattern + ")*x";
-  const Grammar grammar = RegexGrammar(pattern);
+  for (int i = 0; i < 30; ++i) pattern = "(?:" + pattern + ")+";
+  const Grammar grammar = RegexGrammar("(" + pattern + ")*x");
   StackSpace stacks(grammar, 1 << 20);
   EXPECT_FALSE(testing::StacksAfter(stacks, "0000").empty());
   EXPECT_FALSE(stacks.overflowed());
   EXPECT_TRUE(testing::Accepts(grammar, "000x"));
   EXPECT_TRUE(testing::Accepts(grammar, "x"));
+  // The collapsed forms keep their languages.
+  EXPECT_FALSE(testing::Accepts(RegexGrammar("(?:a+){3}"), "aa"));
+  EXPECT_TRUE(testing::Accepts(RegexGrammar("(?:a+){3}"), "aaaa"));
+  EXPECT_TRUE(testing::Accepts(RegexGrammar("(?:a?){3}"), ""));
+  EXPECT_FALSE(testing::Accepts(RegexGrammar("(?:a?){3}"), "aaaa"));
+  EXPECT_TRUE(testing::Accepts(RegexGrammar("(a*)*b"), "aab"));
+  // A run of a thousand optional letters is one bounded repeat, not a thousand at once.
+  const Grammar optional = RegexGrammar("(?:[a-z]?){1000}");
+  StackSpace optional_stacks(optional, 1 << 20);
+  EXPECT_LE(testing::StacksAfter(optional_stacks, "abc").size(), 2u);
+}
+
+TEST(RegexGrammarTest, AQuantifierMayNotFollowAQuantifier) {
+  GrammarBuilder builder;
+  EXPECT_FALSE(AddRegexRule(builder, "a???").ok());
+  EXPECT_FALSE(AddRegexRule(builder, "a{2}*").ok());
+  EXPECT_TRUE(AddRegexRule(builder, "a??b").ok());
 }
 
 }  // namespace
