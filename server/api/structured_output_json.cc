@@ -130,7 +130,9 @@ absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_bod
                    "'structured_outputs' must be an object with exactly one of json, regex, "
                    "choice, json_object");
   }
-  const auto& [key, value] = *outputs.items().begin();
+  const auto entry = outputs.begin();
+  const std::string key = entry.key();
+  const json& value = entry.value();
   const std::string param = "structured_outputs." + key;
   if (key == "json") {
     KVD_ASSIGN_OR_RETURN(std::string text,
