@@ -479,8 +479,10 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
     first[i] = builder.AddRule("members_first");
     const Symbol lead[] = {Symbol::Rule(members[i]), Symbol::Rule(after[i + 1])};
     builder.AddAlternative(first[i], lead);
-    const Symbol skip_first = Symbol::Rule(first[i + 1]);
-    if (!member_required[i] && i + 1 < count) builder.AddAlternative(first[i], {&skip_first, 1});
+    if (!member_required[i] && i + 1 < count) {
+      const Symbol skip_first = Symbol::Rule(first[i + 1]);
+      builder.AddAlternative(first[i], {&skip_first, 1});
+    }
   }
   const int32_t rule = builder.AddRule("object");
   if (required.empty()) {
