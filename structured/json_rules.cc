@@ -200,29 +200,42 @@ int32_t JsonRules::Value() {
 
 int32_t JsonRules::Object() {
   if (object_ >= 0) return object_;
+  // The rule exists before the values it holds, which may be objects again.
   object_ = builder_.AddRule("object");
   Value();
-  // member ::= string ws ":" ws value ; members ::= member (ws "," ws member)*
+  const Symbol map = Ref(MapOf(Ref(value_)));
+  builder_.AddAlternative(object_, {&map, 1});
+  return object_;
+}
+
+int32_t JsonRules::MapOf(Symbol value) {
+  // member ::= string ws ":" ws value ; map ::= "{" ws (member more ws)? "}"
   const int32_t member = builder_.AddRule("member");
   std::vector<Symbol> member_sequence = {Ref(String())};
   AppendColon(member_sequence);
-  member_sequence.push_back(Ref(value_));
+  member_sequence.push_back(value);
   builder_.AddAlternative(member, member_sequence);
-  const int32_t more = builder_.AddRule("more_members");
-  std::vector<Symbol> more_sequence;
-  AppendComma(more_sequence);
-  more_sequence.push_back(Ref(member));
-  more_sequence.push_back(Ref(more));
-  builder_.AddAlternative(more, more_sequence);
-  builder_.AddAlternative(more, {});
   const Symbol open = builder_.Bytes(ByteSet::Of('{'));
   const Symbol close = builder_.Bytes(ByteSet::Of('}'));
+  const int32_t map = builder_.AddRule("map");
   const Symbol empty[] = {open, Ref(Whitespace()), close};
-  builder_.AddAlternative(object_, empty);
-  const Symbol full[] = {open, Ref(Whitespace()), Ref(member), Ref(more), Ref(Whitespace()),
-                         close};
-  builder_.AddAlternative(object_, full);
-  return object_;
+  builder_.AddAlternative(map, empty);
+  const Symbol full[] = {open, Ref(Whitespace()), Ref(member), Ref(MoreAfterCommas(Ref(member))),
+                         Ref(Whitespace()), close};
+  builder_.AddAlternative(map, full);
+  return map;
+}
+
+int32_t JsonRules::MoreAfterCommas(Symbol item) {
+  // more ::= ws "," ws item more | ""
+  const int32_t more = builder_.AddRule("more");
+  std::vector<Symbol> sequence;
+  AppendComma(sequence);
+  sequence.push_back(item);
+  sequence.push_back(Ref(more));
+  builder_.AddAlternative(more, sequence);
+  builder_.AddAlternative(more, {});
+  return more;
 }
 
 int32_t JsonRules::Array() {

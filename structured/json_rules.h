@@ -48,6 +48,10 @@ class JsonRules {
   // The separators between members and elements, whitespace around them.
   void AppendComma(std::vector<Symbol>& sequence);
   void AppendColon(std::vector<Symbol>& sequence);
+  // An object whose members have any string keys, each holding `value`.
+  int32_t MapOf(Symbol value);
+  // Zero or more of `item`, each after a comma.
+  int32_t MoreAfterCommas(Symbol item);
   // A rule matching "[" ws (item (ws "," ws item){min-1..max-1} ws)? "]" (max -1: unbounded).
   int32_t ArrayOf(Symbol item, int min_items, int max_items);
 

@@ -419,24 +419,7 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
     // A map: any keys, each value under the additionalProperties schema.
     KVD_ASSIGN_OR_RETURN(const int32_t value,
                          AddSchema(*additional, Child(path, "additionalProperties")));
-    const int32_t member = builder.AddRule("map_member");
-    std::vector<Symbol> member_sequence = {Symbol::Rule(json_.String())};
-    json_.AppendColon(member_sequence);
-    member_sequence.push_back(Symbol::Rule(value));
-    builder.AddAlternative(member, member_sequence);
-    const int32_t more = builder.AddRule("map_more");
-    std::vector<Symbol> more_sequence;
-    json_.AppendComma(more_sequence);
-    more_sequence.push_back(Symbol::Rule(member));
-    more_sequence.push_back(Symbol::Rule(more));
-    builder.AddAlternative(more, more_sequence);
-    builder.AddAlternative(more, {});
-    const int32_t rule = builder.AddRule("map");
-    const Symbol empty[] = {open, ws, close};
-    builder.AddAlternative(rule, empty);
-    const Symbol full[] = {open, ws, Symbol::Rule(member), Symbol::Rule(more), ws, close};
-    builder.AddAlternative(rule, full);
-    return rule;
+    return json_.MapOf(Symbol::Rule(value));
   }
   if (additional != schema.end() && !additional->is_boolean() && !properties.empty()) {
     return Unsupported("additionalProperties", path,
@@ -533,15 +516,6 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddArraySchema(const json& schema,
       prefix.push_back(rule);
     }
     GrammarBuilder& builder = json_.builder();
-    const int32_t tail = builder.AddRule("tuple_rest");
-    if (!no_items) {
-      std::vector<Symbol> more;
-      json_.AppendComma(more);
-      more.push_back(Symbol::Rule(item));
-      more.push_back(Symbol::Rule(tail));
-      builder.AddAlternative(tail, more);
-    }
-    builder.AddAlternative(tail, {});
     const int32_t rule = builder.AddRule("tuple");
     if (prefix.empty()) return json_.ArrayOf(Symbol::Rule(item), 0, no_items ? 0 : -1);
     std::vector<Symbol> sequence = {builder.Bytes(ByteSet::Of('[')),
@@ -550,7 +524,7 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddArraySchema(const json& schema,
       if (i > 0) json_.AppendComma(sequence);
       sequence.push_back(Symbol::Rule(prefix[i]));
     }
-    sequence.push_back(Symbol::Rule(tail));
+    if (!no_items) sequence.push_back(Symbol::Rule(json_.MoreAfterCommas(Symbol::Rule(item))));
     sequence.push_back(Symbol::Rule(json_.Whitespace()));
     sequence.push_back(builder.Bytes(ByteSet::Of(']')));
     builder.AddAlternative(rule, sequence);
