@@ -54,9 +54,10 @@ absl::StatusOr<std::string> TemplateSource(const nlohmann::json& config, const s
 
 }  // namespace
 
-ChatTemplate::ChatTemplate(std::unique_ptr<internal::jinja::Template> tmpl, std::string bos_token,
-                           std::string eos_token)
+ChatTemplate::ChatTemplate(std::unique_ptr<internal::jinja::Template> tmpl, std::string source,
+                           std::string bos_token, std::string eos_token)
     : template_(std::move(tmpl)),
+      source_(std::move(source)),
       bos_token_(std::move(bos_token)),
       eos_token_(std::move(eos_token)) {}
 
@@ -72,7 +73,8 @@ absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Parse(std::string_vi
         absl::StrCat("chat template: ", std::string(parsed.status().message())));
   }
   return std::unique_ptr<ChatTemplate>(
-      new ChatTemplate(*std::move(parsed), std::move(bos_token), std::move(eos_token)));
+      new ChatTemplate(*std::move(parsed), std::string(source), std::move(bos_token),
+                       std::move(eos_token)));
 }
 
 absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::FromTokenizerConfig(

@@ -59,18 +59,21 @@ class ChatTemplate {
       const nlohmann::ordered_json& messages, bool add_generation_prompt,
       const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
 
+  // The template's text, for what it reveals about the model (which tool-call syntax it teaches).
+  const std::string& source() const { return source_; }
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
 
  private:
-  ChatTemplate(std::unique_ptr<internal::jinja::Template> tmpl, std::string bos_token,
-               std::string eos_token);
+  ChatTemplate(std::unique_ptr<internal::jinja::Template> tmpl, std::string source,
+               std::string bos_token, std::string eos_token);
 
   template <typename Json>
   absl::StatusOr<std::string> RenderJson(const Json& messages, bool add_generation_prompt,
                                          const Json& extra) const;
 
   std::unique_ptr<internal::jinja::Template> template_;
+  std::string source_;
   std::string bos_token_;
   std::string eos_token_;
 };

@@ -7,6 +7,7 @@
 #include "engine/bounded_json.h"
 #include "structured/json_schema_grammar.h"
 #include "structured/regex_grammar.h"
+#include "structured/tool_call_syntax.h"
 
 namespace kvd::structured {
 namespace {
@@ -52,6 +53,10 @@ absl::StatusOr<Grammar> CompileConstraint(const ConstraintSpec& spec) {
     }
     case ConstraintSpec::Kind::kChoice:
       return CompileChoice(spec.text);
+    case ConstraintSpec::Kind::kToolCalls: {
+      KVD_ASSIGN_OR_RETURN(const ToolCallGrammarSpec calls, ParseToolCallGrammarText(spec.text));
+      return CompileToolCalls(calls);
+    }
   }
   return absl::InvalidArgumentError("unknown constraint kind");
 }

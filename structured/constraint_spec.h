@@ -15,6 +15,7 @@ struct ConstraintSpec {
     kJsonObject,  // any JSON object; `text` is empty
     kRegex,       // `text` is a regular expression the whole output matches
     kChoice,      // `text` is a JSON array of strings; the output is exactly one of them
+    kToolCalls,   // `text` is a ToolCallGrammarText (tool_call_syntax.h)
   };
   Kind kind = Kind::kJsonObject;
   std::string text;

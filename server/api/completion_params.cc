@@ -12,6 +12,7 @@
 #include "server/api/completion_request_json.h"
 #include "server/api/completion_rules.h"
 #include "server/api/keepkv_request.h"
+#include "server/api/tools_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -86,6 +87,19 @@ json MessagesThrough(const json& messages, int64_t last) {
   return head;
 }
 
+// The template's variables beyond the messages: chat_template_kwargs, and `tools` as the
+// client wrote them.
+structured::JsonValue TemplateExtra(const CompletionRequest& request) {
+  structured::JsonValue extra = structured::JsonValue::parse(
+      request.chat_template_kwargs.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (!request.tools.empty()) {
+    structured::JsonValue tools = structured::JsonValue::array();
+    for (const ToolDefinition& tool : request.tools) tools.push_back(tool.entry);
+    extra["tools"] = std::move(tools);
+  }
+  return extra;
+}
+
 // The prompt of `messages`; with KeepKV on (resolved before), also its protected system turns.
 absl::Status RenderMessages(const CompletionRequest& request, const engine::ServedModel& model,
                             const DocumentContext* document, CompletionParams& params) {
@@ -104,7 +118,7 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
     }
   }
   const bool add_generation_prompt = request.add_generation_prompt.value_or(true);
-  const json& extra = request.chat_template_kwargs;
+  const structured::JsonValue extra = TemplateExtra(request);
   const int64_t last_system = LastSystemMessage(messages);
   if (document != nullptr && document->framing == cache_store::FramingKind::kPlain) {
     return Invalid("documents",
@@ -112,11 +126,9 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
                    "plain), which chat cannot place in a conversation; ask with /v1/completions");
   }
   if (document != nullptr) {
-    const auto ordered = [](const json& value) {
-      return nlohmann::ordered_json::parse(value.dump());
-    };
-    auto split = engine::SplitDocumentChat(*model.chat_template, document->text, ordered(messages),
-                                           add_generation_prompt, ordered(extra), document->role);
+    auto split = engine::SplitDocumentChat(*model.chat_template, document->text,
+                                           TemplateMessages(messages), add_generation_prompt,
+                                           extra, document->role);
     if (!split.ok()) {
       return Invalid("messages", absl::StrCat("cannot place the document in this conversation: ",
                                               std::string(split.status().message())));
@@ -134,15 +146,15 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
           messages, last_system, {text, split->prefix.size(), params.prompts.back()},
           *model.tokenizer, [&](int64_t last) -> absl::StatusOr<std::string> {
             auto placed = engine::MessagesWithDocument(
-                document->text, ordered(MessagesThrough(messages, last)), document->role);
+                document->text, TemplateMessages(MessagesThrough(messages, last)), document->role);
             if (!placed.ok()) return placed.status();
-            return model.chat_template->Render(*placed, /*add_generation_prompt=*/false,
-                                               ordered(extra));
+            return model.chat_template->Render(*placed, /*add_generation_prompt=*/false, extra);
           });
     }
     return absl::OkStatus();
   }
-  auto rendered = model.chat_template->Render(messages, add_generation_prompt, extra);
+  auto rendered =
+      model.chat_template->Render(TemplateMessages(messages), add_generation_prompt, extra);
   if (!rendered.ok()) {
     return Invalid("messages", absl::StrCat("the chat template refused the messages: ",
                                             std::string(rendered.status().message())));
@@ -154,7 +166,7 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
     params.request.keepkv->protected_prefix = SystemPrefixTokens(
         messages, last_system, {*rendered, 0, params.prompts.back()}, *model.tokenizer,
         [&](int64_t last) {
-          return model.chat_template->Render(MessagesThrough(messages, last),
+          return model.chat_template->Render(TemplateMessages(MessagesThrough(messages, last)),
                                              /*add_generation_prompt=*/false, extra);
         });
   }
@@ -228,6 +240,16 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
   return absl::OkStatus();
 }
 
+// Refuses what an output constraint cannot be combined with: the constraint ends the output
+// with end-of-sequence, which must end it.
+absl::Status CheckConstraintEndsOutput(const CompletionRequest& in, const std::string& param) {
+  if (in.ignore_eos) return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
+  if (in.min_tokens.value_or(0) > 0) {
+    return Invalid("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ResolveStructuredOutput(const CompletionRequest& in,
                                      structured::ConstraintCache* constraints,
                                      scheduler::Request& request) {
@@ -236,11 +258,7 @@ absl::Status ResolveStructuredOutput(const CompletionRequest& in,
   if (constraints == nullptr) {
     return Invalid(param, "structured outputs are not available on this endpoint");
   }
-  // The constraint ends the output with end-of-sequence, which must end it.
-  if (in.ignore_eos) return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
-  if (in.min_tokens.value_or(0) > 0) {
-    return Invalid("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
-  }
+  KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, param));
   absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint =
       constraints->Get(*in.structured_output);
   if (!constraint.ok()) {
@@ -250,13 +268,62 @@ absl::Status ResolveStructuredOutput(const CompletionRequest& in,
   return absl::OkStatus();
 }
 
+// `tools` and `tool_choice`: whether the output is parsed for calls, and for "required" or a
+// named function the constraint that makes it calls whose arguments validate.
+absl::Status ResolveTools(const CompletionRequest& in,
+                          std::optional<structured::ToolCallSyntax> syntax,
+                          structured::ConstraintCache* constraints, CompletionParams& params) {
+  using Kind = ToolChoice::Kind;
+  const ToolChoice choice =
+      in.tool_choice.value_or(ToolChoice{in.tools.empty() ? Kind::kNone : Kind::kAuto, ""});
+  if (in.tools.empty()) {
+    if (choice.kind == Kind::kRequired || choice.kind == Kind::kFunction) {
+      return Invalid("tool_choice", "'tool_choice' needs functions in 'tools'");
+    }
+    return absl::OkStatus();
+  }
+  if (choice.kind == Kind::kNone) return absl::OkStatus();
+  params.tool_syntax = syntax;
+  params.named_tool_choice = choice.kind == Kind::kFunction;
+  if (choice.kind == Kind::kAuto) return absl::OkStatus();
+
+  if (in.structured_output) {
+    return Invalid("tool_choice", absl::StrCat("a 'tool_choice' that forces a call cannot be "
+                                               "combined with '",
+                                               in.structured_output_param, "'"));
+  }
+  KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, "tool_choice"));
+  if (constraints == nullptr) {
+    return Invalid("tool_choice", "structured outputs are not available on this endpoint");
+  }
+  structured::ToolCallGrammarSpec spec;
+  spec.syntax = *syntax;
+  spec.parallel = in.parallel_tool_calls && choice.kind == Kind::kRequired;
+  for (const ToolDefinition& tool : in.tools) {
+    if (choice.kind == Kind::kFunction && tool.name != choice.function) continue;
+    spec.functions.push_back({tool.name, tool.parameters});
+  }
+  if (spec.functions.empty()) {
+    return Invalid("tool_choice",
+                   absl::StrCat("'tool_choice' names '", choice.function, "', not in 'tools'"));
+  }
+  auto constraint = constraints->Get(structured::ConstraintSpec{
+      structured::ConstraintSpec::Kind::kToolCalls, structured::ToolCallGrammarText(spec)});
+  if (!constraint.ok()) {
+    return Invalid("tools", absl::StrCat("'tools': ", constraint.status().message()));
+  }
+  params.request.constraint = *std::move(constraint);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest& in,
                                                          const engine::ServedModel& model,
                                                          const DocumentContext* document,
                                                          const KeepKvConfig* keepkv,
-                                                         structured::ConstraintCache* constraints) {
+                                                         structured::ConstraintCache* constraints,
+                                                         std::optional<structured::ToolCallSyntax> tool_syntax) {
   CompletionParams params;
   params.kind = in.kind;
   params.model = in.model;
@@ -278,6 +345,9 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest
     params.echo = in.echo;
     KVD_RETURN_IF_ERROR(TokenizePrompts(in, model, document != nullptr, params));
   } else {
+    if (!in.tools.empty() && !tool_syntax) {
+      return Invalid("tools", "this model's chat template does not support tools");
+    }
     KVD_RETURN_IF_ERROR(RenderMessages(in, model, document, params));
   }
   if (document != nullptr) request.document = document->prefix;
@@ -287,6 +357,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest
   KVD_RETURN_IF_ERROR(ResolveStop(in, model, request));
   request.ignore_eos = in.ignore_eos;
   KVD_RETURN_IF_ERROR(ResolveStructuredOutput(in, constraints, request));
+  KVD_RETURN_IF_ERROR(ResolveTools(in, tool_syntax, constraints, params));
   request.skip_special_tokens = in.skip_special_tokens.value_or(true);
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(in.priority, "priority", -1000000, 1000000, request.priority));

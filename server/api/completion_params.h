@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "server/api/completion_request.h"
 #include "server/config/keepkv_config.h"
 #include "structured/constraint_cache.h"
+#include "structured/tool_call_syntax.h"
 
 namespace kvd::server {
 
@@ -32,6 +34,9 @@ struct CompletionParams {
   bool echo = false;           // completions: the prompt leads the text
   int32_t logprobs = -1;       // completions: top alternatives per token; -1: none
   bool chat_logprobs = false;  // chat: logprobs
+  // Chat with tools the model may call: the syntax its output is parsed with for calls.
+  std::optional<structured::ToolCallSyntax> tool_syntax;
+  bool named_tool_choice = false;  // tool_choice named the function: finish_reason stays "stop"
   std::string user;
 };
 
@@ -52,11 +57,13 @@ struct DocumentContext {
 // continue it. `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the
 // request asks); a chat request with KeepKV protects its system turns
 // (request.keepkv->protected_prefix). A structured output is compiled through `constraints`
-// (null: structured outputs are refused).
+// (null: structured outputs are refused). `tool_syntax` is how the model writes tool calls
+// (empty: `tools` is refused).
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& request, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr,
-    structured::ConstraintCache* constraints = nullptr);
+    structured::ConstraintCache* constraints = nullptr,
+    std::optional<structured::ToolCallSyntax> tool_syntax = std::nullopt);
 
 // ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(

@@ -1,28 +1,14 @@
 #include "server/api/completion_reply.h"
 
-#include <random>
-
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/check.h"
 #include "server/api/openai_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
-namespace {
 
 using json = nlohmann::json;
-
-std::string RandomId(std::string_view prefix) {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  return absl::StrCat(std::string(prefix), absl::Hex(random(), absl::kZeroPad16),
-                      absl::Hex(random() >> 32, absl::kZeroPad8));
-}
-
-json FinishJson(std::optional<scheduler::FinishReason> finish) {
-  return finish ? json(std::string(scheduler::FinishReasonName(*finish))) : json();
-}
-
-}  // namespace
 
 CompletionReply::CompletionReply(CompletionParams params,
                                  std::vector<scheduler::RequestHandle> handles,
@@ -39,6 +25,9 @@ CompletionReply::CompletionReply(CompletionParams params,
       created_(absl::ToUnixSeconds(absl::Now())),
       choices_(handles_.size() * static_cast<size_t>(params_.request.n)),
       ended_(handles_.size(), false) {
+  if (params_.tool_syntax) {
+    for (Choice& choice : choices_) choice.tool_stream.emplace(*params_.tool_syntax);
+  }
   if (params_.echo) {
     for (size_t i = 0; i < choices_.size(); ++i) {
       choices_[i].text = params_.prompt_texts[i / params_.request.n];
@@ -58,17 +47,51 @@ void CompletionReply::Cancel() {
   for (scheduler::RequestHandle& handle : handles_) handle.Cancel();
 }
 
-json CompletionReply::Chunk(size_t index, const std::string& text,
+json CompletionReply::FinishJson(const Choice& choice,
+                                 std::optional<scheduler::FinishReason> finish) const {
+  if (!finish) return json();
+  // Calls the model chose to make end its turn; a named choice is the caller's (OpenAI: stop).
+  if (*finish == scheduler::FinishReason::kStop && !choice.calls.empty() &&
+      !params_.named_tool_choice) {
+    return "tool_calls";
+  }
+  return std::string(scheduler::FinishReasonName(*finish));
+}
+
+json CompletionReply::TakeToolOutput(Choice& choice, const structured::ParsedOutput& parsed) const {
+  json delta = json::object();
+  if (!parsed.content.empty()) delta["content"] = parsed.content;
+  choice.content += parsed.content;
+  json calls = json::array();
+  for (const structured::ToolCallFragment& fragment : parsed.calls) {
+    json call = {{"index", fragment.index}};
+    if (!fragment.name.empty()) {
+      choice.calls.push_back({RandomId("call_"), fragment.name, ""});
+      call["id"] = choice.calls.back().id;
+      call["type"] = "function";
+      call["function"] = {{"name", fragment.name}, {"arguments", fragment.arguments}};
+    } else {
+      call["function"] = {{"arguments", fragment.arguments}};
+    }
+    KVD_CHECK(static_cast<size_t>(fragment.index) + 1 == choice.calls.size());
+    choice.calls.back().arguments += fragment.arguments;
+    calls.push_back(std::move(call));
+  }
+  if (!calls.empty()) delta["tool_calls"] = std::move(calls);
+  return delta;
+}
+
+json CompletionReply::Chunk(size_t index, json body,
                             const std::vector<engine::SampledToken>& logprobs, size_t text_offset,
-                            std::optional<scheduler::FinishReason> finish) const {
-  json choice = {{"index", index}, {"finish_reason", FinishJson(finish)}};
+                            json finish) const {
+  json choice = {{"index", index}, {"finish_reason", std::move(finish)}};
   const bool with_logprobs =
       params_.kind == ApiKind::kChat ? params_.chat_logprobs : params_.logprobs >= 0;
   if (params_.kind == ApiKind::kChat) {
-    choice["delta"] = text.empty() && finish ? json::object() : json{{"content", text}};
+    choice["delta"] = std::move(body);
     choice["logprobs"] = with_logprobs ? ChatLogprobsJson(tokenizer_, logprobs) : json();
   } else {
-    choice["text"] = text;
+    choice["text"] = std::move(body);
     choice["logprobs"] =
         with_logprobs ? CompletionLogprobsJson(tokenizer_, logprobs, text_offset) : json();
   }
@@ -86,12 +109,11 @@ std::string CompletionReply::StartChunks() const {
   std::string data;
   for (size_t index = 0; index < choices_.size(); ++index) {
     if (params_.kind == ApiKind::kChat) {
-      json chunk = Chunk(index, "", {}, 0, std::nullopt);
-      chunk["choices"][0]["delta"] = {{"role", "assistant"}, {"content", ""}};
+      json chunk = Chunk(index, {{"role", "assistant"}, {"content", ""}}, {}, 0, json());
       chunk["choices"][0]["logprobs"] = nullptr;
       data += SseData(chunk);
     } else if (params_.echo) {
-      data += SseData(Chunk(index, choices_[index].text, {}, 0, std::nullopt));
+      data += SseData(Chunk(index, choices_[index].text, {}, 0, json()));
     }
   }
   return data;
@@ -115,10 +137,27 @@ void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
     choice.text += event->text;
     choice.logprobs.insert(choice.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
     choice.finish = event->finish_reason;
-    const bool has_content = !event->text.empty() || !event->logprobs.empty();
+    json body;
+    bool has_content = !event->logprobs.empty();
+    if (choice.tool_stream) {
+      structured::ParsedOutput parsed = choice.tool_stream->Feed(event->text);
+      if (event->finish_reason) {
+        structured::ParsedOutput rest = choice.tool_stream->Finish();
+        parsed.content += rest.content;
+        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+      }
+      body = TakeToolOutput(choice, parsed);
+      has_content = has_content || !body.empty();
+    } else {
+      has_content = has_content || !event->text.empty();
+      const bool chat = params_.kind == ApiKind::kChat;
+      body = !chat ? json(event->text)
+             : event->text.empty() && event->finish_reason ? json::object()
+                                                           : json{{"content", event->text}};
+    }
     if (params_.stream && (has_content || event->finish_reason)) {
-      progress.stream_data +=
-          SseData(Chunk(index, event->text, event->logprobs, offset, event->finish_reason));
+      progress.stream_data += SseData(Chunk(index, std::move(body), event->logprobs, offset,
+                                            FinishJson(choice, event->finish_reason)));
     }
   }
 }
@@ -171,9 +210,23 @@ json CompletionReply::FullResponse() const {
   json choices = json::array();
   for (size_t index = 0; index < choices_.size(); ++index) {
     const Choice& choice = choices_[index];
-    json entry = {{"index", index}, {"finish_reason", FinishJson(choice.finish)}};
+    json entry = {{"index", index}, {"finish_reason", FinishJson(choice, choice.finish)}};
     if (params_.kind == ApiKind::kChat) {
       entry["message"] = {{"role", "assistant"}, {"content", choice.text}};
+      if (choice.tool_stream) {
+        json& message = entry["message"];
+        message["content"] =
+            choice.content.empty() && !choice.calls.empty() ? json() : json(choice.content);
+        if (!choice.calls.empty()) {
+          json calls = json::array();
+          for (const ToolCall& call : choice.calls) {
+            calls.push_back({{"id", call.id},
+                             {"type", "function"},
+                             {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+          }
+          message["tool_calls"] = std::move(calls);
+        }
+      }
       entry["logprobs"] =
           params_.chat_logprobs ? ChatLogprobsJson(tokenizer_, choice.logprobs) : json();
     } else {

@@ -1,7 +1,8 @@
 // The reply to a (chat) completion request: drains the scheduler's event streams of its
 // prompts and shapes them as OpenAI does — one JSON response, or server-sent events with the
 // role first, finish reasons, an optional usage chunk and `data: [DONE]`; errors after the 200
-// go in-band.
+// go in-band. With tools, each output is parsed as it arrives into content and `tool_calls`
+// (streamed as `delta.tool_calls`: id and name first, then argument fragments).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "server/api/completion_params.h"
 #include "server/auth/tenants.h"
 #include "server/http/http_message.h"
+#include "structured/tool_call_syntax.h"
 
 namespace kvd::server {
 
@@ -44,17 +46,31 @@ class CompletionReply final : public AsyncReply {
   void Cancel() override;
 
  private:
+  struct ToolCall {
+    std::string id;
+    std::string name;
+    std::string arguments;
+  };
   struct Choice {
     std::string text;
     std::vector<engine::SampledToken> logprobs;
     std::optional<scheduler::FinishReason> finish;
+    // With tools: the text parsed into content and calls as it arrives.
+    std::optional<structured::ToolCallStream> tool_stream;
+    std::string content;
+    std::vector<ToolCall> calls;
   };
 
   void Drain(size_t prompt, ReplyProgress& progress);
+  // Takes in a parsed piece of choice `choice`'s output; its chat delta.
+  nlohmann::json TakeToolOutput(Choice& choice, const structured::ParsedOutput& parsed) const;
+  nlohmann::json FinishJson(const Choice& choice,
+                            std::optional<scheduler::FinishReason> finish) const;
   std::string StartChunks() const;
-  nlohmann::json Chunk(size_t index, const std::string& text,
+  // `body`: chat's delta object, or completions' text.
+  nlohmann::json Chunk(size_t index, nlohmann::json body,
                        const std::vector<engine::SampledToken>& logprobs, size_t text_offset,
-                       std::optional<scheduler::FinishReason> finish) const;
+                       nlohmann::json finish) const;
   nlohmann::json FullResponse() const;
   void Finish(int http_status, absl::Status status);
 

@@ -15,6 +15,7 @@
 #include "cache_store/keepkv/keepkv_fields.h"
 #include "nlohmann/json.hpp"
 #include "structured/constraint_spec.h"
+#include "structured/json_rules.h"
 
 namespace kvd::server {
 
@@ -22,6 +23,22 @@ enum class ApiKind { kCompletion, kChat };
 
 // One completions prompt: text, or token ids as sent (not yet checked against the vocabulary).
 using PromptInput = std::variant<std::string, std::vector<int64_t>>;
+
+// A function the model may call (a `tools` entry), as the client wrote it.
+struct ToolDefinition {
+  std::string name;
+  structured::JsonValue entry;       // the whole entry, keys in the client's order: the template's
+  structured::JsonValue parameters;  // its arguments' JSON Schema; null when not given
+};
+
+// `tool_choice`: whether the model may, must, or must not call a tool, or which one it calls.
+struct ToolChoice {
+  enum class Kind { kNone, kAuto, kRequired, kFunction };
+  Kind kind = Kind::kAuto;
+  std::string function;  // kFunction: the name
+
+  friend bool operator==(const ToolChoice&, const ToolChoice&) = default;
+};
 
 // A request's KeepKV fields over its tenant's defaults (docs/api.md, KeepKV).
 struct KeepKvRequest {
@@ -45,6 +62,9 @@ struct CompletionRequest {
   std::optional<bool> add_generation_prompt;
   nlohmann::json chat_template_kwargs = nlohmann::json::object();
   std::optional<int64_t> max_completion_tokens;
+  std::vector<ToolDefinition> tools;
+  std::optional<ToolChoice> tool_choice;  // empty: auto with tools, none without
+  bool parallel_tool_calls = true;
   bool chat_logprobs = false;
   std::optional<int64_t> top_logprobs;
 

@@ -11,6 +11,7 @@
 #include "server/api/completion_rules.h"
 #include "server/api/openai_json.h"
 #include "server/api/structured_output_json.h"
+#include "server/api/tools_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -60,10 +61,13 @@ const std::set<std::string>& ChatKeys() {
                                              "max_completion_tokens",
                                              "top_logprobs",
                                              "add_generation_prompt",
-                                             "chat_template_kwargs",
-                                             "tools",
-                                             "tool_choice"};
-  return keys;
+                                             "chat_template_kwargs"};
+  static const std::set<std::string>* with_tools = [] {
+    auto* all = new std::set<std::string>(keys);
+    for (std::string_view key : kToolKeys) all->emplace(key);
+    return all;
+  }();
+  return *with_tools;
 }
 
 absl::Status Invalid(std::string_view param, std::string message) {
@@ -231,6 +235,7 @@ absl::Status ReadMessages(const json& body, CompletionRequest& request) {
     if (role == message.end() || !role->is_string()) {
       return Invalid(param + ".role", RoleRule(param));
     }
+    KVD_RETURN_IF_ERROR(CheckMessageToolFields(message, i));
     json normalized = message;
     KVD_ASSIGN_OR_RETURN(normalized["content"],
                          MessageText(message.contains("content") ? message["content"] : json(), i));
@@ -340,14 +345,6 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
       }
     }
     if (fields.Get("suffix") != nullptr) return Invalid("suffix", "'suffix' is not supported");
-    return absl::OkStatus();
-  }
-  if (const json* tools = fields.Get("tools"); tools != nullptr && !tools->empty()) {
-    return Invalid("tools", "'tools' (function calling) is not supported");
-  }
-  if (const json* choice = fields.Get("tool_choice");
-      choice != nullptr && !(choice->is_string() && choice->get<std::string>() == "none")) {
-    return Invalid("tool_choice", "'tool_choice' other than \"none\" is not supported");
   }
   return absl::OkStatus();
 }
@@ -428,6 +425,7 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, Ap
     KVD_RETURN_IF_ERROR(ReadPrompts(body, request));
   } else {
     KVD_RETURN_IF_ERROR(ReadMessages(body, request));
+    KVD_RETURN_IF_ERROR(ReadToolsJson(body, raw_body, request));
     KVD_RETURN_IF_ERROR(fields.Integer("max_completion_tokens", request.max_completion_tokens));
   }
   KVD_RETURN_IF_ERROR(ReadDocuments(fields, request));

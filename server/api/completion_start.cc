@@ -82,8 +82,8 @@ namespace {
 CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
                                const CompletionRequest& request, const DocumentContext* document) {
   const KeepKvConfig keepkv = tenant.keepkv();
-  auto params =
-      ResolveCompletionParams(request, context.model, document, &keepkv, context.constraints);
+  auto params = ResolveCompletionParams(request, context.model, document, &keepkv,
+                                        context.constraints, context.tool_call_syntax);
   if (!params.ok()) return CompletionRefusal{params.status()};
 
   int64_t tokens = 0;

@@ -1,6 +1,9 @@
 #include "server/api/openai_json.h"
 
+#include <random>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "engine/bounded_json.h"
 
 namespace kvd::server {
@@ -98,5 +101,11 @@ std::string Dump(const json& value) {
 }
 
 std::string SseData(const json& value) { return "data: " + Dump(value) + "\n\n"; }
+
+std::string RandomId(std::string_view prefix) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  return absl::StrCat(std::string(prefix), absl::Hex(random(), absl::kZeroPad16),
+                      absl::Hex(random() >> 32, absl::kZeroPad8));
+}
 
 }  // namespace kvd::server

@@ -34,6 +34,9 @@ nlohmann::json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
 nlohmann::json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
                                 const std::vector<engine::SampledToken>& tokens);
 
+// `prefix` and 24 random hex digits: a response id ("chatcmpl-"), a tool call's ("call_").
+std::string RandomId(std::string_view prefix);
+
 // Serializes with invalid UTF-8 (a token holding part of a character) replaced, never thrown.
 std::string Dump(const nlohmann::json& value);
 // One server-sent event: "data: <json>\n\n".

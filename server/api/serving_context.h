@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "scheduler/scheduler.h"
 #include "server/api/completion_params.h"
 #include "server/auth/tenants.h"
+#include "structured/tool_call_syntax.h"
 
 namespace kvd::documents {
 class DocumentService;
@@ -26,6 +28,8 @@ struct ServingContext {
   documents::DocumentService* documents = nullptr;  // null when documents are off
   // Compiled structured-output constraints over the model's vocabulary; null: refused.
   structured::ConstraintCache* constraints = nullptr;
+  // How the model writes tool calls (model.tool_parser, resolved); empty: `tools` is refused.
+  std::optional<structured::ToolCallSyntax> tool_call_syntax;
   bool log_requests = true;
   std::string kv_cache_medium = "CPU";  // where KV blocks live, as KV events name it: CPU or GPU
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs

@@ -19,6 +19,7 @@
 #include "server/api/document_routes.h"
 #include "server/api/openai_routes.h"
 #include "server/api/serving_context.h"
+#include "server/api/tool_parser.h"
 #include "server/auth/tenants.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/logging_setup.h"
@@ -181,6 +182,12 @@ absl::Status RunServe(const ServeFlags& flags) {
   } else {
     return loaded.status();
   }
+  auto tool_call_syntax = ResolveToolParser(config->model.tool_parser, chat_template.get());
+  if (!tool_call_syntax.ok()) return tool_call_syntax.status();
+  if (*tool_call_syntax) {
+    spdlog::info("tool calls: {} syntax",
+                 std::string(structured::ToolCallSyntaxName(**tool_call_syntax)));
+  }
   auto scheduler = scheduler::Scheduler::Create(**model, tokenizer->get(), config->scheduler);
   if (!scheduler.ok()) return scheduler.status();
 
@@ -195,6 +202,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.model = {&(*model)->config(), tokenizer->get(), chat_template.get(),
                    config->model.ServedName()};
   context.scheduler = scheduler->get();
+  context.tool_call_syntax = *tool_call_syntax;
   context.tenants = &tenants;
   context.log_requests = config->logging.requests;
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";

@@ -51,6 +51,7 @@ void ReadModel(YamlDocument& document, const YAML::Node& node, ModelSection& c) 
   r.Read("backend", &c.backend);
   r.Read("dtype", &c.dtype);
   r.Read("threads", &c.threads);
+  r.Read("tool_parser", &c.tool_parser);
   r.Finish();
 }
 

@@ -70,6 +70,11 @@ struct ModelSection {
   std::string dtype = "auto";
   // CPU backend threads, in [0, 1024]; 0 uses all cores. Default 0.
   int32_t threads = 0;
+  // How the model writes tool calls, for `tools`: "auto" (detected from the chat template; a
+  // template that reads `tools` in a syntax kvd does not recognise stops start-up), "none"
+  // (tools refused), "hermes" (<tool_call> tags: Qwen2.5/3, Hermes) or "llama3_json"
+  // (Llama 3.1/3.2's JSON call). Default "auto".
+  std::string tool_parser = "auto";
 
   // `name`, or the last component of `path` when `name` is empty.
   std::string ServedName() const;

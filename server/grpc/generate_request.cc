@@ -3,8 +3,11 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/status_macros.h"
 #include "engine/bounded_json.h"
+#include "server/api/tools_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -94,6 +97,69 @@ absl::StatusOr<std::optional<structured::ConstraintSpec>> ReadStructuredOutput(
   return std::nullopt;
 }
 
+// A chat message as the chat template reads it, its tool fields checked as HTTP's are.
+absl::StatusOr<nlohmann::json> ReadChatMessage(const v1::ChatMessage& message, size_t index) {
+  nlohmann::json entry = {{"role", message.role()}, {"content", message.content()}};
+  if (!message.name().empty()) entry["name"] = message.name();
+  if (message.tool_calls_size() > 0) {
+    nlohmann::json calls = nlohmann::json::array();
+    for (const v1::ToolCall& call : message.tool_calls()) {
+      calls.push_back({{"id", call.id()},
+                       {"type", "function"},
+                       {"function", {{"name", call.name()}, {"arguments", call.arguments()}}}});
+    }
+    entry["tool_calls"] = std::move(calls);
+  }
+  if (!message.tool_call_id().empty()) entry["tool_call_id"] = message.tool_call_id();
+  KVD_RETURN_IF_ERROR(CheckMessageToolFields(entry, index));
+  return entry;
+}
+
+// `tools`, `tool_choice` and `parallel_tool_calls`, checked as HTTP's are.
+absl::Status ReadTools(const v1::GenerateRequest& request, CompletionRequest& out) {
+  structured::JsonValue tools = structured::JsonValue::array();
+  for (int i = 0; i < request.tools_size(); ++i) {
+    const v1::Tool& tool = request.tools(i);
+    structured::JsonValue function = {{"name", tool.name()}};
+    if (!tool.description().empty()) function["description"] = tool.description();
+    if (!tool.parameters_json().empty()) {
+      const std::string param = absl::StrCat("tools[", i, "].parameters_json");
+      auto parameters = engine::ParseBoundedJson<structured::JsonValue>(tool.parameters_json(),
+                                                                        param);
+      if (!parameters.ok()) return WithParam(parameters.status(), param);
+      function["parameters"] = *std::move(parameters);
+    }
+    if (tool.has_strict()) function["strict"] = tool.strict();
+    tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+  }
+  KVD_RETURN_IF_ERROR(ReadToolDefinitions(tools, out));
+  using Kind = ToolChoice::Kind;
+  switch (request.tool_choice().kind_case()) {
+    case v1::ToolChoice::kMode: {
+      const std::string& mode = request.tool_choice().mode();
+      if (mode == "none") {
+        out.tool_choice = ToolChoice{Kind::kNone, ""};
+      } else if (mode == "auto") {
+        out.tool_choice = ToolChoice{Kind::kAuto, ""};
+      } else if (mode == "required") {
+        out.tool_choice = ToolChoice{Kind::kRequired, ""};
+      } else {
+        return WithParam(absl::InvalidArgumentError(
+                             "tool_choice.mode must be none, auto or required"),
+                         "tool_choice");
+      }
+      break;
+    }
+    case v1::ToolChoice::kFunction:
+      out.tool_choice = ToolChoice{Kind::kFunction, request.tool_choice().function()};
+      break;
+    case v1::ToolChoice::KIND_NOT_SET:
+      break;
+  }
+  if (request.has_parallel_tool_calls()) out.parallel_tool_calls = request.parallel_tool_calls();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest& request) {
@@ -110,9 +176,9 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
     }
     case v1::GenerateRequest::kMessages:
       out.kind = ApiKind::kChat;
-      for (const v1::ChatMessage& message : request.messages().messages()) {
-        nlohmann::json entry = {{"role", message.role()}, {"content", message.content()}};
-        if (!message.name().empty()) entry["name"] = message.name();
+      for (int i = 0; i < request.messages().messages_size(); ++i) {
+        KVD_ASSIGN_OR_RETURN(nlohmann::json entry,
+                             ReadChatMessage(request.messages().messages(i), i));
         out.messages.push_back(std::move(entry));
       }
       break;
@@ -176,6 +242,13 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
                                    ->name();
       out.structured_output_param = "structured_output." + kind;
     }
+  }
+  if (request.tools_size() > 0 || request.has_tool_choice() ||
+      request.has_parallel_tool_calls()) {
+    if (out.kind != ApiKind::kChat) {
+      return WithParam(absl::InvalidArgumentError("tools need chat messages"), "tools");
+    }
+    KVD_RETURN_IF_ERROR(ReadTools(request, out));
   }
   // Streaming is gRPC's own: every reply streams.
   out.stream = true;

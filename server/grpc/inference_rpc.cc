@@ -11,7 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/mutex.h"
+#include "base/check.h"
 #include "server/api/completion_start.h"
+#include "server/api/openai_json.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/generate_request.h"
 #include "server/grpc/grpc_status.h"
@@ -333,13 +335,40 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
       }
       return;
     }
-    if (!event.token_ids.empty() || !event.text.empty()) {
+    // With tools, the text is parsed into content and call fragments as it arrives.
+    ChoiceCalls* calls = nullptr;
+    structured::ParsedOutput parsed;
+    if (completion_.params.tool_syntax) {
+      calls = &CallsOf(event.index);
+      parsed = calls->stream.Feed(event.text);
+      if (event.finish_reason) {
+        structured::ParsedOutput rest = calls->stream.Finish();
+        parsed.content += rest.content;
+        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+      }
+    }
+    const std::string& text = calls != nullptr ? parsed.content : event.text;
+    if (!event.token_ids.empty() || !text.empty() || !parsed.calls.empty()) {
       usage_.completion_tokens += static_cast<int32_t>(event.token_ids.size());
       v1::GenerateResponse response;
       v1::Chunk& chunk = *response.mutable_chunk();
       chunk.set_index(event.index);
       chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
-      chunk.set_text(event.text);
+      chunk.set_text(text);
+      for (const structured::ToolCallFragment& fragment : parsed.calls) {
+        v1::ToolCallDelta& delta = *chunk.add_tool_calls();
+        delta.set_index(fragment.index);
+        if (!fragment.name.empty()) {
+          v1::ToolCall& call = calls->calls.emplace_back();
+          call.set_id(RandomId("call_"));
+          call.set_name(fragment.name);
+          delta.set_id(call.id());
+          delta.set_name(fragment.name);
+        }
+        delta.set_arguments(fragment.arguments);
+        KVD_CHECK(static_cast<size_t>(fragment.index) + 1 == calls->calls.size());
+        calls->calls.back().mutable_arguments()->append(fragment.arguments);
+      }
       for (const engine::SampledToken& sampled : event.logprobs) {
         v1::TokenLogprob& logprob = *chunk.add_logprobs();
         logprob.set_token_id(sampled.token);
@@ -363,7 +392,30 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
       completion.set_index(event.index);
       completion.set_finish_reason(ToProto(*event.finish_reason));
       completion.set_stop(event.stop_string);
+      if (calls != nullptr && !calls->calls.empty()) {
+        // Calls the model chose to make end its turn; a named choice is the caller's.
+        if (*event.finish_reason == scheduler::FinishReason::kStop &&
+            !completion_.params.named_tool_choice) {
+          completion.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
+        }
+        completion.mutable_tool_calls()->Assign(calls->calls.begin(), calls->calls.end());
+      }
     }
+  }
+
+  // One choice's output parsed for tool calls, and the calls so far.
+  struct ChoiceCalls {
+    explicit ChoiceCalls(structured::ToolCallSyntax syntax) : stream(syntax) {}
+    structured::ToolCallStream stream;
+    std::vector<v1::ToolCall> calls;
+  };
+
+  ChoiceCalls& CallsOf(int32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    KVD_CHECK(index >= 0 && index < completion_.params.request.n);
+    while (tool_calls_.size() <= static_cast<size_t>(index)) {
+      tool_calls_.emplace_back(*completion_.params.tool_syntax);
+    }
+    return tool_calls_[static_cast<size_t>(index)];
   }
 
   ServingContext& context_;
@@ -381,6 +433,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   bool begun_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<v1::GenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::GenerateResponse> pending_completion_ ABSL_GUARDED_BY(mu_);
+  std::deque<ChoiceCalls> tool_calls_ ABSL_GUARDED_BY(mu_);  // by choice, with tools
   v1::GenerateResponse writing_ ABSL_GUARDED_BY(mu_);
   scheduler::Usage usage_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);

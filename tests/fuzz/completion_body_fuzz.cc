@@ -1,19 +1,28 @@
 // Fuzzes server::ParseCompletionParams on request bodies of /v1/completions and
 // /v1/chat/completions (after ParseJsonObjectBody), with the bundled model: prompts, messages
-// rendered by its chat template, sampling, stop, logit_bias, logprobs and keepkv.
+// rendered by its chat template, sampling, stop, logit_bias, logprobs and keepkv; then chat
+// with tools (structured outputs and forced calls compiled) under a template that takes them.
 #include "bundled_model_info.h"
 #include "server/api/completion_params.h"
+#include "server/api/completion_request_json.h"
 #include "server/api/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kvd::engine::ServedModel& model = kvd::fuzz::BundledModelInfo();
   static const kvd::server::KeepKvConfig keepkv_on{.enabled = true};
-  auto body = kvd::server::ParseJsonObjectBody(kvd::fuzz::AsText(data, size));
+  const std::string_view text = kvd::fuzz::AsText(data, size);
+  auto body = kvd::server::ParseJsonObjectBody(text);
   if (!body.ok()) return 0;
   for (kvd::server::ApiKind kind :
        {kvd::server::ApiKind::kCompletion, kvd::server::ApiKind::kChat}) {
     (void)kvd::server::ParseCompletionParams(*body, kind, model);
     (void)kvd::server::ParseCompletionParams(*body, kind, model, nullptr, &keepkv_on);
+  }
+  auto chat = kvd::server::ReadCompletionRequestJson(*body, kvd::server::ApiKind::kChat, text);
+  if (chat.ok()) {
+    (void)kvd::server::ResolveCompletionParams(*chat, kvd::fuzz::ToolsModelInfo(), nullptr,
+                                               nullptr, &kvd::fuzz::BundledConstraints(),
+                                               kvd::structured::ToolCallSyntax::kHermes);
   }
   return 0;
 }

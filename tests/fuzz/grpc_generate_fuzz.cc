@@ -1,6 +1,7 @@
 // Fuzzes the gRPC path of a Generate call after the wire: the bytes parsed as a
 // v1::GenerateRequest (as gRPC does), read by server::ReadGenerateRequest and checked by
-// server::ResolveCompletionParams with the bundled model, as InferenceRpc runs them.
+// server::ResolveCompletionParams with the bundled model, as InferenceRpc runs them, and with a
+// template that takes tools (forced calls and structured outputs compiled).
 #include "bundled_model_info.h"
 #include "server/api/completion_params.h"
 #include "server/grpc/generate_request.h"
@@ -14,5 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!read.ok()) return 0;
   (void)kvd::server::ResolveCompletionParams(*read, model);
   (void)kvd::server::ResolveCompletionParams(*read, model, nullptr, &keepkv_on);
+  (void)kvd::server::ResolveCompletionParams(*read, kvd::fuzz::ToolsModelInfo(), nullptr, nullptr,
+                                             &kvd::fuzz::BundledConstraints(),
+                                             kvd::structured::ToolCallSyntax::kHermes);
   return 0;
 }

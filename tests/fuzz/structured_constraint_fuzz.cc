@@ -1,6 +1,7 @@
-// Fuzzes constraint compilation (JSON Schema, regular expression, choices) and the matcher over
-// the bundled model's vocabulary. The first byte picks the kind, the rest is the constraint's
-// text. A compiled constraint is then walked for a few tokens, always taking an allowed one.
+// Fuzzes constraint compilation (JSON Schema, regular expression, choices, tool calls) and the
+// matcher over the bundled model's vocabulary. The first byte picks the kind, the rest is the
+// constraint's text. A compiled constraint is then walked for a few tokens, always taking an allowed one.
+#include <iterator>
 #include <memory>
 
 #include "fuzz_support.h"
@@ -27,8 +28,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   static constexpr ConstraintSpec::Kind kKinds[] = {
       ConstraintSpec::Kind::kJsonSchema, ConstraintSpec::Kind::kRegex,
-      ConstraintSpec::Kind::kChoice, ConstraintSpec::Kind::kJsonObject};
-  const ConstraintSpec spec{kKinds[data[0] % 4], std::string(kvd::fuzz::AsText(data + 1, size - 1))};
+      ConstraintSpec::Kind::kChoice, ConstraintSpec::Kind::kJsonObject,
+      ConstraintSpec::Kind::kToolCalls};
+  const ConstraintSpec spec{kKinds[data[0] % std::size(kKinds)],
+                            std::string(kvd::fuzz::AsText(data + 1, size - 1))};
   absl::StatusOr<kvd::structured::Grammar> grammar = kvd::structured::CompileConstraint(spec);
   if (!grammar.ok()) return 0;
   const auto constraint =

@@ -1,20 +1,23 @@
 // `kvd serve` on the bundled model, on loopback with port 0, for the tests written against real
 // JavaScript clients (copied beside each of them by kvd_node_tests). KVD_BINARY names the kvd
-// under test and KVD_SOURCE_DIR the repository.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+// under test, KVD_SOURCE_DIR the repository and KVD_MAKE_RANDOM_MODEL (where a test needs it)
+// the tool that writes random weights.
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync,
+         writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-// Starts kvd with `configLines` as its config file (none when empty) and `args` after the
-// usual ones; resolves once it serves HTTP. `logs()` is everything it has written so far;
+// Starts kvd on `modelDir` (default: the bundled model) with `configLines` as its config file
+// (none when empty) and `args` after the usual ones; resolves once it serves HTTP. `logs()` is everything it has written so far;
 // `stop()` sends SIGTERM and resolves with its exit code.
-export async function startKvd({ configLines = [], args = [] } = {}) {
+export async function startKvd({ configLines = [], args = [],
+                                 modelDir = join(process.env.KVD_SOURCE_DIR, 'models/kvd-tiny') } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'kvd-node-'));
   const config = configLines.length > 0 ? ['--config', join(dir, 'config.yaml')] : [];
   if (configLines.length > 0) writeFileSync(config[1], [...configLines, ''].join('\n'));
   const server = spawn(process.env.KVD_BINARY, [
-    'serve', ...config, '--model', join(process.env.KVD_SOURCE_DIR, 'models/kvd-tiny'),
+    'serve', ...config, '--model', modelDir,
     '--data-dir', join(dir, 'data'), '--host', '127.0.0.1', '--port', '0', ...args]);
   let logs = '';
   const exited = new Promise((resolve) => server.on('exit', resolve));
@@ -34,4 +37,38 @@ export async function startKvd({ configLines = [], args = [] } = {}) {
       return exited;
     },
   };
+}
+
+// A model directory named kvd-tiny (so it serves as "kvd-tiny") in a new temporary folder: the
+// bundled model's files, with the chat template tests/data/chat_templates/`templateFile` when
+// given, and with `randomSeed` seeded random weights of the same shape in place of the trained
+// ones (whose output is otherwise noise).
+export function tinyModelVariant({ templateFile, randomSeed } = {}) {
+  const source = join(process.env.KVD_SOURCE_DIR, 'models/kvd-tiny');
+  const dir = join(mkdtempSync(join(tmpdir(), 'kvd-model-')), 'kvd-tiny');
+  mkdirSync(dir);
+  const config = JSON.parse(readFileSync(join(source, 'config.json')));
+  if (randomSeed === undefined) {
+    symlinkSync(join(source, 'model.safetensors'), join(dir, 'model.safetensors'));
+    copyFileSync(join(source, 'config.json'), join(dir, 'config.json'));
+  } else {
+    execFileSync(process.env.KVD_MAKE_RANDOM_MODEL, [
+      '--out', dir, '--hidden', `${config.hidden_size}`, '--layers',
+      `${config.num_hidden_layers}`, '--heads', `${config.num_attention_heads}`, '--kv-heads',
+      `${config.num_key_value_heads}`, '--head-dim', `${config.head_dim}`, '--intermediate',
+      `${config.intermediate_size}`, '--vocab', `${config.vocab_size}`, '--context',
+      `${config.max_position_embeddings}`, '--dtype', 'f32', '--seed', `${randomSeed}`]);
+    const written = JSON.parse(readFileSync(join(dir, 'config.json')));
+    written.bos_token_id = config.bos_token_id;
+    written.eos_token_id = config.eos_token_id;
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(written, null, 2));
+  }
+  copyFileSync(join(source, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+  const tokenizerConfig = JSON.parse(readFileSync(join(source, 'tokenizer_config.json')));
+  if (templateFile !== undefined) {
+    tokenizerConfig.chat_template = readFileSync(
+      join(process.env.KVD_SOURCE_DIR, 'tests/data/chat_templates', templateFile), 'utf8');
+  }
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig));
+  return dir;
 }

@@ -232,9 +232,15 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
       Post("/v1/chat/completions",
            {{"model", "kvd-tiny"}, {"messages", {{{"role", "wizard"}, {"content", "hi"}}}}}),
       400, "invalid_request_error", "messages[0].role");
+  // A malformed tool, and tools for a model whose chat template does not take them.
   ExpectError(Post("/v1/chat/completions", {{"model", "kvd-tiny"},
                                             {"messages", {{{"role", "user"}, {"content", "hi"}}}},
                                             {"tools", {{{"type", "function"}}}}}),
+              400, "invalid_request_error", "tools[0]");
+  ExpectError(Post("/v1/chat/completions",
+                   {{"model", "kvd-tiny"},
+                    {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                    {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}}),
               400, "invalid_request_error", "tools");
   ExpectError(
       Post("/v1/completions",

@@ -13,6 +13,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
+import { tinyModelVariant } from './kvd_process.mjs';
 
 const kvd = process.env.KVD_BINARY;
 const source = process.env.KVD_SOURCE_DIR;
@@ -53,11 +54,11 @@ async function freePort() {
 
 // One `kvd serve` with HTTP and gRPC on 127.0.0.1, its logs read all the time.
 class Kvd {
-  // `configLines` are added to the config file (YAML lines).
-  static async start(configLines = []) {
+  // `configLines` are added to the config file (YAML lines); `modelDir` is the model served.
+  static async start(configLines = [], modelDir = join(source, 'models/kvd-tiny')) {
     const server = new Kvd();
     try {
-      await server.#start(configLines);
+      await server.#start(configLines, modelDir);
     } catch (error) {
       if (server.process) await server.stop();
       throw error;
@@ -65,7 +66,7 @@ class Kvd {
     return server;
   }
 
-  async #start(configLines) {
+  async #start(configLines, modelDir) {
     this.dir = mkdtempSync(join(tmpdir(), 'kvd-grpc-'));
     const config = join(this.dir, 'config.yaml');
     writeFileSync(config, [
@@ -85,7 +86,7 @@ class Kvd {
     const grpcPort = await freePort();
     this.logs = '';
     this.process = spawn(kvd, [
-      'serve', '--config', config, '--model', join(source, 'models/kvd-tiny'),
+      'serve', '--config', config, '--model', modelDir,
       '--data-dir', join(this.dir, 'data'), '--host', '127.0.0.1', '--port', '0',
       '--grpc-port', String(grpcPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => this.process.on('exit', resolve));
@@ -377,6 +378,68 @@ test('a streamed chat Generate equals POST /v1/chat/completions', async () => {
   assert.equal(chunks.flatMap((c) => c.token_ids).length, usage.completion_tokens);
   // The last message of the stream is the completion.
   assert.equal(replies.at(-1).kind, 'completion');
+});
+
+test('tool calls over Generate equal POST /v1/chat/completions', async () => {
+  const tools = await Kvd.start([], tinyModelVariant({ templateFile: 'hermes_tools.jinja' }));
+  try {
+    const parameters = {
+      type: 'object', properties: { city: { type: 'string', maxLength: 8 } },
+      required: ['city'], additionalProperties: false,
+    };
+    const messages = [{ role: 'user', content: 'Weather?' },
+                      { role: 'assistant', content: '',
+                        tool_calls: [{ id: 'call_0', name: 'get_weather',
+                                       arguments: '{"city": "Rome"}' }] },
+                      { role: 'tool', content: 'sunny', tool_call_id: 'call_0' },
+                      { role: 'user', content: 'And tomorrow?' }];
+    for (const [tool_choice, httpChoice] of [
+      [{ mode: 'required' }, 'required'],
+      [{ function: 'get_weather' }, { type: 'function', function: { name: 'get_weather' } }]]) {
+      const { messages: replies } = await generate(tools, {
+        model: 'kvd-tiny', messages: { messages }, sampling: { temperature: 1, seed: 4 },
+        max_tokens: 200, tools: [{ name: 'get_weather', parameters_json: JSON.stringify(parameters) }],
+        tool_choice, parallel_tool_calls: false,
+      }).done;
+      const http = await tools.fetch('/v1/chat/completions', {
+        model: 'kvd-tiny', temperature: 1, seed: 4, max_tokens: 200, tool_choice: httpChoice,
+        parallel_tool_calls: false,
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters } }],
+        messages: messages.map(({ tool_calls, tool_call_id, ...rest }) => ({
+          ...rest,
+          ...(tool_calls ? { tool_calls: tool_calls.map(({ id, name, arguments: args }) => ({
+            id, type: 'function', function: { name, arguments: args } })) } : {}),
+          ...(tool_call_id ? { tool_call_id } : {}),
+        })),
+      });
+      const { texts, completions, errors } = summarize(replies);
+      assert.deepEqual(errors, []);
+      assert.equal(texts[0] ?? '', '', 'no content outside the call');
+      const fragments = replies.filter((m) => m.kind === 'chunk')
+        .flatMap((m) => m.chunk.tool_calls);
+      assert.equal(fragments[0].name, 'get_weather');
+      const call = completions[0].tool_calls[0];
+      assert.equal(fragments[0].id, call.id);
+      assert.equal(fragments.map((f) => f.arguments).join(''), call.arguments);
+      const httpCall = http.choices[0].message.tool_calls[0];
+      assert.equal(call.name, httpCall.function.name);
+      assert.equal(call.arguments, httpCall.function.arguments);
+      assert.ok(typeof JSON.parse(call.arguments).city === 'string', call.arguments);
+      assert.equal(completions[0].finish_reason,
+                   http.choices[0].finish_reason === 'tool_calls' ? 'FINISH_REASON_TOOL_CALLS'
+                     : finishReasons[http.choices[0].finish_reason]);
+    }
+    // A function not in tools, and tools on a prompt, are INVALID_ARGUMENT naming the field.
+    await assert.rejects(generate(tools, {
+      model: 'kvd-tiny', messages: { messages: [messages[0]] },
+      tools: [{ name: 'get_weather' }], tool_choice: { function: 'other' },
+    }).done, grpcError(Status.INVALID_ARGUMENT, { 'kvd-error-param': 'tool_choice' }));
+    await assert.rejects(generate(tools, {
+      model: 'kvd-tiny', prompt: 'x', tools: [{ name: 'get_weather' }],
+    }).done, grpcError(Status.INVALID_ARGUMENT, { 'kvd-error-param': 'tools' }));
+  } finally {
+    assert.equal(await tools.stop(), 0, tools.logs);
+  }
 });
 
 // KeepKv's budget is a oneof: budget_tokens 1 keeps one entry of the prompt's own (and merges

@@ -1,15 +1,16 @@
-// Structured outputs through the official OpenAI SDK on the bundled model, sampling at
-// temperature 1: chat.completions.parse with a zod schema (zodResponseFormat), json_object, and
-// vLLM's regex and choice. Every output parses and validates, by zod and by ajv (ajv-formats for
-// the formats); a seed gives the same text streamed and not.
-import { test, before, after } from 'node:test';
+// Structured outputs through the official OpenAI SDK, sampling at temperature 1, on the bundled
+// model and on random weights of its shape (whose output is otherwise noise):
+// chat.completions.parse with a zod schema (zodResponseFormat), json_object, and vLLM's regex
+// and choice. Every output parses and validates, by zod and by ajv (ajv-formats for the
+// formats); a seed gives the same text streamed and not.
+import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { startKvd } from './kvd_process.mjs';
+import { startKvd, tinyModelVariant } from './kvd_process.mjs';
 
 let server;
 let client;
@@ -163,4 +164,60 @@ test('a schema it cannot guarantee is a 400 naming the keyword', async () => {
     (error) => error instanceof OpenAI.BadRequestError &&
                error.param === 'response_format.json_schema.schema' &&
                /multipleOf/.test(error.message));
+});
+
+describe('random weights', () => {
+  let random;
+  let randomClient;
+  before(async () => {
+    random = await startKvd({ modelDir: tinyModelVariant({ randomSeed: 23 }) });
+    randomClient = new OpenAI({ apiKey: 'unused', baseURL: random.baseURL, maxRetries: 0 });
+  });
+  after(async () => {
+    assert.equal(await random.stop(), 0, random.logs());
+  });
+
+  test('parse() with a zod schema: 200 seeded completions at temperature 1 all validate', async () => {
+    const outputs = await inBatches(200, 16, (i) => randomClient.chat.completions.parse({
+      model, messages: messages(i), response_format: format, temperature: 1, seed: i,
+      max_tokens: 1500,
+    }));
+    for (const [i, completion] of outputs.entries()) {
+      const choice = completion.choices[0];
+      assert.equal(choice.finish_reason, 'stop', `seed ${i}: ${choice.message.content}`);
+      assert.ok(Person.safeParse(choice.message.parsed).success, `seed ${i}`);
+      assert.ok(validate(JSON.parse(choice.message.content)),
+                `seed ${i}: ${JSON.stringify(validate.errors)} in ${choice.message.content}`);
+    }
+  });
+
+  test('a seed gives the same value streamed and not', async () => {
+    for (const seed of [1, 2]) {
+      const request = { model, messages: messages(seed), response_format: format,
+                        temperature: 1, seed, max_tokens: 1500 };
+      const whole = await randomClient.chat.completions.create(request);
+      const stream = await randomClient.chat.completions.create({ ...request, stream: true });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+      assert.equal(text, whole.choices[0].message.content);
+    }
+  });
+
+  test('json_object: every output that ends is a JSON object', async () => {
+    const outputs = await inBatches(40, 8, (i) => randomClient.chat.completions.create({
+      model, messages: messages(i), response_format: { type: 'json_object' }, temperature: 1,
+      seed: 1000 + i, max_tokens: 1500,
+    }));
+    let ended = 0;
+    for (const completion of outputs) {
+      const choice = completion.choices[0];
+      if (choice.finish_reason === 'length') continue;  // a string the model never closed
+      ++ended;
+      const value = JSON.parse(choice.message.content);
+      assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value),
+                choice.message.content);
+    }
+    // 25 of 40 end on this seed; the rest write keys the noise never closes.
+    assert.ok(ended >= 10, `only ${ended} of 40 ended`);
+  });
 });

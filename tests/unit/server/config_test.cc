@@ -63,6 +63,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.model.name, b.model.name);
   EXPECT_EQ(a.model.backend, b.model.backend);
   EXPECT_EQ(a.model.dtype, b.model.dtype);
+  EXPECT_EQ(a.model.tool_parser, b.model.tool_parser);
   EXPECT_EQ(a.model.threads, b.model.threads);
   EXPECT_TRUE(a.model == b.model);
   ExpectSchedulerEq(a.scheduler, b.scheduler);
@@ -236,6 +237,7 @@ model:
   backend: cuda
   dtype: bf16
   threads: 8
+  tool_parser: hermes
 scheduler:
   max_num_seqs: 64
   max_num_batched_tokens: 4096
@@ -275,6 +277,7 @@ logging:
   EXPECT_EQ(config.model.backend, "cuda");
   EXPECT_EQ(config.model.dtype, "bf16");
   EXPECT_EQ(config.model.threads, 8);
+  EXPECT_EQ(config.model.tool_parser, "hermes");
   EXPECT_EQ(config.scheduler.max_num_seqs, 64);
   EXPECT_EQ(config.scheduler.max_num_batched_tokens, 4096);
   EXPECT_EQ(config.scheduler.block_size, 32);
@@ -452,6 +455,9 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: model.backend: must be one of cpu, cuda, got \"tpu\""},
       {"scheduler:\n  block_size: 8\n  kv_cache_dtype: f16\n",
        "config.yaml:3: scheduler.kv_cache_dtype: must be one of f32, bf16, got \"f16\""},
+      {"model:\n  tool_parser: mistral\n",
+       "config.yaml:2: model.tool_parser: must be one of auto, none, hermes, llama3_json, got "
+       "\"mistral\""},
       {"model:\n  dtype: int3\n",
        "config.yaml:2: model.dtype: must be one of auto, f32, bf16, f16, int8, int4, got \"int3\""},
       {"model:\n  threads: -1\n", "config.yaml:2: model.threads: must be in [0, 1024], got -1"},
@@ -479,7 +485,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "prefix_cache, auth, tenants, store, documents, keepkv, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
-            "threads)");
+            "threads, tool_parser)");
   EXPECT_EQ(ParseError("scheduler:\n  max_seqs: 2\n"),
             "config.yaml:2: scheduler.max_seqs: unknown key (expected one of max_num_seqs, "
             "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
