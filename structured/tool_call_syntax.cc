@@ -1,7 +1,10 @@
 #include "structured/tool_call_syntax.h"
 
+#include <deque>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
@@ -142,6 +145,27 @@ size_t PartialMarkerAtEnd(std::string_view text, std::string_view marker) {
   return 0;
 }
 
+// The schema a function's arguments are compiled under: arguments are always an object, so a
+// schema without a type is an object's (nullopt: any object), and one of another type refused.
+absl::StatusOr<std::optional<JsonValue>> ArgumentsSchema(
+    const ToolCallGrammarSpec::Function& function) {
+  const JsonValue& parameters = function.parameters;
+  if (parameters.is_null() || (parameters.is_object() && parameters.empty())) return std::nullopt;
+  const auto refused = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the parameters of function '", function.name,
+        "' must be a JSON Schema of an object (\"type\": \"object\")"));
+  };
+  if (!parameters.is_object()) return refused();
+  if (!parameters.contains("type")) {
+    JsonValue object = parameters;
+    object["type"] = "object";
+    return object;
+  }
+  if (parameters["type"] != "object") return refused();
+  return parameters;
+}
+
 }  // namespace
 
 std::string_view ToolCallSyntaxName(ToolCallSyntax syntax) {
@@ -157,7 +181,28 @@ std::optional<ToolCallSyntax> ToolCallSyntaxNamed(std::string_view name) {
 std::string_view ToolCallSyntaxNames() { return "hermes, llama3_json"; }
 
 bool TemplateTakesTools(std::string_view template_source) {
-  return template_source.find("tools") != std::string_view::npos;
+  const auto identifier_char = [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  constexpr std::string_view kName = "tools";
+  // The name `tools` inside an expression or statement block, not in text.
+  for (size_t at = template_source.find('{'); at != std::string_view::npos;
+       at = template_source.find('{', at + 1)) {
+    if (at + 1 == template_source.size()) break;
+    const char kind = template_source[at + 1];
+    if (kind != '{' && kind != '%') continue;
+    const size_t end = template_source.find(kind == '{' ? "}}" : "%}", at + 2);
+    const std::string_view block = template_source.substr(
+        at + 2, end == std::string_view::npos ? std::string_view::npos : end - at - 2);
+    for (size_t p = block.find(kName); p != std::string_view::npos; p = block.find(kName, p + 1)) {
+      const bool starts = p == 0 || !identifier_char(block[p - 1]);
+      const bool ends = p + kName.size() == block.size() || !identifier_char(block[p + kName.size()]);
+      if (starts && ends) return true;
+    }
+    if (end == std::string_view::npos) break;
+    at = end;
+  }
+  return false;
 }
 
 std::optional<ToolCallSyntax> DetectToolCallSyntax(std::string_view template_source) {
@@ -215,13 +260,16 @@ absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec) {
   GrammarBuilder builder;
   JsonRules json(builder);
   const int32_t call = builder.AddRule("tool_call");
+  std::deque<JsonValue> object_schemas;  // the schemas $ref pointers resolve in, kept alive
   for (const auto& function : spec.functions) {
+    KVD_ASSIGN_OR_RETURN(std::optional<JsonValue> parameters, ArgumentsSchema(function));
     int32_t arguments = 0;
-    if (function.parameters.is_null()) {
+    if (!parameters) {
       arguments = json.Object();
     } else {
-      JsonSchemaRules schema(json, function.parameters);
-      auto rule = schema.AddSchema(function.parameters, "");
+      const JsonValue& root = object_schemas.emplace_back(*std::move(parameters));
+      JsonSchemaRules schema(json, root);
+      auto rule = schema.AddSchema(root, "");
       if (!rule.ok()) {
         return absl::InvalidArgumentError(absl::StrCat("the parameters of function '",
                                                        function.name,
@@ -269,15 +317,18 @@ ParsedOutput ToolCallStream::Finish() {
 }
 
 void ToolCallStream::AddContent(std::string_view text, ParsedOutput& out) {
-  const size_t last = text.find_last_not_of(kWhitespace);
-  if (last == std::string_view::npos) {
+  const size_t first = text.find_first_not_of(kWhitespace);
+  if (first == std::string_view::npos) {
     held_whitespace_.append(text);
     return;
   }
-  out.content += held_whitespace_;
-  held_whitespace_.clear();
-  out.content.append(text.substr(0, last + 1));
+  held_whitespace_.append(text.substr(0, first));
+  // Whitespace is written between texts; before any text, only while there is no call.
+  if (wrote_content_ || calls_ == 0) out.content += held_whitespace_;
+  const size_t last = text.find_last_not_of(kWhitespace);
+  out.content.append(text.substr(first, last + 1 - first));
   held_whitespace_.assign(text.substr(last + 1));
+  wrote_content_ = true;
 }
 
 void ToolCallStream::AddArguments(std::string_view text, ParsedOutput& out) {
@@ -294,8 +345,11 @@ void ToolCallStream::Abandon(State state, ParsedOutput& out) {
     if (state == State::kHeader) AddContent(kHermesOpen, out);
     state_ = State::kContent;
   } else {
+    // The separator before text that is no call was text too.
+    if (after_separator_) AddContent(";", out);
     state_ = State::kPlainText;
   }
+  after_separator_ = false;
 }
 
 void ToolCallStream::Run(bool end, ParsedOutput& out) {
@@ -306,10 +360,16 @@ void ToolCallStream::Run(bool end, ParsedOutput& out) {
         const size_t first = pending_.find_first_not_of(kWhitespace);
         if (first == std::string::npos) {
           if (!end) return;
+          if (calls_ > 0) pending_.clear();  // whitespace after a separator: layout
           state_ = State::kPlainText;
           break;
         }
-        state_ = pending_[first] == '{' ? State::kHeader : State::kPlainText;
+        if (calls_ > 0) pending_.erase(0, first);
+        if (pending_[calls_ > 0 ? 0 : first] == '{') {
+          state_ = State::kHeader;
+        } else {
+          Abandon(State::kStart, out);
+        }
         break;
       }
       case State::kPlainText:
@@ -333,12 +393,15 @@ void ToolCallStream::Run(bool end, ParsedOutput& out) {
         std::string name;
         size_t consumed = 0;
         const Match match = ReadCallHeader(pending_, name, consumed);
-        if (match == Match::kNeedMore && !end && pending_.size() <= kMaxCallHeaderBytes) return;
-        if (match != Match::kMatched) {
+        // Past the bound the header is text, however the bytes arrived.
+        const bool too_long = match == Match::kMatched ? consumed > kMaxCallHeaderBytes
+                                                       : pending_.size() > kMaxCallHeaderBytes;
+        if (match == Match::kNeedMore && !end && !too_long) return;
+        if (match != Match::kMatched || too_long) {
           Abandon(State::kHeader, out);
           break;
         }
-        held_whitespace_.clear();
+        after_separator_ = false;
         out.calls.push_back({calls_, std::move(name), "{"});
         ++calls_;
         pending_.erase(0, consumed);
@@ -393,9 +456,7 @@ void ToolCallStream::Run(bool end, ParsedOutput& out) {
         const Match match = reader.Literal(";");
         if (match == Match::kMatched) {
           pending_.erase(0, reader.position());
-          reader = Reader(pending_);
-          reader.SkipWhitespace();
-          pending_.erase(0, reader.position());
+          after_separator_ = true;
           state_ = State::kStart;
           break;
         }

@@ -29,7 +29,8 @@ std::optional<ToolCallSyntax> ToolCallSyntaxNamed(std::string_view name);
 // Every name ToolCallSyntaxNamed accepts, comma-separated, for errors.
 std::string_view ToolCallSyntaxNames();
 
-// Whether a chat template's source reads the `tools` variable.
+// Whether a chat template's source reads the `tools` variable: the name inside a {{ }} or {% %}
+// block (prose that mentions tools, or `custom_tools`, does not count).
 bool TemplateTakesTools(std::string_view template_source);
 // The syntax a template that takes tools teaches the model: hermes when it writes <tool_call>
 // tags, llama3_json when it asks for {"name": function name, "parameters": ...}; nullopt when
@@ -69,8 +70,9 @@ struct ParsedOutput {
   bool empty() const { return content.empty() && calls.empty(); }
 };
 
-// Parses one output as it grows. Text that does not follow the call syntax stays content;
-// whitespace around calls is dropped. Whatever the pieces, the parse of a text is the same.
+// Parses one output as it grows. Text that does not follow the call syntax stays content, which
+// is the text outside calls, whitespace at its ends dropped when there are calls. Whatever the
+// pieces, the parse of a text is the same.
 class ToolCallStream {
  public:
   // Bytes a call's opening (tag and name) may take before it is read as content.
@@ -97,7 +99,8 @@ class ToolCallStream {
   void Run(bool end, ParsedOutput& out);
   void AddContent(std::string_view text, ParsedOutput& out);
   void AddArguments(std::string_view text, ParsedOutput& out);
-  // Leaves kHeader or kAfterArguments on text that does not follow the syntax.
+  // Leaves kStart, kHeader, kAfterArguments or kBetweenCalls on text that does not follow the
+  // syntax.
   void Abandon(State state, ParsedOutput& out);
 
   const ToolCallSyntax syntax_;
@@ -105,6 +108,8 @@ class ToolCallStream {
   std::string pending_;           // bytes not yet decided
   std::string held_whitespace_;   // content whitespace, written once text follows it
   int32_t calls_ = 0;
+  bool wrote_content_ = false;  // some non-whitespace content was written
+  bool after_separator_ = false;  // llama3_json: a ";" was read after a call
   int32_t depth_ = 0;  // kArguments: open brackets
   bool in_string_ = false;
   bool escaped_ = false;

@@ -122,10 +122,14 @@ class Api {
     std::vector<int32_t> tokens;
     if (body->contains("messages")) {
       json chat = {{"model", context_.model.name}, {"messages", (*body)["messages"]}};
-      if (body->contains("add_generation_prompt")) {
-        chat["add_generation_prompt"] = (*body)["add_generation_prompt"];
+      for (const char* key : {"add_generation_prompt", "tools", "chat_template_kwargs"}) {
+        if (body->contains(key)) chat[key] = (*body)[key];
       }
-      auto params = ParseCompletionParams(chat, ApiKind::kChat, context_.model);
+      // The raw body keeps the tools' key order, as the template prints them.
+      auto chat_request = ReadCompletionRequestJson(chat, ApiKind::kChat, request.body);
+      if (!chat_request.ok()) return ErrorResponse(chat_request.status());
+      auto params = ResolveCompletionParams(*chat_request, context_.model, nullptr, nullptr,
+                                            nullptr, context_.tool_call_syntax);
       if (!params.ok()) return ErrorResponse(params.status());
       tokens = params->prompts.front();
     } else {

@@ -151,14 +151,13 @@ absl::Status ReadToolDefinitions(const JsonValue& tools, CompletionRequest& requ
 
 absl::Status CheckMessageToolFields(const json& message, size_t index) {
   const std::string param = absl::StrCat("messages[", index, "]");
-  const std::string role = message.value("role", std::string());
   if (const auto calls = message.find("tool_calls");
       calls != message.end() && !calls->is_null()) {
     const std::string shape = absl::StrCat(
         "'", param,
         ".tool_calls' must be an array of {\"id\", \"type\": \"function\", \"function\": "
         "{\"name\", \"arguments\"}} with string values, the arguments a JSON object");
-    if (role != "assistant") {
+    if (!StringFieldIs(message, "role", "assistant")) {
       return Invalid(param + ".tool_calls", "only assistant messages carry 'tool_calls'");
     }
     if (!calls->is_array()) return Invalid(param + ".tool_calls", shape);
@@ -170,16 +169,16 @@ absl::Status CheckMessageToolFields(const json& message, size_t index) {
           !call["function"]["arguments"].is_string()) {
         return Invalid(param + ".tool_calls", shape);
       }
-      auto arguments = engine::ParseBoundedJson<JsonValue>(
-          call["function"]["arguments"].get<std::string>(), "the arguments", kMaxToolsJsonDepth);
+      const std::string& text = call["function"]["arguments"].get_ref<const std::string&>();
+      if (text.empty()) continue;  // some clients send "" for a call without arguments
+      auto arguments = engine::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
       if (!arguments.ok() || !arguments->is_object()) {
         return Invalid(param + ".tool_calls", shape);
       }
     }
   }
-  if (role == "tool") {
-    const auto id = message.find("tool_call_id");
-    if (id == message.end() || !id->is_string()) {
+  if (const auto id = message.find("tool_call_id"); id != message.end() && !id->is_null()) {
+    if (!id->is_string()) {
       return Invalid(param + ".tool_call_id",
                      absl::StrCat("'", param, ".tool_call_id' must be the string id of a call"));
     }
@@ -195,7 +194,8 @@ JsonValue TemplateMessages(const json& messages) {
     for (JsonValue& call : *calls) {
       JsonValue& arguments = call["function"]["arguments"];
       // Checked by CheckMessageToolFields.
-      arguments = JsonValue::parse(arguments.get<std::string>());
+      const std::string text = arguments.get<std::string>();
+      arguments = text.empty() ? JsonValue::object() : JsonValue::parse(text);
     }
   }
   return out;

@@ -28,8 +28,8 @@ inline constexpr size_t kMaxTools = 128;
                                                CompletionRequest& request);
 
 // Checks the tool fields of message `index`: an assistant's `tool_calls` (each with a string
-// id, type "function" and a function with a string name and string JSON arguments) and a tool
-// message's string `tool_call_id`.
+// id, type "function" and a function with a string name and string JSON arguments: an object,
+// or "" for none) and a tool message's `tool_call_id`, a string when given.
 [[nodiscard]] absl::Status CheckMessageToolFields(const nlohmann::json& message, size_t index);
 
 // The messages as a chat template reads them: each assistant tool call's `arguments` parsed from

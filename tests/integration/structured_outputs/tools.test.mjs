@@ -212,6 +212,23 @@ describe('auto', () => {
     }
   });
 
+  test('/tokenize renders the tools as chat does', async () => {
+    const count = async (body) => {
+      const response = await fetch(server.baseURL.replace(/\/v1$/, '/tokenize'), {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, messages: messages(0), ...body }),
+      });
+      assert.equal(response.status, 200);
+      return (await response.json()).count;
+    };
+    const plain = await count({});
+    const withTools = await count({ tools });
+    assert.ok(withTools > plain + 20, `${withTools} tokens with tools, ${plain} without`);
+    const completion = await client.chat.completions.create({
+      model, messages: messages(0), tools, max_tokens: 1 });
+    assert.equal(completion.usage.prompt_tokens, withTools);
+  });
+
   test('a conversation with calls and their results goes on', async () => {
     const completion = await client.chat.completions.create({
       model, tools, temperature: 1, seed: 3, max_tokens: 400,

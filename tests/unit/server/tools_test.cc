@@ -171,7 +171,8 @@ TEST_F(ToolsTest, BadToolFieldsAreNamed) {
        "messages[0].tool_calls"},
       {R"({"model": "kvd-tiny", "messages": [{"role": "user", "tool_calls": []}]})",
        "messages[0].tool_calls"},
-      {R"({"model": "kvd-tiny", "messages": [{"role": "tool", "content": "x"}]})",
+      {R"({"model": "kvd-tiny", "messages": [{"role": "tool", "content": "x",
+           "tool_call_id": 7}]})",
        "messages[0].tool_call_id"},
   };
   for (const Case& c : cases) {

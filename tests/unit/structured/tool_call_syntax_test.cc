@@ -67,6 +67,9 @@ TEST(ToolCallSyntaxTest, DetectsTheSyntaxFromTheTemplate) {
   EXPECT_EQ(DetectToolCallSyntax("{{ tools }} call them somehow"), std::nullopt);
   EXPECT_TRUE(TemplateTakesTools("{% if tools %}x{% endif %}"));
   EXPECT_FALSE(TemplateTakesTools("{{ messages[0].content }}"));
+  EXPECT_FALSE(TemplateTakesTools("You have no tools. {{ custom_tools }}{% set tools_x = 1 %}"));
+  EXPECT_TRUE(TemplateTakesTools("{%- for t in tools -%}"));
+  EXPECT_FALSE(TemplateTakesTools("{{ unclosed tool"));
   EXPECT_EQ(ToolCallSyntaxNamed("hermes"), ToolCallSyntax::kHermes);
   EXPECT_EQ(ToolCallSyntaxNamed("llama3_json"), ToolCallSyntax::kLlama3Json);
   EXPECT_EQ(ToolCallSyntaxNamed("mistral"), std::nullopt);
@@ -127,6 +130,36 @@ TEST(ToolCallStreamTest, Llama3JsonTextIsContent) {
     const Whole whole = ParseEveryWay(ToolCallSyntax::kLlama3Json, text);
     EXPECT_EQ(whole.content, text);
     EXPECT_TRUE(whole.calls.empty()) << text;
+  }
+}
+
+TEST(ToolCallStreamTest, Llama3JsonTextAfterASeparatorKeepsTheSeparator) {
+  const Whole whole = ParseEveryWay(ToolCallSyntax::kLlama3Json,
+                                    "{\"name\": \"a\", \"parameters\": {}};   hello");
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.content, ";hello");
+  const Whole failed = ParseEveryWay(ToolCallSyntax::kLlama3Json,
+                                     "{\"name\": \"a\", \"parameters\": {}}; {\"name\": 5}");
+  ASSERT_EQ(failed.calls.size(), 1u);
+  EXPECT_EQ(failed.content, ";{\"name\": 5}");
+}
+
+TEST(ToolCallStreamTest, ContentIsTheTextOutsideCallsTrimmed) {
+  const std::string call = "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
+  EXPECT_EQ(ParseEveryWay(ToolCallSyntax::kHermes, "A  " + call + "\n\n B \n").content,
+            "A  \n\n B");
+  EXPECT_EQ(ParseEveryWay(ToolCallSyntax::kHermes, "\n" + call + "\n" + call + "\n").content, "");
+  EXPECT_EQ(ParseEveryWay(ToolCallSyntax::kHermes, " " + call + " B").content, "B");
+}
+
+TEST(ToolCallStreamTest, AHeaderPastTheBoundIsContentHoweverItArrives) {
+  const std::string text = "<tool_call>{\"name\": \"" +
+                           std::string(ToolCallStream::kMaxCallHeaderBytes, 'a') +
+                           "\", \"arguments\": {}}</tool_call>";
+  for (size_t piece : {size_t{0}, size_t{1}, size_t{1000}}) {
+    const Whole whole = Parse(ToolCallSyntax::kHermes, text, piece);
+    EXPECT_EQ(whole.content, text) << piece;
+    EXPECT_TRUE(whole.calls.empty()) << piece;
   }
 }
 
@@ -198,9 +231,32 @@ TEST(ToolCallGrammarTest, TextRoundTripsThroughTheConstraintSpec) {
   EXPECT_FALSE(CompileConstraint({ConstraintSpec::Kind::kToolCalls, R"({"syntax": "x"})"}).ok());
 }
 
+TEST(ToolCallGrammarTest, ArgumentsAreAlwaysAnObject) {
+  ToolCallGrammarSpec spec;
+  spec.functions.push_back({"empty", JsonValue::object()});
+  spec.functions.push_back({"untyped", JsonValue::parse(R"({"properties": {"a": {"type":
+      "integer"}}, "required": ["a"]})")});
+  const Grammar grammar = CompileToolCalls(spec).value();
+  const auto call = [](const std::string& name, const std::string& arguments) {
+    return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + arguments +
+           "}\n</tool_call>";
+  };
+  EXPECT_TRUE(Accepts(grammar, call("empty", "{\"x\": [1]}")));
+  EXPECT_FALSE(IsPrefix(grammar, call("empty", "5")));
+  EXPECT_TRUE(Accepts(grammar, call("untyped", "{\"a\": 1}")));
+  EXPECT_FALSE(IsPrefix(grammar, call("untyped", "\"s")));
+
+  ToolCallGrammarSpec not_object;
+  not_object.functions.push_back({"s", JsonValue::parse(R"({"type": "string"})")});
+  const auto refused = CompileToolCalls(not_object);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("'s'"));
+}
+
 TEST(ToolCallGrammarTest, AnUnsupportedParametersSchemaNamesTheFunction) {
   ToolCallGrammarSpec spec;
-  spec.functions.push_back({"f", JsonValue::parse(R"({"type": "number", "multipleOf": 2})")});
+  spec.functions.push_back({"f", JsonValue::parse(R"({"type": "object", "properties": {"n":
+      {"type": "number", "multipleOf": 2}}})")});
   const auto grammar = CompileToolCalls(spec);
   ASSERT_FALSE(grammar.ok());
   EXPECT_THAT(grammar.status().message(), HasSubstr("'f'"));
