@@ -72,9 +72,8 @@ absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::Parse(std::string_vi
     return absl::InvalidArgumentError(
         absl::StrCat("chat template: ", std::string(parsed.status().message())));
   }
-  return std::unique_ptr<ChatTemplate>(
-      new ChatTemplate(*std::move(parsed), std::string(source), std::move(bos_token),
-                       std::move(eos_token)));
+  return std::unique_ptr<ChatTemplate>(new ChatTemplate(
+      *std::move(parsed), std::string(source), std::move(bos_token), std::move(eos_token)));
 }
 
 absl::StatusOr<std::unique_ptr<ChatTemplate>> ChatTemplate::FromTokenizerConfig(

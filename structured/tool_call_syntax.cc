@@ -152,9 +152,9 @@ absl::StatusOr<std::optional<JsonValue>> ArgumentsSchema(
   const JsonValue& parameters = function.parameters;
   if (parameters.is_null() || (parameters.is_object() && parameters.empty())) return std::nullopt;
   const auto refused = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the parameters of function '", function.name,
-        "' must be a JSON Schema of an object (\"type\": \"object\")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the parameters of function '", function.name,
+                     "' must be a JSON Schema of an object (\"type\": \"object\")"));
   };
   if (!parameters.is_object()) return refused();
   if (!parameters.contains("type")) {
@@ -196,7 +196,8 @@ bool TemplateTakesTools(std::string_view template_source) {
         at + 2, end == std::string_view::npos ? std::string_view::npos : end - at - 2);
     for (size_t p = block.find(kName); p != std::string_view::npos; p = block.find(kName, p + 1)) {
       const bool starts = p == 0 || !identifier_char(block[p - 1]);
-      const bool ends = p + kName.size() == block.size() || !identifier_char(block[p + kName.size()]);
+      const bool ends =
+          p + kName.size() == block.size() || !identifier_char(block[p + kName.size()]);
       if (starts && ends) return true;
     }
     if (end == std::string_view::npos) break;
@@ -248,8 +249,8 @@ absl::StatusOr<ToolCallGrammarSpec> ParseToolCallGrammarText(std::string_view te
         function["name"].get_ref<const std::string&>().empty()) {
       return invalid();
     }
-    spec.functions.push_back({function["name"].get<std::string>(),
-                              function.value("parameters", JsonValue())});
+    spec.functions.push_back(
+        {function["name"].get<std::string>(), function.value("parameters", JsonValue())});
   }
   return spec;
 }
@@ -271,17 +272,16 @@ absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec) {
       JsonSchemaRules schema(json, root);
       auto rule = schema.AddSchema(root, "");
       if (!rule.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("the parameters of function '",
-                                                       function.name,
-                                                       "': ", rule.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the parameters of function '", function.name, "': ", rule.status().message()));
       }
       arguments = *rule;
     }
     std::vector<Symbol> sequence;
-    builder.AppendLiteral(absl::StrCat(std::string(layout.open), "{\"name\": ",
-                                       JsonValue(function.name).dump(), ", \"",
-                                       std::string(layout.arguments), "\": "),
-                          sequence);
+    builder.AppendLiteral(
+        absl::StrCat(std::string(layout.open), "{\"name\": ", JsonValue(function.name).dump(),
+                     ", \"", std::string(layout.arguments), "\": "),
+        sequence);
     sequence.push_back(Symbol::Rule(arguments));
     builder.AppendLiteral(absl::StrCat("}", std::string(layout.close)), sequence);
     builder.AddAlternative(call, sequence);

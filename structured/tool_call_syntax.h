@@ -105,12 +105,12 @@ class ToolCallStream {
 
   const ToolCallSyntax syntax_;
   State state_ = State::kStart;
-  std::string pending_;           // bytes not yet decided
-  std::string held_whitespace_;   // content whitespace, written once text follows it
+  std::string pending_;          // bytes not yet decided
+  std::string held_whitespace_;  // content whitespace, written once text follows it
   int32_t calls_ = 0;
-  bool wrote_content_ = false;  // some non-whitespace content was written
+  bool wrote_content_ = false;    // some non-whitespace content was written
   bool after_separator_ = false;  // llama3_json: a ";" was read after a call
-  int32_t depth_ = 0;  // kArguments: open brackets
+  int32_t depth_ = 0;             // kArguments: open brackets
   bool in_string_ = false;
   bool escaped_ = false;
 };

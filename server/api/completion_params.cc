@@ -126,9 +126,9 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
                    "plain), which chat cannot place in a conversation; ask with /v1/completions");
   }
   if (document != nullptr) {
-    auto split = engine::SplitDocumentChat(*model.chat_template, document->text,
-                                           TemplateMessages(messages), add_generation_prompt,
-                                           extra, document->role);
+    auto split =
+        engine::SplitDocumentChat(*model.chat_template, document->text, TemplateMessages(messages),
+                                  add_generation_prompt, extra, document->role);
     if (!split.ok()) {
       return Invalid("messages", absl::StrCat("cannot place the document in this conversation: ",
                                               std::string(split.status().message())));
@@ -243,7 +243,8 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
 // Refuses what an output constraint cannot be combined with: the constraint ends the output
 // with end-of-sequence, which must end it.
 absl::Status CheckConstraintEndsOutput(const CompletionRequest& in, const std::string& param) {
-  if (in.ignore_eos) return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
+  if (in.ignore_eos)
+    return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
   if (in.min_tokens.value_or(0) > 0) {
     return Invalid("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
   }
@@ -318,12 +319,10 @@ absl::Status ResolveTools(const CompletionRequest& in,
 
 }  // namespace
 
-absl::StatusOr<CompletionParams> ResolveCompletionParams(const CompletionRequest& in,
-                                                         const engine::ServedModel& model,
-                                                         const DocumentContext* document,
-                                                         const KeepKvConfig* keepkv,
-                                                         structured::ConstraintCache* constraints,
-                                                         std::optional<structured::ToolCallSyntax> tool_syntax) {
+absl::StatusOr<CompletionParams> ResolveCompletionParams(
+    const CompletionRequest& in, const engine::ServedModel& model, const DocumentContext* document,
+    const KeepKvConfig* keepkv, structured::ConstraintCache* constraints,
+    std::optional<structured::ToolCallSyntax> tool_syntax) {
   CompletionParams params;
   params.kind = in.kind;
   params.model = in.model;

@@ -151,7 +151,7 @@ void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
     } else {
       has_content = has_content || !event->text.empty();
       const bool chat = params_.kind == ApiKind::kChat;
-      body = !chat ? json(event->text)
+      body = !chat                                         ? json(event->text)
              : event->text.empty() && event->finish_reason ? json::object()
                                                            : json{{"content", event->text}};
     }

@@ -1,7 +1,9 @@
 #include "server/api/completion_request_json.h"
 
 #include <cstdint>
+#include <initializer_list>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,55 +21,53 @@ namespace {
 
 using json = nlohmann::json;
 
+// `keys` with `owned`, the keys a sub-reader owns.
+std::set<std::string> KeysWith(std::initializer_list<std::string_view> keys,
+                               std::span<const std::string_view> owned) {
+  std::set<std::string> all(keys.begin(), keys.end());
+  all.insert(owned.begin(), owned.end());
+  return all;
+}
+
 const std::set<std::string>& CommonKeys() {
-  static const std::set<std::string> keys = {"model",
-                                             "max_tokens",
-                                             "temperature",
-                                             "top_p",
-                                             "top_k",
-                                             "min_p",
-                                             "n",
-                                             "seed",
-                                             "stop",
-                                             "stop_token_ids",
-                                             "presence_penalty",
-                                             "frequency_penalty",
-                                             "repetition_penalty",
-                                             "logit_bias",
-                                             "logprobs",
-                                             "ignore_eos",
-                                             "min_tokens",
-                                             "user",
-                                             "stream",
-                                             "stream_options",
-                                             "priority",
-                                             "cache_salt",
-                                             "documents",
-                                             "skip_special_tokens",
-                                             "keepkv"};
-  static const std::set<std::string>* with_structured = [] {
-    auto* all = new std::set<std::string>(keys);
-    for (std::string_view key : kStructuredOutputKeys) all->emplace(key);
-    return all;
-  }();
-  return *with_structured;
+  static const std::set<std::string> keys = KeysWith({"model",
+                                                      "max_tokens",
+                                                      "temperature",
+                                                      "top_p",
+                                                      "top_k",
+                                                      "min_p",
+                                                      "n",
+                                                      "seed",
+                                                      "stop",
+                                                      "stop_token_ids",
+                                                      "presence_penalty",
+                                                      "frequency_penalty",
+                                                      "repetition_penalty",
+                                                      "logit_bias",
+                                                      "logprobs",
+                                                      "ignore_eos",
+                                                      "min_tokens",
+                                                      "user",
+                                                      "stream",
+                                                      "stream_options",
+                                                      "priority",
+                                                      "cache_salt",
+                                                      "documents",
+                                                      "skip_special_tokens",
+                                                      "keepkv"},
+                                                     kStructuredOutputKeys);
+  return keys;
 }
 const std::set<std::string>& CompletionKeys() {
   static const std::set<std::string> keys = {"prompt", "echo", "best_of", "suffix"};
   return keys;
 }
 const std::set<std::string>& ChatKeys() {
-  static const std::set<std::string> keys = {"messages",
-                                             "max_completion_tokens",
-                                             "top_logprobs",
-                                             "add_generation_prompt",
-                                             "chat_template_kwargs"};
-  static const std::set<std::string>* with_tools = [] {
-    auto* all = new std::set<std::string>(keys);
-    for (std::string_view key : kToolKeys) all->emplace(key);
-    return all;
-  }();
-  return *with_tools;
+  static const std::set<std::string> keys =
+      KeysWith({"messages", "max_completion_tokens", "top_logprobs", "add_generation_prompt",
+                "chat_template_kwargs"},
+               kToolKeys);
+  return keys;
 }
 
 absl::Status Invalid(std::string_view param, std::string message) {

@@ -11,9 +11,9 @@ absl::StatusOr<std::optional<structured::ToolCallSyntax>> ResolveToolParser(
   if (setting != "auto") {
     const auto syntax = structured::ToolCallSyntaxNamed(setting);
     if (!syntax) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model.tool_parser: unknown parser '", setting, "' (auto, none, ",
-          std::string(structured::ToolCallSyntaxNames()), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.tool_parser: unknown parser '", setting, "' (auto, none, ",
+                       std::string(structured::ToolCallSyntaxNames()), ")"));
     }
     if (!takes_tools) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -25,10 +25,10 @@ absl::StatusOr<std::optional<structured::ToolCallSyntax>> ResolveToolParser(
   if (!takes_tools) return std::nullopt;
   const auto detected = structured::DetectToolCallSyntax(chat_template->source());
   if (!detected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the model's chat template reads `tools` but teaches no tool-call syntax kvd "
-        "recognises; set model.tool_parser to one of ",
-        std::string(structured::ToolCallSyntaxNames()), ", or none to refuse tools"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model's chat template reads `tools` but teaches no tool-call syntax kvd "
+                     "recognises; set model.tool_parser to one of ",
+                     std::string(structured::ToolCallSyntaxNames()), ", or none to refuse tools"));
   }
   return detected;
 }

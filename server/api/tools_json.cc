@@ -44,10 +44,10 @@ JsonValue OrderedTools(const json& tools, std::string_view raw_body) {
 
 absl::StatusOr<ToolDefinition> ReadTool(const JsonValue& entry, size_t index) {
   const std::string param = absl::StrCat("tools[", index, "]");
-  const std::string shape = absl::StrCat(
-      "'", param,
-      "' must be {\"type\": \"function\", \"function\": {\"name\", \"description\", "
-      "\"parameters\", \"strict\"}}");
+  const std::string shape =
+      absl::StrCat("'", param,
+                   "' must be {\"type\": \"function\", \"function\": {\"name\", \"description\", "
+                   "\"parameters\", \"strict\"}}");
   if (!entry.is_object() || !entry.contains("type") || entry["type"] != "function" ||
       !entry.contains("function") || !entry["function"].is_object()) {
     return Invalid(param, shape);
@@ -81,8 +81,8 @@ absl::StatusOr<ToolDefinition> ReadTool(const JsonValue& entry, size_t index) {
   }
   if (function.contains("parameters") && !function["parameters"].is_null()) {
     if (!function["parameters"].is_object()) {
-      return Invalid(param,
-                     absl::StrCat("'", param, ".function.parameters' must be a JSON Schema object"));
+      return Invalid(
+          param, absl::StrCat("'", param, ".function.parameters' must be a JSON Schema object"));
     }
     tool.parameters = function["parameters"];
   }
@@ -151,8 +151,7 @@ absl::Status ReadToolDefinitions(const JsonValue& tools, CompletionRequest& requ
 
 absl::Status CheckMessageToolFields(const json& message, size_t index) {
   const std::string param = absl::StrCat("messages[", index, "]");
-  if (const auto calls = message.find("tool_calls");
-      calls != message.end() && !calls->is_null()) {
+  if (const auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
     const std::string shape = absl::StrCat(
         "'", param,
         ".tool_calls' must be an array of {\"id\", \"type\": \"function\", \"function\": "
@@ -171,7 +170,8 @@ absl::Status CheckMessageToolFields(const json& message, size_t index) {
       }
       const std::string& text = call["function"]["arguments"].get_ref<const std::string&>();
       if (text.empty()) continue;  // some clients send "" for a call without arguments
-      auto arguments = engine::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
+      auto arguments =
+          engine::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
       if (!arguments.ok() || !arguments->is_object()) {
         return Invalid(param + ".tool_calls", shape);
       }

@@ -171,8 +171,8 @@ absl::Status ValidateModel(const ModelSection& c) {
   if (auto s = CheckOneOf("model.dtype", c.dtype, kernels::kWeightTypeChoices); !s.ok()) {
     return s;
   }
-  if (auto s = CheckOneOf("model.tool_parser", c.tool_parser,
-                          {"auto", "none", "hermes", "llama3_json"});
+  if (auto s =
+          CheckOneOf("model.tool_parser", c.tool_parser, {"auto", "none", "hermes", "llama3_json"});
       !s.ok()) {
     return s;
   }

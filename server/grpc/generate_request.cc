@@ -124,8 +124,8 @@ absl::Status ReadTools(const v1::GenerateRequest& request, CompletionRequest& ou
     if (!tool.description().empty()) function["description"] = tool.description();
     if (!tool.parameters_json().empty()) {
       const std::string param = absl::StrCat("tools[", i, "].parameters_json");
-      auto parameters = engine::ParseBoundedJson<structured::JsonValue>(tool.parameters_json(),
-                                                                        param);
+      auto parameters =
+          engine::ParseBoundedJson<structured::JsonValue>(tool.parameters_json(), param);
       if (!parameters.ok()) return WithParam(parameters.status(), param);
       function["parameters"] = *std::move(parameters);
     }
@@ -144,9 +144,9 @@ absl::Status ReadTools(const v1::GenerateRequest& request, CompletionRequest& ou
       } else if (mode == "required") {
         out.tool_choice = ToolChoice{Kind::kRequired, ""};
       } else {
-        return WithParam(absl::InvalidArgumentError(
-                             "tool_choice.mode must be none, auto or required"),
-                         "tool_choice");
+        return WithParam(
+            absl::InvalidArgumentError("tool_choice.mode must be none, auto or required"),
+            "tool_choice");
       }
       break;
     }
@@ -243,8 +243,7 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
       out.structured_output_param = "structured_output." + kind;
     }
   }
-  if (request.tools_size() > 0 || request.has_tool_choice() ||
-      request.has_parallel_tool_calls()) {
+  if (request.tools_size() > 0 || request.has_tool_choice() || request.has_parallel_tool_calls()) {
     if (out.kind != ApiKind::kChat) {
       return WithParam(absl::InvalidArgumentError("tools need chat messages"), "tools");
     }

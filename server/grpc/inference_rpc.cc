@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/mutex.h"
 #include "base/check.h"
+#include "base/mutex.h"
 #include "server/api/completion_start.h"
 #include "server/api/openai_json.h"
 #include "server/grpc/call_auth.h"

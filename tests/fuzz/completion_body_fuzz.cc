@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto chat = kvd::server::ReadCompletionRequestJson(*body, kvd::server::ApiKind::kChat, text);
   if (chat.ok()) {
-    (void)kvd::server::ResolveCompletionParams(*chat, kvd::fuzz::ToolsModelInfo(), nullptr,
-                                               nullptr, &kvd::fuzz::BundledConstraints(),
+    (void)kvd::server::ResolveCompletionParams(*chat, kvd::fuzz::ToolsModelInfo(), nullptr, nullptr,
+                                               &kvd::fuzz::BundledConstraints(),
                                                kvd::structured::ToolCallSyntax::kHermes);
   }
   return 0;

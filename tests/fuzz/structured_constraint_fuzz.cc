@@ -1,6 +1,7 @@
 // Fuzzes constraint compilation (JSON Schema, regular expression, choices, tool calls) and the
 // matcher over the bundled model's vocabulary. The first byte picks the kind, the rest is the
-// constraint's text. A compiled constraint is then walked for a few tokens, always taking an allowed one.
+// constraint's text. A compiled constraint is then walked for a few tokens, always taking an
+// allowed one.
 #include <iterator>
 #include <memory>
 

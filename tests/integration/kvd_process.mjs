@@ -72,3 +72,14 @@ export function tinyModelVariant({ templateFile, randomSeed } = {}) {
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(tokenizerConfig));
   return dir;
 }
+
+// `run(i)` for i in [0, count), `size` at a time; the results in order.
+export async function inBatches(count, size, run) {
+  const results = [];
+  for (let start = 0; start < count; start += size) {
+    const batch = [];
+    for (let i = start; i < Math.min(count, start + size); ++i) batch.push(run(i));
+    results.push(...(await Promise.all(batch)));
+  }
+  return results;
+}

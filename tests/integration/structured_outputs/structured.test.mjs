@@ -10,7 +10,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import Ajv from 'ajv';
 import addFormats from 'ajv-formats';
-import { startKvd, tinyModelVariant } from './kvd_process.mjs';
+import { inBatches, startKvd, tinyModelVariant } from './kvd_process.mjs';
 
 let server;
 let client;
@@ -41,17 +41,9 @@ const validate = ajv.compile(format.json_schema.schema);
 
 const messages = (i) => [{ role: 'user', content: `Describe person number ${i} as JSON.` }];
 
-async function inBatches(count, size, run) {
-  const results = [];
-  for (let start = 0; start < count; start += size) {
-    const batch = [];
-    for (let i = start; i < Math.min(count, start + size); ++i) batch.push(run(i));
-    results.push(...(await Promise.all(batch)));
-  }
-  return results;
-}
-
-test('parse() with a zod schema: 200 seeded completions at temperature 1 all validate', async () => {
+// parse() with the zod schema on 200 seeds: every value is whole and validates, its properties
+// in the schema's order.
+async function expectPeople(client) {
   const outputs = await inBatches(200, 16, (i) => client.chat.completions.parse({
     model, messages: messages(i), response_format: format, temperature: 1, seed: i,
     max_tokens: 1500,
@@ -63,9 +55,12 @@ test('parse() with a zod schema: 200 seeded completions at temperature 1 all val
     assert.ok(Person.safeParse(parsed).success, `seed ${i}: ${choice.message.content}`);
     assert.ok(validate(JSON.parse(choice.message.content)),
               `seed ${i}: ${JSON.stringify(validate.errors)} in ${choice.message.content}`);
-    // Properties come in the schema's order.
     assert.deepEqual(Object.keys(parsed), Object.keys(Person.shape));
   }
+}
+
+test('parse() with a zod schema: 200 seeded completions at temperature 1 all validate', async () => {
+  await expectPeople(client);
 });
 
 test('a seed gives the same value streamed and not', async () => {
@@ -85,7 +80,8 @@ test('a seed gives the same value streamed and not', async () => {
   }
 });
 
-test('json_object: every output is a JSON object', async () => {
+// json_object on 40 seeds: every output that ends is a JSON object; how many end.
+async function jsonObjectsEnded(client) {
   const outputs = await inBatches(40, 8, (i) => client.chat.completions.create({
     model, messages: messages(i), response_format: { type: 'json_object' }, temperature: 1,
     seed: 1000 + i, max_tokens: 1500,
@@ -96,9 +92,14 @@ test('json_object: every output is a JSON object', async () => {
     if (choice.finish_reason === 'length') continue;  // a string the model never closed
     ++ended;
     const value = JSON.parse(choice.message.content);
-    assert.equal(typeof value, 'object');
-    assert.ok(value !== null && !Array.isArray(value), choice.message.content);
+    assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value),
+              choice.message.content);
   }
+  return ended;
+}
+
+test('json_object: every output is a JSON object', async () => {
+  const ended = await jsonObjectsEnded(client);
   assert.ok(ended >= 20, `only ${ended} of 40 ended`);
 });
 
@@ -178,17 +179,7 @@ describe('random weights', () => {
   });
 
   test('parse() with a zod schema: 200 seeded completions at temperature 1 all validate', async () => {
-    const outputs = await inBatches(200, 16, (i) => randomClient.chat.completions.parse({
-      model, messages: messages(i), response_format: format, temperature: 1, seed: i,
-      max_tokens: 1500,
-    }));
-    for (const [i, completion] of outputs.entries()) {
-      const choice = completion.choices[0];
-      assert.equal(choice.finish_reason, 'stop', `seed ${i}: ${choice.message.content}`);
-      assert.ok(Person.safeParse(choice.message.parsed).success, `seed ${i}`);
-      assert.ok(validate(JSON.parse(choice.message.content)),
-                `seed ${i}: ${JSON.stringify(validate.errors)} in ${choice.message.content}`);
-    }
+    await expectPeople(randomClient);
   });
 
   test('a seed gives the same value streamed and not', async () => {
@@ -204,20 +195,8 @@ describe('random weights', () => {
   });
 
   test('json_object: every output that ends is a JSON object', async () => {
-    const outputs = await inBatches(40, 8, (i) => randomClient.chat.completions.create({
-      model, messages: messages(i), response_format: { type: 'json_object' }, temperature: 1,
-      seed: 1000 + i, max_tokens: 1500,
-    }));
-    let ended = 0;
-    for (const completion of outputs) {
-      const choice = completion.choices[0];
-      if (choice.finish_reason === 'length') continue;  // a string the model never closed
-      ++ended;
-      const value = JSON.parse(choice.message.content);
-      assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value),
-                choice.message.content);
-    }
-    // 25 of 40 end on this seed; the rest write keys the noise never closes.
+    const ended = await jsonObjectsEnded(randomClient);
+    // 25 of 40 end on these seeds; the rest write keys the noise never closes.
     assert.ok(ended >= 10, `only ${ended} of 40 ended`);
   });
 });

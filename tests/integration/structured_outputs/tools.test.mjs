@@ -9,7 +9,7 @@ import OpenAI from 'openai';
 import { zodFunction } from 'openai/helpers/zod';
 import { z } from 'zod';
 import Ajv from 'ajv';
-import { startKvd, tinyModelVariant } from './kvd_process.mjs';
+import { inBatches, startKvd, tinyModelVariant } from './kvd_process.mjs';
 
 const model = 'kvd-tiny';
 // Bounded strings, numbers and lists: every call ends well within max_tokens.
@@ -33,16 +33,6 @@ const validateOf = Object.fromEntries(
   tools.map((tool) => [tool.function.name, ajv.compile(tool.function.parameters)]));
 
 const messages = (i) => [{ role: 'user', content: `What should I do about request ${i}?` }];
-
-async function inBatches(count, size, run) {
-  const results = [];
-  for (let start = 0; start < count; start += size) {
-    const batch = [];
-    for (let i = start; i < Math.min(count, start + size); ++i) batch.push(run(i));
-    results.push(...(await Promise.all(batch)));
-  }
-  return results;
-}
 
 // A call validates: a known function, arguments that parse and pass zod and ajv.
 function checkCall(call, label) {

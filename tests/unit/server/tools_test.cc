@@ -21,8 +21,8 @@ namespace kvd::server {
 namespace {
 
 using json = nlohmann::json;
-using ::testing::HasSubstr;
 using structured::ToolCallSyntax;
+using ::testing::HasSubstr;
 
 std::unique_ptr<engine::ChatTemplate> TemplateFile(const std::string& name) {
   std::ifstream in(KVD_SOURCE_DIR "/tests/data/chat_templates/" + name);
@@ -51,10 +51,9 @@ class ToolsTest : public TinyModelTest {
   }
 
   // A chat request `body` (its raw text: key order counts) on the hermes template.
-  absl::StatusOr<CompletionParams> Chat(const std::string& body,
-                                        std::optional<ToolCallSyntax> syntax =
-                                            ToolCallSyntax::kHermes,
-                                        const engine::ChatTemplate* chat_template = nullptr) {
+  absl::StatusOr<CompletionParams> Chat(
+      const std::string& body, std::optional<ToolCallSyntax> syntax = ToolCallSyntax::kHermes,
+      const engine::ChatTemplate* chat_template = nullptr) {
     auto request = ReadCompletionRequestJson(json::parse(body), ApiKind::kChat, body);
     if (!request.ok()) return request.status();
     return ResolveCompletionParams(*request, Model(chat_template ? chat_template : hermes_),
@@ -105,17 +104,16 @@ TEST_F(ToolsTest, RequiredAndNamedChoicesAreConstrained) {
   ASSERT_NE(required->request.constraint, nullptr);
   EXPECT_FALSE(required->named_tool_choice);
 
-  auto named = Chat(Body(absl::StrCat(
-      R"("tool_choice": {"type": "function", "function": {"name": "now"}}, "tools": )",
-      kWeatherTools)));
+  auto named = Chat(Body(
+      absl::StrCat(R"("tool_choice": {"type": "function", "function": {"name": "now"}}, "tools": )",
+                   kWeatherTools)));
   ASSERT_TRUE(named.ok()) << named.status();
   ASSERT_NE(named->request.constraint, nullptr);
   EXPECT_TRUE(named->named_tool_choice);
   EXPECT_NE(named->request.constraint, required->request.constraint);
 
   // The same request again shares the compiled constraint.
-  auto again =
-      Chat(Body(absl::StrCat(R"("tool_choice": "required", "tools": )", kWeatherTools)));
+  auto again = Chat(Body(absl::StrCat(R"("tool_choice": "required", "tools": )", kWeatherTools)));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->request.constraint, required->request.constraint);
 }
@@ -154,11 +152,13 @@ TEST_F(ToolsTest, BadToolFieldsAreNamed) {
       {Body(R"("tool_choice": "always")"), "tool_choice"},
       {Body(R"("tool_choice": "required")"), "tool_choice"},
       {Body(absl::StrCat(R"("tool_choice": {"type": "function", "function": {"name": "x"}},
-                            "tools": )", kWeatherTools)),
+                            "tools": )",
+                         kWeatherTools)),
        "tool_choice"},
       {Body(R"("parallel_tool_calls": 1)"), "parallel_tool_calls"},
       {Body(absl::StrCat(R"("tool_choice": "required", "response_format": {"type":
-                            "json_object"}, "tools": )", kWeatherTools)),
+                            "json_object"}, "tools": )",
+                         kWeatherTools)),
        "tool_choice"},
       {Body(absl::StrCat(R"("tool_choice": "required", "ignore_eos": true, "tools": )",
                          kWeatherTools)),

@@ -11,8 +11,8 @@
 namespace kvd::structured {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::Accepts;
+using ::testing::HasSubstr;
 using testing::IsPrefix;
 
 struct Call {
@@ -116,9 +116,9 @@ TEST(ToolCallStreamTest, HermesCallCutShortKeepsWhatWasWritten) {
 }
 
 TEST(ToolCallStreamTest, Llama3JsonCallsSeparatedBySemicolons) {
-  const Whole whole = ParseEveryWay(
-      ToolCallSyntax::kLlama3Json,
-      " {\"name\": \"a\", \"parameters\": {\"q\": \"x;y\"}}; {\"name\": \"b\", \"parameters\": {}}");
+  const Whole whole = ParseEveryWay(ToolCallSyntax::kLlama3Json,
+                                    " {\"name\": \"a\", \"parameters\": {\"q\": \"x;y\"}}; "
+                                    "{\"name\": \"b\", \"parameters\": {}}");
   EXPECT_EQ(whole.content, "");
   ASSERT_EQ(whole.calls.size(), 2u);
   EXPECT_EQ(whole.calls[0], (Call{"a", R"({"q": "x;y"})"}));
@@ -134,8 +134,8 @@ TEST(ToolCallStreamTest, Llama3JsonTextIsContent) {
 }
 
 TEST(ToolCallStreamTest, Llama3JsonTextAfterASeparatorKeepsTheSeparator) {
-  const Whole whole = ParseEveryWay(ToolCallSyntax::kLlama3Json,
-                                    "{\"name\": \"a\", \"parameters\": {}};   hello");
+  const Whole whole =
+      ParseEveryWay(ToolCallSyntax::kLlama3Json, "{\"name\": \"a\", \"parameters\": {}};   hello");
   ASSERT_EQ(whole.calls.size(), 1u);
   EXPECT_EQ(whole.content, ";hello");
   const Whole failed = ParseEveryWay(ToolCallSyntax::kLlama3Json,
@@ -185,8 +185,10 @@ ToolCallGrammarSpec TwoFunctions(ToolCallSyntax syntax, bool parallel) {
 TEST(ToolCallGrammarTest, HermesCallsValidateTheirArguments) {
   const Grammar grammar = CompileToolCalls(TwoFunctions(ToolCallSyntax::kHermes, true)).value();
   const std::string weather =
-      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
-  const std::string now = "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"any\": [1]}}\n</tool_call>";
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>";
+  const std::string now =
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {\"any\": [1]}}\n</tool_call>";
   EXPECT_TRUE(Accepts(grammar, weather));
   EXPECT_TRUE(Accepts(grammar, weather + "\n" + now));
   EXPECT_FALSE(Accepts(grammar, ""));
@@ -194,10 +196,12 @@ TEST(ToolCallGrammarTest, HermesCallsValidateTheirArguments) {
   EXPECT_FALSE(Accepts(grammar, weather.substr(0, weather.size() - 1)));
   EXPECT_TRUE(IsPrefix(grammar, weather.substr(0, 20)));
   // Arguments the schema refuses: a long city, a missing one, an unknown function.
-  EXPECT_FALSE(IsPrefix(grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                                 "{\"city\": \"Lisbon"));
-  EXPECT_FALSE(Accepts(grammar, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                                "{}}\n</tool_call>"));
+  EXPECT_FALSE(IsPrefix(grammar,
+                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                        "{\"city\": \"Lisbon"));
+  EXPECT_FALSE(Accepts(grammar,
+                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                       "{}}\n</tool_call>"));
   EXPECT_FALSE(IsPrefix(grammar, "<tool_call>\n{\"name\": \"other"));
 
   // Every sentence parses back into its calls.
@@ -227,7 +231,8 @@ TEST(ToolCallGrammarTest, TextRoundTripsThroughTheConstraintSpec) {
   ASSERT_EQ(back.functions.size(), 2u);
   EXPECT_EQ(back.functions[0].parameters, spec.functions[0].parameters);
   EXPECT_TRUE(back.functions[1].parameters.is_null());
-  EXPECT_TRUE(CompileConstraint({ConstraintSpec::Kind::kToolCalls, ToolCallGrammarText(spec)}).ok());
+  EXPECT_TRUE(
+      CompileConstraint({ConstraintSpec::Kind::kToolCalls, ToolCallGrammarText(spec)}).ok());
   EXPECT_FALSE(CompileConstraint({ConstraintSpec::Kind::kToolCalls, R"({"syntax": "x"})"}).ok());
 }
 
