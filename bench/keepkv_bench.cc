@@ -206,6 +206,8 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
   };
   add("similar pairs",
       [](KeepKvParams& p) { p.selection = cache_store::MergeSelection::kSimilarPairs; });
+  add("lowest scores",
+      [](KeepKvParams& p) { p.selection = cache_store::MergeSelection::kLowestScores; });
   for (double alpha : {0.0, 0.5, 0.99}) {
     add(absl::StrCat("alpha ", alpha), [&](KeepKvParams& p) { p.alpha = alpha; });
   }
@@ -218,12 +220,18 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
   for (int32_t recent : {0, 64}) {
     add(absl::StrCat("recent ", recent), [&](KeepKvParams& p) { p.recent = recent; });
   }
+  // The similarity gates choose neighbours, which only lowest_scores folds into.
   for (float cosine : {0.3f, 0.65f, 0.8f, 0.9f}) {
-    add(absl::StrCat("min_cosine ", cosine), [&](KeepKvParams& p) { p.min_cosine = cosine; });
+    add(absl::StrCat("lowest scores, min_cosine ", cosine), [&](KeepKvParams& p) {
+      p.selection = cache_store::MergeSelection::kLowestScores;
+      p.min_cosine = cosine;
+    });
   }
   for (float cosine : {0.5f, 0.8f, 0.9f}) {
-    add(absl::StrCat("min_value_cosine ", cosine),
-        [&](KeepKvParams& p) { p.min_value_cosine = cosine; });
+    add(absl::StrCat("lowest scores, min_value_cosine ", cosine), [&](KeepKvParams& p) {
+      p.selection = cache_store::MergeSelection::kLowestScores;
+      p.min_value_cosine = cosine;
+    });
   }
   for (int32_t every : {8, 16}) {
     add(absl::StrCat("refresh_every ", every), [&](KeepKvParams& p) { p.refresh_every = every; });

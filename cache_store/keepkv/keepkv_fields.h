@@ -86,7 +86,7 @@ inline constexpr KeepKvField kKeepKvFields[] = {
      &KeepKvParams::sink,
      KeepKvScope::kOperator,
      {.min = 0},
-     "the first tokens (attention sinks), never merged"},
+     "the first tokens (attention sinks), never merged away"},
     {"method",
      &KeepKvParams::method,
      KeepKvScope::kRequest,
@@ -96,18 +96,21 @@ inline constexpr KeepKvField kKeepKvFields[] = {
      &KeepKvParams::min_cosine,
      KeepKvScope::kOperator,
      {.min = -1, .max = 1},
-     "keys less similar than this are never merged (the lowest-scored entries are evicted "
-     "instead)"},
+     "with `lowest_scores` and `similar_pairs`, keys less similar than this are never merged "
+     "(the lowest-scored entries are evicted instead)"},
     {"min_value_cosine",
      &KeepKvParams::min_value_cosine,
      KeepKvScope::kOperator,
      {.min = -1, .max = 1},
-     "nor those whose values are less similar than this (-1: values are not compared)"},
+     "with `lowest_scores`, nor those whose values are less similar than this (-1: values are "
+     "not compared)"},
     {"selection",
      &KeepKvParams::selection,
      KeepKvScope::kOperator,
      {},
-     "which entries merge: those eviction would drop, each into its most similar remaining entry "
+     "which entries merge into which: those eviction would drop, all into the first position's "
+     "entry, the attention sink, so that no other entry changes (`into_sink`; a sequence whose "
+     "sink lies in a shared block evicts them), each into its most similar remaining entry "
      "(`lowest_scores`), or disjoint pairs of the most similar keys, whatever their scores "
      "(`similar_pairs`)"},
     {"protected_prefix",

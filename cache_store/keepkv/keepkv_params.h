@@ -30,6 +30,9 @@ enum class MergeSelection : uint8_t {
   // Disjoint pairs of the most similar keys, whatever their scores, the lower-scored of each
   // folded into the other.
   kSimilarPairs,
+  // The lowest-scored entries, all folded into the first position's entry (the attention
+  // sink): their attention is kept as its votes and no other entry changes.
+  kIntoSink,
 };
 
 inline constexpr auto kMergeMethodNames = base::MakeEnumNames<MergeMethod>({
@@ -42,6 +45,7 @@ inline constexpr auto kMergeMethodNames = base::MakeEnumNames<MergeMethod>({
 inline constexpr auto kMergeSelectionNames = base::MakeEnumNames<MergeSelection>({
     {MergeSelection::kLowestScores, "lowest_scores"},
     {MergeSelection::kSimilarPairs, "similar_pairs"},
+    {MergeSelection::kIntoSink, "into_sink"},
 });
 
 inline std::string_view MergeMethodName(MergeMethod method) {
@@ -85,7 +89,7 @@ struct KeepKvParams {
   // Leading prompt tokens never merged (a chat's system turn); the server sets it.
   int32_t protected_prefix = 0;
   MergeMethod method = MergeMethod::kGroupMean;
-  MergeSelection selection = MergeSelection::kLowestScores;
+  MergeSelection selection = MergeSelection::kIntoSink;
   float min_cosine = 0.5f;  // pairs of keys less similar than this are evicted, never merged
   // Nor pairs of values less similar than this (-1: values are not compared).
   float min_value_cosine = -1.0f;

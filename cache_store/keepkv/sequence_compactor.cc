@@ -142,19 +142,30 @@ class Compaction {
     KVD_RETURN_IF_ERROR(entries_.Load());
     int32_t excess = std::min(entries_.size() - input_.target, entries_.PrivateTail());
     const bool merging = params_.method != MergeMethod::kEvict && !queries_.empty();
-    if (merging && params_.selection == MergeSelection::kLowestScores) {
-      if (absl::Status s = LowestScoredPass(excess); !s.ok()) return s;
-      return counts_;
+    switch (merging ? params_.selection : MergeSelection::kLowestScores) {
+      case MergeSelection::kLowestScores:
+        if (merging) {
+          KVD_RETURN_IF_ERROR(LowestScoredPass(excess));
+          return counts_;
+        }
+        break;
+      case MergeSelection::kIntoSink:
+        // With no sink of its own to write (a shared block holds it), the sequence evicts.
+        if (const int32_t sink = SinkEntry(); sink >= 0) {
+          KVD_RETURN_IF_ERROR(SinkPass(excess, sink));
+          return counts_;
+        }
+        break;
+      case MergeSelection::kSimilarPairs:
+        for (int pass = 0; excess > 0 && pass < kMaxMergePasses; ++pass) {
+          absl::StatusOr<int32_t> merged = SimilarPairsPass(excess);
+          if (!merged.ok()) return merged.status();
+          if (*merged == 0) break;
+          excess -= *merged;
+        }
+        break;
     }
-    for (int pass = 0; merging && excess > 0 && pass < kMaxMergePasses; ++pass) {
-      absl::StatusOr<int32_t> merged = SimilarPairsPass(excess);
-      if (!merged.ok()) return merged.status();
-      if (*merged == 0) break;
-      excess -= *merged;
-    }
-    if (excess > 0) {
-      if (absl::Status s = Evict(excess); !s.ok()) return s;
-    }
+    if (excess > 0) KVD_RETURN_IF_ERROR(Evict(excess));
     return counts_;
   }
 
@@ -252,6 +263,27 @@ class Compaction {
     return removed.empty() ? absl::OkStatus() : Remove(removed);
   }
 
+  // The own entry of the first position, the sink, when it is protected (never itself merged
+  // away) and lies in no shared block; else -1.
+  int32_t SinkEntry() const {
+    if (input_.first_mergeable <= 0) return -1;
+    for (int32_t i = 0; i < entries_.size(); ++i) {
+      if (state_.entries[i].position == 0) return entries_.InSharedBlock(i) ? -1 : i;
+    }
+    return -1;
+  }
+
+  // The `excess` lowest-ranked entries, all folded into entry `sink`.
+  absl::Status SinkPass(int32_t excess, int32_t sink) {
+    const std::vector<int32_t> removed = LowestRanked(excess);
+    if (removed.empty()) return absl::OkStatus();
+    for (int32_t i : removed) KVD_RETURN_IF_ERROR(Fold({.evicted = i, .kept = sink}));
+    const int32_t written[] = {sink};
+    KVD_RETURN_IF_ERROR(entries_.Write(written));
+    counts_.merges += static_cast<int64_t>(removed.size());
+    return Remove(removed);
+  }
+
   // The evicted entry's part of the pair's summed weight p * s over the queries.
   static double ShareOfEvicted(const MergeInput& e, const MergeInput& c) {
     const double log_weight_e = e.log_vote + LogSumExp(e.logits);
@@ -266,7 +298,10 @@ class Compaction {
     into.rank += from.rank;
     if (!step_scores_.empty()) step_scores_[kept] += step_scores_[evicted];
     into.updates = std::max(into.updates, from.updates);
-    into.position = std::max(into.position, from.position);
+    // A protected target (the sink) keeps its place, and with it its protection.
+    if (into.position >= input_.first_mergeable) {
+      into.position = std::max(into.position, from.position);
+    }
     into.log_vote = entries_.log_vote(kept);
     if (into.members.empty() && from.members.empty()) return;
     for (TokenShare& member : into.members) {
@@ -278,7 +313,8 @@ class Compaction {
     from.members.clear();
   }
 
-  absl::Status Evict(int32_t count) {
+  // The `count` lowest-ranked mergeable entries (ties to the earlier), in ascending rank.
+  std::vector<int32_t> LowestRanked(int32_t count) const {
     std::vector<int32_t> candidates;
     for (int32_t i = 0; i < entries_.size(); ++i) {
       if (Mergeable(i)) candidates.push_back(i);
@@ -290,9 +326,14 @@ class Compaction {
                         return sa != sb ? sa < sb : a < b;
                       });
     candidates.resize(count);
+    return candidates;
+  }
+
+  absl::Status Evict(int32_t count) {
+    const std::vector<int32_t> candidates = LowestRanked(count);
     if (candidates.empty()) return absl::OkStatus();
     if (absl::Status s = Remove(candidates); !s.ok()) return s;
-    counts_.evictions += count;
+    counts_.evictions += static_cast<int64_t>(candidates.size());
     return absl::OkStatus();
   }
 

@@ -1,6 +1,7 @@
 // KeepKV's state of one (layer, kv head) of a sequence and the pass that brings it down to a
-// target length: disjoint pairs of similar keys merged (or, when no pair is similar enough,
-// the lowest-scored entries evicted), in the pool and in the state alike.
+// target length: the lowest-ranked entries folded into the attention sink or into similar
+// neighbours, or disjoint pairs of similar keys merged (what no fold takes is evicted), in the
+// pool and in the state alike.
 #pragma once
 
 #include <cstdint>

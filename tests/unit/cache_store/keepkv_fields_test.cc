@@ -135,7 +135,7 @@ TEST(KeepKvFieldsTest, NumbersKeepTheirRowsRange) {
        "method must be one of gqa_fit, group_mean, weighted_mean, convex, evict; got "
        "\"average\""},
       {"selection", std::string("random"),
-       "selection must be one of lowest_scores, similar_pairs; got \"random\""},
+       "selection must be one of lowest_scores, similar_pairs, into_sink; got \"random\""},
   };
   for (const auto& c : cases) {
     KeepKvParams params;

@@ -179,6 +179,7 @@ class KeepKvSequenceTest : public ::testing::Test {
     params.sink = 2;
     params.recent = 4;
     params.method = method;
+    params.selection = MergeSelection::kLowestScores;
     return params;
   }
 
@@ -224,7 +225,8 @@ class KeepKvSequenceTest : public ::testing::Test {
 TEST_F(KeepKvSequenceTest, MergesKeepTheMergeStepOutputWithoutGqa) {
   SetUpModel(/*group=*/1);
   const uint32_t base_seed = std::random_device{}();
-  for (MergeSelection selection : {MergeSelection::kLowestScores, MergeSelection::kSimilarPairs}) {
+  for (MergeSelection selection :
+       {MergeSelection::kLowestScores, MergeSelection::kSimilarPairs, MergeSelection::kIntoSink}) {
     for (MergeMethod method : {MergeMethod::kGqaFit, MergeMethod::kGroupMean}) {
       for (uint32_t seed = base_seed; seed < base_seed + 5; ++seed) {
         KeepKvCounts counts;
@@ -311,6 +313,89 @@ TEST_F(KeepKvSequenceTest, NoMergeTouchesProtectedEntries) {
   kv.Release(*pool_);
 }
 
+// Folding into the sink changes the sink's entry alone: through a prompt and 20 decode steps
+// every other entry is one token's, bit for bit as written, and the sink keeps its place.
+TEST_F(KeepKvSequenceTest, IntoSinkChangesNoEntryButTheSink) {
+  SetUpModel(/*group=*/4);
+  rng_.seed(std::random_device{}());
+  Entries written = Clustered(96, 6, 0.05f);
+  KeepKvParams params = Params(MergeMethod::kGroupMean, 24);
+  params.selection = MergeSelection::kIntoSink;
+  params.refresh_every = 1000;  // keeps the members of every entry
+  engine::SequenceKv kv(1, 1);
+  KeepKvSequence sequence(config_, params, 24);
+  absl::StatusOr<KeepKvCounts> counts = Step(kv, sequence, written, Queries(written.size()));
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  int64_t merges = counts->merges;
+  for (int step = 0; step < 20; ++step) {
+    const Entries token = Clustered(1, 1, 0.05f);
+    written.keys.insert(written.keys.end(), token.keys.begin(), token.keys.end());
+    written.values.insert(written.values.end(), token.values.begin(), token.values.end());
+    counts = Step(kv, sequence, token, Queries(1));
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_EQ(counts->evictions, 0);
+    merges += counts->merges;
+  }
+  EXPECT_EQ(merges, 116 - kv.length(0, 0));
+  const Cache cache = Read(kv);
+  const HeadState& head = sequence.head(0, 0);
+  ASSERT_EQ(head.entries.size(), static_cast<size_t>(kv.length(0, 0)));
+  int32_t sinks = 0;
+  for (int32_t j = 0; j < kv.length(0, 0); ++j) {
+    const EntryState& entry = head.entries[j];
+    if (entry.position == 0) {
+      ++sinks;
+      EXPECT_GT(cache.votes[j], 0.0f);
+      EXPECT_EQ(entry.members.size(), static_cast<size_t>(merges + 1));
+      continue;
+    }
+    ASSERT_EQ(entry.members.size(), 1u) << "position " << entry.position;
+    const int32_t token = entry.members[0].token;
+    EXPECT_EQ(token, entry.position);
+    EXPECT_TRUE(std::equal(written.keys.begin() + token * kHeadDim,
+                           written.keys.begin() + (token + 1) * kHeadDim,
+                           cache.keys.begin() + j * kHeadDim));
+    EXPECT_TRUE(std::equal(written.values.begin() + token * kHeadDim,
+                           written.values.begin() + (token + 1) * kHeadDim,
+                           cache.values.begin() + j * kHeadDim));
+    EXPECT_EQ(cache.votes[j], 0.0f);
+  }
+  EXPECT_EQ(sinks, 1);
+  EXPECT_LE(kv.length(0, 0), 24);
+  kv.Release(*pool_);
+}
+
+// After the prompt, folding into the sink keeps the very entries eviction keeps: only the sink
+// differs, so whatever eviction's cache retrieves, this one retrieves as well.
+TEST_F(KeepKvSequenceTest, IntoSinkKeepsWhatEvictionKeeps) {
+  SetUpModel(/*group=*/2);
+  rng_.seed(std::random_device{}());
+  const Entries prompt = Clustered(80, 5, 0.05f);
+  const std::vector<float> q = Queries(prompt.size());
+  std::vector<Cache> caches;
+  for (MergeMethod method : {MergeMethod::kGroupMean, MergeMethod::kEvict}) {
+    KeepKvParams params = Params(method, 20);
+    params.selection = MergeSelection::kIntoSink;
+    engine::SequenceKv kv(1, 1);
+    KeepKvSequence sequence(config_, params, 20);
+    absl::StatusOr<KeepKvCounts> counts = Step(kv, sequence, prompt, q);
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_GT(method == MergeMethod::kEvict ? counts->evictions : counts->merges, 0);
+    caches.push_back(Read(kv));
+    kv.Release(*pool_);
+  }
+  const Cache& folded = caches[0];
+  const Cache& evicted = caches[1];
+  ASSERT_EQ(folded.keys.size(), evicted.keys.size());
+  // Entry 0 is the sink; every other entry is the same, in the same place.
+  EXPECT_NE(folded.votes[0], evicted.votes[0]);
+  EXPECT_TRUE(std::equal(folded.keys.begin() + kHeadDim, folded.keys.end(),
+                         evicted.keys.begin() + kHeadDim));
+  EXPECT_TRUE(std::equal(folded.values.begin() + kHeadDim, folded.values.end(),
+                         evicted.values.begin() + kHeadDim));
+  EXPECT_TRUE(std::equal(folded.votes.begin() + 1, folded.votes.end(), evicted.votes.begin() + 1));
+}
+
 TEST_F(KeepKvSequenceTest, DecodeStaysWithinTheBudget) {
   SetUpModel(/*group=*/2);
   rng_.seed(std::random_device{}());
@@ -387,29 +472,38 @@ TEST_F(KeepKvSequenceTest, RefreshReturnsThePerturbationToZero) {
   EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks());
 }
 
+// Whatever the selection; folding into the sink evicts instead when the sink is shared.
 TEST_F(KeepKvSequenceTest, SharedEntriesStayUntouched) {
   SetUpModel(/*group=*/2);
-  rng_.seed(std::random_device{}());
-  // A document's cache other sequences share: 20 entries in blocks of 8.
-  engine::SequenceKv document(1, 1);
-  KeepKvSequence loader(config_, Params(MergeMethod::kGqaFit, 1000), 1000);
-  const Entries shared = Clustered(20, 2, 0.01f);
-  ASSERT_TRUE(Step(document, loader, shared, Queries(shared.size())).ok());
-  engine::SequenceKv kv(1, 1);
-  kv.ShareFrom(document, *pool_);
-  KeepKvParams params = Params(MergeMethod::kGqaFit, 16);
-  params.sink = 0;
-  KeepKvSequence sequence(config_, params, 16);
-  const Entries own = Clustered(48, 4, 0.05f);
-  ASSERT_TRUE(Step(kv, sequence, own, Queries(own.size())).ok());
-  EXPECT_EQ(sequence.head(0, 0).base, 20);
-  EXPECT_LE(kv.length(0, 0), 20 + 16);
-  const Cache cache = Read(kv);
-  EXPECT_TRUE(std::equal(shared.keys.begin(), shared.keys.end(), cache.keys.begin()));
-  EXPECT_TRUE(std::all_of(cache.votes.begin(), cache.votes.begin() + 20,
-                          [](float v) { return v == 0.0f; }));
-  kv.Release(*pool_);
-  document.Release(*pool_);
+  for (MergeSelection selection : {MergeSelection::kLowestScores, MergeSelection::kIntoSink}) {
+    rng_.seed(std::random_device{}());
+    // A document's cache other sequences share: 20 entries in blocks of 8.
+    engine::SequenceKv document(1, 1);
+    KeepKvSequence loader(config_, Params(MergeMethod::kGqaFit, 1000), 1000);
+    const Entries shared = Clustered(20, 2, 0.01f);
+    ASSERT_TRUE(Step(document, loader, shared, Queries(shared.size())).ok());
+    engine::SequenceKv kv(1, 1);
+    kv.ShareFrom(document, *pool_);
+    KeepKvParams params = Params(MergeMethod::kGqaFit, 16);
+    params.sink = 0;
+    params.selection = selection;
+    KeepKvSequence sequence(config_, params, 16);
+    const Entries own = Clustered(48, 4, 0.05f);
+    absl::StatusOr<KeepKvCounts> counts = Step(kv, sequence, own, Queries(own.size()));
+    ASSERT_TRUE(counts.ok()) << counts.status();
+    EXPECT_EQ(sequence.head(0, 0).base, 20);
+    EXPECT_LE(kv.length(0, 0), 20 + 16);
+    const Cache cache = Read(kv);
+    if (selection == MergeSelection::kIntoSink) {
+      EXPECT_EQ(counts->merges, 0);
+      EXPECT_EQ(counts->evictions, 48 + 20 - kv.length(0, 0));
+    }
+    EXPECT_TRUE(std::equal(shared.keys.begin(), shared.keys.end(), cache.keys.begin()));
+    EXPECT_TRUE(std::all_of(cache.votes.begin(), cache.votes.begin() + 20,
+                            [](float v) { return v == 0.0f; }));
+    kv.Release(*pool_);
+    document.Release(*pool_);
+  }
   EXPECT_EQ(pool_->num_free_blocks(), pool_->num_blocks());
 }
 

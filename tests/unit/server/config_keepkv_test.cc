@@ -65,7 +65,7 @@ keepkv:
   EXPECT_EQ(defaults.sink, 4);
   EXPECT_EQ(defaults.method, cache_store::MergeMethod::kGroupMean);
   EXPECT_FLOAT_EQ(defaults.min_cosine, 0.5f);
-  EXPECT_EQ(defaults.selection, cache_store::MergeSelection::kLowestScores);
+  EXPECT_EQ(defaults.selection, cache_store::MergeSelection::kIntoSink);
   EXPECT_TRUE(defaults.Validate().ok());
 }
 
@@ -150,8 +150,8 @@ TEST(ConfigLoaderTest, KeepKvErrorsNameKeyAndLine) {
       {"keepkv:\n  min_cosine: 1.5\n",
        "config.yaml:2: keepkv.min_cosine: must be in [-1, 1], got 1.5"},
       {"keepkv:\n  selection: random\n",
-       "config.yaml:2: keepkv.selection: must be one of lowest_scores, similar_pairs; got "
-       "\"random\""},
+       "config.yaml:2: keepkv.selection: must be one of lowest_scores, similar_pairs, into_sink; "
+       "got \"random\""},
       {"keepkv:\n  method: average\n",
        "config.yaml:2: keepkv.method: must be one of gqa_fit, group_mean, weighted_mean, convex, "
        "evict; got \"average\""},
