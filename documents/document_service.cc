@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<DocumentService>> DocumentService::Open(
     spdlog::warn("documents: {} compressions a previous process left unfinished marked failed",
                  abandoned.size());
   }
-  absl::StatusOr<std::map<std::string, TenantDocuments>> stored = CountStored(storage->local());
+  absl::StatusOr<StoredDocuments> stored = CountStored(storage->local());
   if (!stored.ok()) return stored.status();
 
   std::unique_ptr<DocumentService> service(

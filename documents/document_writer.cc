@@ -19,19 +19,19 @@ void MarkFailed(DocumentMeta& meta, std::string reason, absl::Time now, double r
   meta.expires = std::min(meta.expires, now + absl::Seconds(retention_seconds));
 }
 
-absl::StatusOr<std::map<std::string, TenantDocuments>> CountStored(
-    cache_store::DocumentStore& store) {
-  std::map<std::string, TenantDocuments> usage;
+absl::StatusOr<StoredDocuments> CountStored(cache_store::DocumentStore& store) {
+  StoredDocuments stored;
   auto unreadable = store.ForEachMeta([&](const DocumentMeta& meta) {
     if (meta.status == DocumentStatus::kFailed || meta.home == cache_store::DocumentHome::kCopy) {
       return;
     }
-    TenantDocuments& tenant = usage[meta.tenant];
+    TenantDocuments& tenant = stored.usage[meta.tenant];
     ++tenant.documents;
     tenant.bytes += meta.stored_bytes;
+    if (meta.status == DocumentStatus::kProcessing) stored.processing.insert(meta.id);
   });
   if (!unreadable.ok()) return unreadable.status();
-  return usage;
+  return stored;
 }
 
 DocumentWriter::DocumentWriter(Parts parts) : parts_(std::move(parts)) {
@@ -133,8 +133,7 @@ void DocumentWriter::Sweep() {
   } else if (*dropped > 0) {
     spdlog::info("documents: {} copies the shared tier no longer holds dropped", *dropped);
   }
-  absl::StatusOr<std::map<std::string, TenantDocuments>> stored =
-      CountStored(parts_.storage->local());
+  absl::StatusOr<StoredDocuments> stored = CountStored(parts_.storage->local());
   if (!stored.ok()) {
     spdlog::error("documents: recount failed: {}", stored.status().ToString());
     return;

@@ -33,8 +33,7 @@ void MarkFailed(cache_store::DocumentMeta& meta, std::string reason, absl::Time 
 
 // Each tenant's documents in `store` that are not failed, and their bytes; copies of the shared
 // tier's documents count against the replica that stored them, not against this one.
-absl::StatusOr<std::map<std::string, TenantDocuments>> CountStored(
-    cache_store::DocumentStore& store);
+absl::StatusOr<StoredDocuments> CountStored(cache_store::DocumentStore& store);
 
 class DocumentWriter {
  public:

@@ -69,13 +69,16 @@ void UsageLedger::Resize(const std::string& tenant, int64_t bytes) {
   usage_[tenant].bytes += bytes;
 }
 
-void UsageLedger::Recount(std::map<std::string, TenantDocuments> stored) {
+void UsageLedger::Recount(StoredDocuments stored) {
   base::MutexLock lock(mu_);
-  // A running compression's document is stored as processing (counted) with no bytes yet.
+  // A running compression's document is stored as processing with no bytes yet: counted by the
+  // scan unless its meta was written after the scan read past it.
   for (const auto& [id, reservation] : reservations_) {
-    stored[reservation.tenant].bytes += reservation.bytes;
+    TenantDocuments& usage = stored.usage[reservation.tenant];
+    usage.bytes += reservation.bytes;
+    if (!stored.processing.contains(id)) ++usage.documents;
   }
-  usage_ = std::move(stored);
+  usage_ = std::move(stored.usage);
 }
 
 std::map<std::string, TenantDocuments> UsageLedger::Snapshot() const {

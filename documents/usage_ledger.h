@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,6 +27,13 @@ struct TenantDocuments {
   bool operator==(const TenantDocuments&) const = default;
 };
 
+// What one scan of the store counted: each tenant's documents that are not failed and their
+// bytes, and the ids of the processing documents among them.
+struct StoredDocuments {
+  std::map<std::string, TenantDocuments> usage;
+  std::set<std::string> processing;
+};
+
 class UsageLedger {
  public:
   // Counts document `id` of `tenant` with `estimate` bytes reserved, or refuses it:
@@ -44,9 +52,10 @@ class UsageLedger {
   void Remove(const std::string& tenant, int64_t bytes);
   // A stored document of `tenant` changed size by `bytes`.
   void Resize(const std::string& tenant, int64_t bytes);
-  // Replaces every tenant's usage by what the store holds (`stored`: its documents that are
-  // not failed), plus the reservations of compressions still running.
-  void Recount(std::map<std::string, TenantDocuments> stored);
+  // Replaces every tenant's usage by what a scan of the store counted, plus the reservations of
+  // compressions still running: their bytes, and the documents themselves when the scan did not
+  // see them (reserved while it ran), so that a recount racing an upload never forgets it.
+  void Recount(StoredDocuments stored);
 
   std::map<std::string, TenantDocuments> Snapshot() const;
 

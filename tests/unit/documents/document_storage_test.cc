@@ -79,14 +79,14 @@ TEST_F(DocumentStorageTest, TheUploaderCountsADocumentAndAReplicaThatCopiedItDoe
   recut.identity.ratio = 0.2;
   ASSERT_TRUE(storage_->Put(recut, SmallPayload(2)).ok());
   EXPECT_EQ(storage_->local().GetMeta("acme", "doc-1")->home, DocumentHome::kCopy);
-  EXPECT_EQ(CountStored(storage_->local())->count("acme"), 0u);
-  EXPECT_EQ(CountStored(elsewhere_->local())->at("acme").documents, 1);
+  EXPECT_EQ(CountStored(storage_->local())->usage.count("acme"), 0u);
+  EXPECT_EQ(CountStored(elsewhere_->local())->usage.at("acme").documents, 1);
   // The uploader sees the re-cut: Redis's meta, then its cache (the local one is of the old
   // ratio), and keeps counting the document as its own.
   EXPECT_EQ(elsewhere_->GetMeta("acme", "doc-1")->identity.ratio, 0.2);
   EXPECT_EQ(*elsewhere_->GetPayload("acme", "doc-1", recut.identity), SmallPayload(2));
   elsewhere_->AwaitCopies();
-  EXPECT_EQ(CountStored(elsewhere_->local())->at("acme").documents, 1);
+  EXPECT_EQ(CountStored(elsewhere_->local())->usage.at("acme").documents, 1);
 }
 
 TEST_F(DocumentStorageTest, ADocumentDeletedElsewhereWhileCompressingStaysDeleted) {

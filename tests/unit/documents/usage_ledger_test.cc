@@ -52,10 +52,23 @@ TEST(UsageLedgerTest, RecountKeepsRunningReservations) {
   UsageLedger ledger;
   ASSERT_TRUE(ledger.Reserve("t", "running", DocumentQuota{}, 500).ok());
   // The store holds the running document as processing (no bytes) and one ready document.
-  ledger.Recount({{"t", {.documents = 2, .bytes = 300}}});
+  ledger.Recount({.usage = {{"t", {.documents = 2, .bytes = 300}}}, .processing = {"running"}});
   EXPECT_EQ(ledger.Snapshot()["t"], (TenantDocuments{.documents = 2, .bytes = 800}));
   ledger.Settle("running", 200);
   EXPECT_EQ(ledger.Snapshot()["t"], (TenantDocuments{.documents = 2, .bytes = 500}));
+}
+
+// A sweep's scan can read the store before an upload's processing meta is written, and recount
+// after the upload reserved its place: the document still counts, and the quota still holds.
+TEST(UsageLedgerTest, RecountKeepsAReservationItsScanMissed) {
+  UsageLedger ledger;
+  const DocumentQuota quota{.max_documents = 1, .max_bytes = 0};
+  ASSERT_TRUE(ledger.Reserve("t", "new", quota, 500).ok());
+  ledger.Recount({.usage = {}, .processing = {}});
+  EXPECT_EQ(ledger.Snapshot()["t"], (TenantDocuments{.documents = 1, .bytes = 500}));
+  ledger.Settle("new", 200);
+  EXPECT_EQ(ledger.Snapshot()["t"], (TenantDocuments{.documents = 1, .bytes = 200}));
+  EXPECT_EQ(ledger.Reserve("t", "another", quota, 1).code(), absl::StatusCode::kResourceExhausted);
 }
 
 }  // namespace
