@@ -142,28 +142,27 @@ class Compaction {
     KVD_RETURN_IF_ERROR(entries_.Load());
     int32_t excess = std::min(entries_.size() - input_.target, entries_.PrivateTail());
     const bool merging = params_.method != MergeMethod::kEvict && !queries_.empty();
-    switch (merging ? params_.selection : MergeSelection::kLowestScores) {
-      case MergeSelection::kLowestScores:
-        if (merging) {
+    if (merging) {
+      switch (params_.selection) {
+        case MergeSelection::kLowestScores:
           KVD_RETURN_IF_ERROR(LowestScoredPass(excess));
           return counts_;
-        }
-        break;
-      case MergeSelection::kIntoSink:
-        // With no sink of its own to write (a shared block holds it), the sequence evicts.
-        if (const int32_t sink = SinkEntry(); sink >= 0) {
-          KVD_RETURN_IF_ERROR(SinkPass(excess, sink));
-          return counts_;
-        }
-        break;
-      case MergeSelection::kSimilarPairs:
-        for (int pass = 0; excess > 0 && pass < kMaxMergePasses; ++pass) {
-          absl::StatusOr<int32_t> merged = SimilarPairsPass(excess);
-          if (!merged.ok()) return merged.status();
-          if (*merged == 0) break;
-          excess -= *merged;
-        }
-        break;
+        case MergeSelection::kIntoSink:
+          // With no sink of its own to write (a shared block holds it), the sequence evicts.
+          if (const int32_t sink = SinkEntry(); sink >= 0) {
+            KVD_RETURN_IF_ERROR(SinkPass(excess, sink));
+            return counts_;
+          }
+          break;
+        case MergeSelection::kSimilarPairs:
+          for (int pass = 0; excess > 0 && pass < kMaxMergePasses; ++pass) {
+            absl::StatusOr<int32_t> merged = SimilarPairsPass(excess);
+            if (!merged.ok()) return merged.status();
+            if (*merged == 0) break;
+            excess -= *merged;
+          }
+          break;
+      }
     }
     if (excess > 0) KVD_RETURN_IF_ERROR(Evict(excess));
     return counts_;
