@@ -17,7 +17,8 @@ namespace kvd::cache_store {
 // Smallest cosine between a dropped entry's key and its target's for the fold: an entry with
 // no candidate this close is dropped, not folded. The vote boost is right only for keys that
 // every query weighs alike; on the bundled model's QA, lower gates (0, 0.5, 0.8, 0.9) lost 1–6
-// points to eviction at kept 0.05 and 0.1 (docs/benchmarks.md).
+// points to eviction at kept 0.05 and 0.1, and no gate 10 and 6 points at 0.02 and 0.03, where
+// eviction itself loses most (docs/benchmarks.md).
 inline constexpr float kMinFoldCosine = 0.95f;
 // Kept entries on each side of a dropped one, by position, that are its candidate targets: the
 // fold costs O(entries × candidates × head_dim), linear in the document's length.
