@@ -8,8 +8,8 @@ endif()
 option(KVD_WITH_CUDA "Build the CUDA backend (kernels/cuda)" ${kvd_cuda_default})
 set(KVD_SANITIZE "" CACHE STRING "Sanitizers to build with: '', 'address;undefined' or 'thread'")
 option(KVD_WERROR "Treat compiler warnings as errors" OFF)
-# A libFuzzer build (clang only): every library is compiled with coverage instrumentation, ASan
-# and UBSan, and tests/ builds only the fuzz targets of tests/fuzz/.
+# A libFuzzer build (clang only): every library and test is compiled with coverage
+# instrumentation, ASan and UBSan, and tests/ builds the fuzz targets of tests/fuzz/ as well.
 option(KVD_FUZZ "Build the libFuzzer targets (tests/fuzz); needs clang" OFF)
 
 find_program(KVD_CCACHE ccache)

@@ -228,7 +228,8 @@ TEST_F(DocumentsTest, ConcurrentQuestionsMatchTheFullPromptAndStayCorrectCompres
     ASSERT_EQ(compressed["status"], "ready");
     EXPECT_LT(compressed["stored_bytes"].get<int64_t>(), full["stored_bytes"].get<int64_t>() / 2);
     std::vector<std::future<std::string>> stored, small;
-    for (const auto& [key, value] : document.records) {
+    for (const auto& record : document.records) {
+      const std::string& key = record.first;
       stored.push_back(
           std::async(std::launch::async, [&, key] { return Ask(full["id"], "Q:" + key); }));
       small.push_back(

@@ -131,7 +131,7 @@ class DocumentCompressorTest : public ::testing::Test {
   static inline engine::Tokenizer* tokenizer_ = nullptr;
   static inline engine::ChatTemplate* chat_template_ = nullptr;
   std::unique_ptr<engine::KvBlockPool> pool_;
-  const DocumentFraming framing_;  // chat, the user turn
+  const DocumentFraming framing_{};  // chat, the user turn
   DocumentPrompts prompts_;
 };
 

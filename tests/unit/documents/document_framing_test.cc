@@ -90,7 +90,7 @@ TEST_F(DocumentFramingTest, ChatFramingTakesTheAnswerPrefixFromTheTemplateUnless
 }
 
 TEST_F(DocumentFramingTest, EveryChangedPromptChangesTheCacheIdentity) {
-  const DocumentFraming built_in;
+  const DocumentFraming built_in{};
   // As caches stored before the prompts were configurable: the role's name alone.
   EXPECT_EQ(built_in.IdentityParts(), std::vector<std::string>{"user"});
   DocumentFraming system;

@@ -56,7 +56,7 @@ class HeadProfilesTest : public ::testing::Test {
   static inline engine::Model* model_ = nullptr;
   static inline engine::Tokenizer* tokenizer_ = nullptr;
   static inline engine::ChatTemplate* chat_template_ = nullptr;
-  const cache_store::DocumentFraming framing_;  // chat, the user turn
+  const cache_store::DocumentFraming framing_{};  // chat, the user turn
   cache_store::DocumentPrompts prompts_;
   engine::CacheFingerprint fingerprint_;
 };

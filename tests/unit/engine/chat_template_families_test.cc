@@ -138,13 +138,13 @@ TEST(ChatTemplateLlama31, ToolsInFirstUserMessage) {
 }
 
 TEST(ChatTemplateLlama31, DefaultDateComesFromStrftimeNow) {
-  const std::string out = Render(kLlama31Template, Json{Message("user", "x")}, false);
+  const std::string out = Render(kLlama31Template, Json::array({Message("user", "x")}), false);
   EXPECT_THAT(out, ::testing::MatchesRegex(
                        ".*Today Date: [0-9][0-9] [A-Z][a-z][a-z] [0-9][0-9][0-9][0-9]\n\n.*"));
 }
 
 TEST(ChatTemplateQwen25, DefaultSystemPrompt) {
-  EXPECT_EQ(Render(kQwen25Template, Json{Message("user", "Hi")}, true),
+  EXPECT_EQ(Render(kQwen25Template, Json::array({Message("user", "Hi")}), true),
             "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
             "assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
 }
@@ -182,12 +182,12 @@ TEST(ChatTemplateQwen3, ReasoningContentFieldAndDisabledThinking) {
   EXPECT_EQ(Render(kQwen3Template, Json{Message("user", "q"), last}, false),
             "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\nsteps\n</think>\n\n"
             "answer<|im_end|>\n");
-  EXPECT_EQ(
-      Render(kQwen3Template, Json{Message("user", "hi")}, true, Json{{"enable_thinking", false}}),
-      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
-  EXPECT_EQ(
-      Render(kQwen3Template, Json{Message("user", "hi")}, true, Json{{"enable_thinking", true}}),
-      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(Render(kQwen3Template, Json::array({Message("user", "hi")}), true,
+                   Json{{"enable_thinking", false}}),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(Render(kQwen3Template, Json::array({Message("user", "hi")}), true,
+                   Json{{"enable_thinking", true}}),
+            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
 }
 
 TEST(ChatTemplateMistral, AlternatingConversationWithSystemPrompt) {

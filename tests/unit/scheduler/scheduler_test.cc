@@ -49,8 +49,10 @@ std::vector<Request> MixedGreedyRequests(int32_t count, uint32_t seed) {
   std::uniform_int_distribution<int32_t> max_tokens(1, 40);
   std::vector<Request> requests;
   for (int32_t i = 0; i < count; ++i) {
-    requests.push_back(SchedulerTest::Greedy(
-        SchedulerTest::RandomPrompt(random, prompt_length(random)), max_tokens(random)));
+    // One draw after another, so that every compiler makes the same requests.
+    const int32_t tokens = max_tokens(random);
+    const int32_t length = prompt_length(random);
+    requests.push_back(SchedulerTest::Greedy(SchedulerTest::RandomPrompt(random, length), tokens));
   }
   return requests;
 }
