@@ -3,9 +3,9 @@
 // to four rows by six output features, sixteen inputs a step, tails under a mask, weights in L1
 // across a tile's rows and inputs in L2 across the tiles (rows and inputs are cut into passes
 // that fit). Block formats: int8 two blocks a step, their bytes interleaved four at a time so that
-// one vpdpbusd gives both blocks' sums side by side; int4 four blocks a step, one 128-bit lane
-// each, so that the nibbles need no reordering, only the activations; each block's sums are
-// scaled by its block's scales.
+// one vpdpbusd (the weights offset to unsigned) gives both blocks' sums side by side; int4 four
+// blocks a step, one 128-bit lane each, so that the nibbles need no reordering, only the
+// activations; each block's sums are scaled by its block's scales.
 #include <algorithm>
 #include <cstring>
 
@@ -109,27 +109,32 @@ KVD_AVX512 __m512i LoadBytes(const void* p, int64_t bytes) {
   return _mm512_maskz_loadu_epi8(bytes >= 64 ? ~0ull : (1ull << bytes) - 1, p);
 }
 
-// int8 weights are signed, the activations too: vpdpbusd multiplies |w| by x with w's sign.
+// int8 weights are signed, the activations too, and vpdpbusd takes one side unsigned: the
+// weights go in offset by 128 (one xor), and each dword's sums start from -128 times the sum of
+// its four activations, computed once per row and step for every output, so the dot is exact.
 struct Int8Format {
   static constexpr bool kHasOffset = false;
   static constexpr int kBlocksPerStep = 2;
-  struct Operands {
-    __m512i magnitude;
-    __mmask64 negative;
-  };
+  using Operands = __m512i;  // the weights plus 128, as unsigned bytes
   // Blocks [b, b + blocks) of a row.
   KVD_AVX512 static Operands Load(const ConstQuantizedRow& row, int64_t b, int blocks) {
     const __m512i w = InterleaveBlocks(LoadBytes(row.q + b * kQuantBlock, blocks * kQuantBlock));
-    return {_mm512_abs_epi8(w), _mm512_movepi8_mask(w)};
+    return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
-  // The activations of those blocks, in the weights' order.
-  using Activations = __m512i;
+  // The activations of those blocks, in the weights' order, and the offset's share of each
+  // dword.
+  struct Activations {
+    __m512i x;
+    __m512i offset_correction;
+  };
   KVD_AVX512 static Activations LoadActivations(const int8_t* q, int blocks) {
-    return InterleaveBlocks(LoadBytes(q, blocks * kQuantBlock));
+    const __m512i x = InterleaveBlocks(LoadBytes(q, blocks * kQuantBlock));
+    const __m512i offset_sums =
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), x);
+    return {x, _mm512_sub_epi32(_mm512_setzero_si512(), offset_sums)};
   }
   KVD_AVX512 static __m512i Dot(const Operands& w, const Activations& x) {
-    const __m512i signed_x = _mm512_mask_sub_epi8(x, w.negative, _mm512_setzero_si512(), x);
-    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.magnitude, signed_x);
+    return _mm512_dpbusd_epi32(x.offset_correction, w, x.x);
   }
   // The step's combined scales (`scales`: one a block) under Dot's dwords: block b's in the
   // even ones, b + 1's in the odd ones.
