@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The CPU figures of docs/benchmarks.md's weight-format tables in one run: ROUNDS rounds, each
+# running every command in turn (so that a noisy host spreads over all of them), then every
+# figure's values and median. Per round: batch-1 decode of each weight format with the share of
+# the memory roofline its run measured (and its 128-token prefill), the default format's
+# 512-token prefill, 16-sequence decode of bf16, int8 and int4, and the bundled model at 1 and
+# 16 sequences (twice in one process, and the ratio of each pair).
+#
+#   bench/cpu_formats.sh [ROUNDS (3)] [MODEL_DIR (/tmp/llama1b-bf16)] [KVD (build/kvd)]
+#
+# MODEL_DIR is made by build/make_random_model --seed 1 (Llama 3.2 1B's shape, bf16) when it
+# does not exist. THREADS (default 2) sets --threads. It measures and prints; it checks nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=${1:-3}
+model=${2:-/tmp/llama1b-bf16}
+kvd=${3:-build/kvd}
+threads=${THREADS:-2}
+[[ -d "$model" ]] || build/make_random_model --out "$model" --seed 1 >&2
+
+figures=$(mktemp)
+trap 'rm -f "$figures"' EXIT
+
+# The rows of `kvd bench`'s table on stdin as "batch prefill_tok_s decode_tok_s roofline_share".
+table_rows() {
+  awk -F'|' '$2 ~ /^ *[0-9]+ *$/ {
+    for (i = 2; i <= NF; ++i) gsub(/[ %]/, "", $i)
+    print $2, $3, $5, $7
+  }'
+}
+# Appends "NAME VALUE" to the figures.
+record() { echo "$1 $2" >>"$figures"; }
+
+for ((round = 1; round <= rounds; ++round)); do
+  echo "round $round of $rounds" >&2
+  for dtype in f32 bf16 int8 int4; do
+    read -r _ prefill decode share < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 1 \
+      --prompt-tokens 128 --decode-tokens 32 --threads "$threads" 2>/dev/null | table_rows)
+    record "decode_tok_s_batch_1_$dtype" "$decode"
+    record "roofline_share_batch_1_$dtype" "$share"
+    record "prefill_tok_s_128_$dtype" "$prefill"
+  done
+  read -r _ prefill _ _ < <("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 \
+    --decode-tokens 2 --threads "$threads" 2>/dev/null | table_rows)
+  record "prefill_tok_s_512_default" "$prefill"
+  for dtype in bf16 int8 int4; do
+    read -r _ _ decode _ < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 16 \
+      --prompt-tokens 16 --decode-tokens 16 --threads "$threads" 2>/dev/null | table_rows)
+    record "decode_tok_s_batch_16_$dtype" "$decode"
+  done
+  "$kvd" bench --model models/kvd-tiny --batch 1,16,1,16 --prompt-tokens 128 \
+    --decode-tokens 128 --threads "$threads" 2>/dev/null | table_rows |
+    awk '{ if ($1 == 1) one = $3; else printf "bundled_16_over_1 %.2f\n", $3 / one }' >>"$figures"
+done
+
+# Each figure in the order measured: its values, then their median.
+awk '{ if (!($1 in values)) order[n++] = $1; values[$1] = values[$1] " " $2 }
+  END { for (i = 0; i < n; ++i) print order[i] values[order[i]] }' "$figures" |
+  while read -r name rest; do
+    median=$(tr ' ' '\n' <<<"$rest" | sort -g | awk '{ v[NR] = $1 }
+      END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    printf '%-32s %-28s median %s\n' "$name" "$rest" "$median"
+  done
