@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 
@@ -11,6 +12,7 @@
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
@@ -29,15 +31,19 @@ double SecondsSince(Clock::time_point start) {
 }
 
 // `count` random [out, in] matrices in `dtype`, one after the other.
-std::vector<uint8_t> RandomWeights(DType dtype, int64_t count, int64_t out, int64_t in,
-                                   std::mt19937& random) {
+// In the memory the CPU backend keeps weights in (kernels/cpu/host_memory.h).
+absl::StatusOr<std::unique_ptr<kernels::DeviceBuffer>> RandomWeights(DType dtype, int64_t count,
+                                                                     int64_t out, int64_t in,
+                                                                     std::mt19937& random,
+                                                                     ThreadPool& pool) {
   std::normal_distribution<float> normal(0.0f, 0.02f);
   const size_t row_bytes = kernels::RowBytes(dtype, in);
-  std::vector<uint8_t> bytes(static_cast<size_t>(count * out) * row_bytes);
+  auto bytes = kernels::cpu::AllocateResident(static_cast<size_t>(count * out) * row_bytes, pool);
+  if (!bytes.ok()) return bytes.status();
   std::vector<float> row(static_cast<size_t>(in));
   for (int64_t r = 0; r < count * out; ++r) {
     for (float& v : row) v = normal(random);
-    uint8_t* dst = bytes.data() + r * row_bytes;
+    auto* dst = static_cast<uint8_t*>((*bytes)->data()) + r * row_bytes;
     if (kernels::IsQuantized(dtype)) {
       KVD_CHECK(kernels::cpu::QuantizeRow(dtype, row.data(), in, dst));  // finite by construction
     } else if (dtype == DType::kF32) {
@@ -69,7 +75,9 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   result.features = kernels::cpu::HostCpuFeatures().ToString();
   std::mt19937 random(1);
   const int64_t matrix = options.out_features * options.in_features;
-  result.read_gb_per_second = MeasureReadBandwidth(options.weight_mib << 20, pool.num_threads());
+  auto bandwidth = MeasureReadBandwidth(options.weight_mib << 20, pool.num_threads());
+  if (!bandwidth.ok()) return bandwidth.status();
+  result.read_gb_per_second = *bandwidth;
   const int64_t max_rows = *std::max_element(options.rows.begin(), options.rows.end());
   std::vector<float> x(static_cast<size_t>(max_rows * options.in_features));
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -84,8 +92,10 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
     const int64_t matrix_bytes =
         options.out_features * static_cast<int64_t>(kernels::RowBytes(dtype, options.in_features));
     const int64_t copies = std::max<int64_t>(1, (options.weight_mib << 20) / matrix_bytes);
-    const std::vector<uint8_t> weights =
-        RandomWeights(dtype, copies, options.out_features, options.in_features, random);
+    auto weights =
+        RandomWeights(dtype, copies, options.out_features, options.in_features, random, pool);
+    if (!weights.ok()) return weights.status();
+    const auto* weight_bytes = static_cast<const uint8_t*>((*weights)->data());
     for (const MatmulVariant& variant : variants) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
       for (int64_t rows : options.rows) {
@@ -101,7 +111,7 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
                                          MatmulArgs{.x = x.data(),
                                                     .rows = rows,
                                                     .in = options.in_features,
-                                                    .weight = weights.data() + copy * matrix_bytes,
+                                                    .weight = weight_bytes + copy * matrix_bytes,
                                                     .dtype = dtype,
                                                     .first = 0,
                                                     .count = options.out_features,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::bench {
@@ -52,12 +53,15 @@ float SumPlain(const float* data, int64_t first, int64_t last) {
 
 }  // namespace
 
-double MeasureReadBandwidth(int64_t bytes, int32_t threads) {
+absl::StatusOr<double> MeasureReadBandwidth(int64_t bytes, int32_t threads) {
   kernels::cpu::ThreadPool pool(
       threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  const std::vector<float> data(static_cast<size_t>(bytes) / sizeof(float), 1.0f);
+  // The kind of memory the weights are in: resident, in huge pages where the kernel has them.
+  auto buffer = kernels::cpu::AllocateResident(static_cast<size_t>(bytes), pool);
+  if (!buffer.ok()) return buffer.status();
+  const auto* data = static_cast<const float*>((*buffer)->data());
   std::vector<double> rates;
-  const auto count = static_cast<int64_t>(data.size());
+  const auto count = bytes / static_cast<int64_t>(sizeof(float));
   const bool avx2 = kernels::cpu::HostCpuFeatures().avx2;
   std::vector<float> sums(static_cast<size_t>(pool.num_threads()) * 16);
   for (int pass = 0; pass < 5; ++pass) {
@@ -66,8 +70,7 @@ double MeasureReadBandwidth(int64_t bytes, int32_t threads) {
       for (int64_t part = begin; part < end; ++part) {
         const int64_t first = count * part / pool.num_threads();
         const int64_t last = count * (part + 1) / pool.num_threads();
-        sums[part * 16] = avx2 ? SumAvx2(data.data(), first, last)
-                               : SumPlain(data.data(), first, last);
+        sums[part * 16] = avx2 ? SumAvx2(data, first, last) : SumPlain(data, first, last);
       }
     });
     rates.push_back(static_cast<double>(count) * sizeof(float) / SecondsSince(start) / 1e9);
@@ -76,6 +79,5 @@ double MeasureReadBandwidth(int64_t bytes, int32_t threads) {
   (void)keep;
   return *std::max_element(rates.begin(), rates.end());
 }
-
 
 }  // namespace kvd::bench

@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::filesystem::path& 
   if (!config.ok()) return config.status();
   auto checkpoint = Checkpoint::Open(model_dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  auto weights = LoadModelWeights(*std::move(checkpoint), *config, backend);
+  auto weights = LoadModelWeights(**checkpoint, *config, backend);
   if (!weights.ok()) return weights.status();
   return std::unique_ptr<Model>(new Model(*std::move(config), *std::move(weights), backend));
 }

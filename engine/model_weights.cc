@@ -30,10 +30,10 @@ class WeightLoader {
 
 }  // namespace
 
-absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkpoint,
+absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint,
                                               const ModelConfig& config,
                                               kernels::Backend& backend) {
-  WeightLoader loader(*checkpoint, backend);
+  WeightLoader loader(checkpoint, backend);
   ModelWeights weights;
   const int64_t hidden = config.hidden_size;
   const int64_t q_width = int64_t{config.num_heads} * config.head_dim;
@@ -46,7 +46,7 @@ absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkp
   KVD_LOAD("model.embed_tokens.weight", (std::vector<int64_t>{config.vocab_size, hidden}),
            weights.embed_tokens);
   KVD_LOAD("model.norm.weight", (std::vector<int64_t>{hidden}), weights.final_norm);
-  if (!config.tie_word_embeddings || checkpoint->Contains("lm_head.weight")) {
+  if (!config.tie_word_embeddings || checkpoint.Contains("lm_head.weight")) {
     weights.lm_head_weight.emplace();
     KVD_LOAD("lm_head.weight", (std::vector<int64_t>{config.vocab_size, hidden}),
              *weights.lm_head_weight);
@@ -81,7 +81,6 @@ absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkp
              layer.down_proj);
   }
 #undef KVD_LOAD
-  weights.checkpoint = std::move(checkpoint);
   return weights;
 }
 

@@ -31,8 +31,6 @@ struct ModelWeights {
   kernels::PreparedWeight final_norm;
   // The LM head; empty when tied, and then lm_head() is embed_tokens.
   std::optional<kernels::PreparedWeight> lm_head_weight;
-  // Keeps memory-mapped tensors alive for views that borrow them.
-  std::unique_ptr<Checkpoint> checkpoint;
 
   const kernels::Tensor& lm_head() const {
     return lm_head_weight ? lm_head_weight->tensor : embed_tokens.tensor;
@@ -43,7 +41,7 @@ struct ModelWeights {
 };
 
 // Loads every tensor the config calls for; errors name the file and the tensor.
-[[nodiscard]] absl::StatusOr<ModelWeights> LoadModelWeights(std::unique_ptr<Checkpoint> checkpoint,
+[[nodiscard]] absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint,
                                                             const ModelConfig& config,
                                                             kernels::Backend& backend);
 

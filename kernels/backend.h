@@ -26,8 +26,8 @@ class DeviceBuffer {
   virtual size_t size() const = 0;
 };
 
-// A weight prepared for a backend: the view ops take, and whatever keeps its memory alive
-// (null when the view borrows memory owned elsewhere, such as a memory-mapped checkpoint).
+// A weight prepared for a backend: the view ops take, and the backend's memory that holds it
+// (never the checkpoint's, which may be closed once the weights are loaded).
 struct PreparedWeight {
   Tensor tensor;
   std::unique_ptr<DeviceBuffer> storage;
@@ -53,7 +53,8 @@ class Backend {
   // InvalidArgument naming the backend otherwise. Every backend keeps f32.
   [[nodiscard]] virtual absl::Status CheckKvCacheType(DType dtype) const;
 
-  // Memory. Allocations are uninitialised.
+  // Memory. Allocations are uninitialised, and resident once returned: the CPU backend faults
+  // every page in, so that a step never pays for touching a page first.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
   // Makes a host weight usable by the ops below, in the dtype this backend computes with.
   [[nodiscard]] virtual absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) = 0;

@@ -15,26 +15,13 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/top_logits.h"
 
 namespace kvd::kernels::cpu {
 namespace {
-
-constexpr size_t kAlignment = 64;
-
-class HostBuffer final : public DeviceBuffer {
- public:
-  HostBuffer(void* data, size_t size) : data_(data), size_(size) {}
-  ~HostBuffer() override { std::free(data_); }
-  void* data() override { return data_; }
-  size_t size() const override { return size_; }
-
- private:
-  void* data_;
-  size_t size_;
-};
 
 int32_t ResolveThreads(int32_t requested) {
   if (requested > 0) return requested;
@@ -48,6 +35,8 @@ constexpr int64_t kMinElementsPerTask = 1 << 14;
 // converting them for SGEMM at every row count measured (docs/benchmarks.md, "CPU weight formats
 // and matmul kernels").
 constexpr int64_t kMaxOwnMatmulRowsF32 = 16;
+// Bytes of a weight one thread copies at a time.
+constexpr int64_t kCopyChunkBytes = int64_t{1} << 20;
 
 }  // namespace
 
@@ -81,12 +70,7 @@ size_t CpuBackend::MemoryBytes() const {
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* data = std::aligned_alloc(kAlignment, rounded);
-  if (data == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cpu: cannot allocate ", bytes, " bytes"));
-  }
-  return std::make_unique<HostBuffer>(data, rounded);
+  return AllocateResident(bytes, pool_);
 }
 
 DType CpuBackend::KeptType(const Tensor& host) const {
@@ -98,8 +82,6 @@ DType CpuBackend::KeptType(const Tensor& host) const {
 
 absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
   const DType kept = KeptType(host);
-  const bool aligned = reinterpret_cast<uintptr_t>(host.data) % DTypeSize(host.dtype) == 0;
-  if (host.dtype == kept && aligned) return PreparedWeight{host, nullptr};
   Tensor converted{nullptr, kept, host.rows, host.cols};
   auto buffer = Allocate(converted.num_bytes());
   if (!buffer.ok()) return buffer.status();
@@ -108,14 +90,23 @@ absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
     if (absl::Status s = Quantize(host, converted); !s.ok()) return s;
     return PreparedWeight{converted, *std::move(buffer)};
   }
-  if (host.dtype == kept) {  // misaligned in the file: copy it
-    std::memcpy(converted.data, host.data, host.num_bytes());
+  // Copied even where the checkpoint's bytes would do: the mapped file's small pages cost a
+  // decode step more than a third of its speed in TLB misses (docs/benchmarks.md, "Resident
+  // memory in huge pages").
+  const auto* src = static_cast<const unsigned char*>(host.data);
+  auto* dst = static_cast<unsigned char*>(converted.data);
+  if (host.dtype == kept) {
+    const int64_t bytes = host.num_bytes();
+    pool_.ParallelFor(
+        (bytes + kCopyChunkBytes - 1) / kCopyChunkBytes, [&](int64_t begin, int64_t end) {
+          const int64_t first = begin * kCopyChunkBytes;
+          std::memcpy(dst + first, src + first, std::min(bytes, end * kCopyChunkBytes) - first);
+        });
     return PreparedWeight{converted, *std::move(buffer)};
   }
-  auto* dst = static_cast<unsigned char*>(converted.data);
   pool_.ParallelFor(host.num_elements(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const float value = ElementAsFloat(host.data, host.dtype, i);
+      const float value = ElementAsFloat(src, host.dtype, i);
       if (kept == DType::kF32) {
         std::memcpy(dst + 4 * i, &value, sizeof(value));
       } else {

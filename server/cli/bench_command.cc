@@ -282,7 +282,10 @@ absl::Status RunBench(const BenchOptions& options) {
   // A decode step reads every weight once: its time against reading that many bytes at the
   // machine's measured bandwidth is the share of the memory roofline it reaches.
   const double step_bytes = static_cast<double>((*model)->weights().StepBytes());
-  const double bandwidth = bench::MeasureReadBandwidth(int64_t{1} << 30, options.threads);
+  const absl::StatusOr<double> measured =
+      bench::MeasureReadBandwidth(int64_t{1} << 30, options.threads);
+  if (!measured.ok()) return measured.status();
+  const double bandwidth = *measured;
   std::printf("model %s, backend %s, kv cache %s, prompt %d tokens, %d decode steps\n",
               options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
               options.throughput.prompt_tokens, options.throughput.decode_tokens);

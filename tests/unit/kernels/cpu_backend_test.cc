@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -190,21 +191,24 @@ TEST_F(CpuBackendTest, PrepareWeightConvertsHalfPrecisionToF32) {
     EXPECT_EQ(from_f16->tensor.f32()[i], values[i]);  // all exactly representable in f16
   }
   std::vector<float> f32 = values;
-  auto borrowed = backend_.PrepareWeight(View(f32, 1, 4));
-  ASSERT_TRUE(borrowed.ok());
-  EXPECT_EQ(borrowed->tensor.data, f32.data());  // aligned f32 is used in place
-  EXPECT_EQ(borrowed->storage, nullptr);
+  // f32 stays f32, in the backend's own memory: the checkpoint may be closed after loading.
+  auto copied = backend_.PrepareWeight(View(f32, 1, 4));
+  ASSERT_TRUE(copied.ok());
+  ASSERT_NE(copied->storage, nullptr);
+  EXPECT_EQ(copied->tensor.data, copied->storage->data());
+  EXPECT_EQ(std::memcmp(copied->tensor.data, f32.data(), f32.size() * sizeof(float)), 0);
 }
 
 TEST_F(CpuBackendTest, MatricesKeepTheirTypeOrTheConfiguredOne) {
   std::vector<float> f32 = RandomVector(8 * 16, 9);
   std::vector<uint16_t> bf16;
   for (float v : f32) bf16.push_back(FloatToBF16(v));
-  // By default a matrix keeps the checkpoint's type: bf16 is used in place.
+  // By default a matrix keeps the checkpoint's type: bf16 is copied bit for bit.
   auto kept = backend_.PrepareWeight(Tensor{bf16.data(), DType::kBF16, 8, 16});
   ASSERT_TRUE(kept.ok());
   EXPECT_EQ(kept->tensor.dtype, DType::kBF16);
-  EXPECT_EQ(kept->tensor.data, bf16.data());
+  ASSERT_NE(kept->tensor.data, bf16.data());
+  EXPECT_EQ(std::memcmp(kept->tensor.data, bf16.data(), bf16.size() * sizeof(uint16_t)), 0);
   // Configured bf16: an f32 matrix is rounded to it; a vector stays f32.
   CpuBackend to_bf16{BackendOptions{.num_threads = 2, .weight_dtype = DType::kBF16}};
   auto rounded = to_bf16.PrepareWeight(View(f32, 8, 16));
