@@ -34,6 +34,37 @@ KVD_AVX512 inline float HorizontalSum(__m512 v) {
   return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
 }
 
+// The horizontal sums of four vectors side by side: [Σa, Σb, Σc, Σd], in 13 operations where
+// four HorizontalSum calls take 28.
+KVD_AVX512 inline __m128 HorizontalSums4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  // Per 128-bit lane: a's and b's halves summed, interleaved; then a, b, c and d a float each.
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512d ab_pairs = _mm512_castps_pd(ab);
+  const __m512d cd_pairs = _mm512_castps_pd(cd);
+  const __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(ab_pairs, cd_pairs)),
+                                    _mm512_castpd_ps(_mm512_unpackhi_pd(ab_pairs, cd_pairs)));
+  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+}
+
+// sums[r][c] = HorizontalSum(v[r][c]), four vectors at a time in row-major order.
+template <int kRows, int kCols>
+KVD_AVX512 inline __attribute__((always_inline)) void HorizontalSums(
+    const __m512 (&v)[kRows][kCols], float (&sums)[kRows][kCols]) {
+  constexpr int kCount = kRows * kCols;
+  const __m512* flat_v = &v[0][0];
+  float* flat = &sums[0][0];
+  int j = 0;
+#pragma GCC unroll 8
+  for (; j + 4 <= kCount; j += 4) {
+    _mm_storeu_ps(flat + j,
+                  HorizontalSums4(flat_v[j], flat_v[j + 1], flat_v[j + 2], flat_v[j + 3]));
+  }
+#pragma GCC unroll 4
+  for (; j < kCount; ++j) flat[j] = HorizontalSum(flat_v[j]);
+}
+
 // Sixteen 16-bit values from `at` on; under a mask, those it selects (the others zero).
 template <bool kMasked>
 KVD_AVX512 inline __m256i LoadHalves(const void* base, int64_t at, __mmask16 mask) {

@@ -85,11 +85,12 @@ struct ElementTiles {
       Step<kRows, kOuts, true>(a, x, o, vector_end, TailMask(pass.in_end - vector_end), next,
                                prefetch, acc);
     }
+    float sums[kRows][kOuts];
+    HorizontalSums(acc, sums);
     for (int rr = 0; rr < kRows; ++rr) {
       for (int k = 0; k < kOuts; ++k) {
         float& out = a.out[(r + rr) * a.out_stride + o + k];
-        const float sum = HorizontalSum(acc[rr][k]);
-        out = pass.accumulate ? out + sum : sum;
+        out = pass.accumulate ? out + sums[rr][k] : sums[rr][k];
       }
     }
   }
@@ -262,9 +263,11 @@ struct BlockTiles {
         }
       }
     }
+    float sums[kRows][kOuts];
+    HorizontalSums(acc, sums);
     for (int rr = 0; rr < kRows; ++rr) {
       for (int k = 0; k < kOuts; ++k) {
-        float sum = HorizontalSum(acc[rr][k]);
+        float sum = sums[rr][k];
         if constexpr (Format::kHasOffset) sum += OffsetTerm(rows[k], act, r + rr);
         a.out[(r + rr) * a.out_stride + o + k] = sum;
       }
