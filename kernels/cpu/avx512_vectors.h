@@ -27,15 +27,19 @@ KVD_AVX512 inline __mmask16 TailMask(int64_t left) {
   return left >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << left) - 1);
 }
 
+// The sum of v's lanes, added in the order HorizontalSums4 adds each of its vectors' (lanes i
+// and i + 2 of each 128-bit quarter, then i and i + 1; quarters q and q + 2, then q and q + 1),
+// so that an output's bits never depend on which of the two summed it.
 KVD_AVX512 inline float HorizontalSum(__m512 v) {
-  const __m256 eight = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  return _mm_cvtss_f32(_mm_add_ss(two, _mm_movehdup_ps(two)));
+  const __m512 pairs = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 quarters = _mm512_add_ps(pairs, _mm512_permute_ps(pairs, _MM_SHUFFLE(2, 3, 0, 1)));
+  const __m256 eight =
+      _mm256_add_ps(_mm512_castps512_ps256(quarters), _mm512_extractf32x8_ps(quarters, 1));
+  return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1)));
 }
 
 // The horizontal sums of four vectors side by side: [Σa, Σb, Σc, Σd], in 13 operations where
-// four HorizontalSum calls take 28.
+// four HorizontalSum calls take 32.
 KVD_AVX512 inline __m128 HorizontalSums4(__m512 a, __m512 b, __m512 c, __m512 d) {
   // Per 128-bit lane: a's and b's halves summed, interleaved; then a, b, c and d a float each.
   const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
