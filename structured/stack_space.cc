@@ -95,7 +95,7 @@ void StackSpace::Step(int32_t stack, uint8_t byte, std::vector<int32_t>& out) {
   }
   const Node node = nodes_[stack];
   const Symbol& symbol = grammar_.symbol(node.position);
-  KVD_DCHECK(symbol.kind == Symbol::Kind::kBytes);
+  KVD_CHECK(symbol.kind == Symbol::Kind::kBytes);
   std::vector<int32_t> targets;
   const bool overflowed_before = overflowed_;
   overflowed_ = false;
