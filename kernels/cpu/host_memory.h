@@ -15,6 +15,7 @@ namespace kvd::kernels::cpu {
 
 // A zero-filled, resident buffer of at least `bytes` (64-byte aligned; from 2 MiB on, aligned
 // to 2 MiB and advised into huge pages), its pages faulted in on `pool`'s threads.
+// ResourceExhausted where the kernel cannot provide the pages now.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateResident(size_t bytes,
                                                                              ThreadPool& pool);
 
