@@ -11,6 +11,6 @@ namespace kvd::bench {
 // GB/s (10⁹ bytes) of reading `bytes` on `threads` threads (0: every core): the best of five
 // passes, as STREAM reports, since other load on a shared machine only ever slows a pass. The
 // buffer is the backend's kind of memory (kernels/cpu/host_memory.h), where the weights are.
-absl::StatusOr<double> MeasureReadBandwidth(int64_t bytes, int32_t threads);
+[[nodiscard]] absl::StatusOr<double> MeasureReadBandwidth(int64_t bytes, int32_t threads);
 
 }  // namespace kvd::bench

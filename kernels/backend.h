@@ -46,7 +46,7 @@ class Backend {
   virtual std::string_view name() const = 0;
   // Which kernels this backend runs here, in a line for logs and `kvd info`.
   virtual std::string KernelSummary() const { return std::string(name()); }
-  // Memory the backend can use, in bytes: physical RAM for the CPU, device memory for a GPU.
+  // Bytes of memory the backend can use: CPU RAM (or a lower cgroup limit), or a GPU's memory.
   virtual size_t MemoryBytes() const = 0;
 
   // Whether the ops below read and write a KvPool whose keys and values are of `dtype`:
@@ -54,7 +54,7 @@ class Backend {
   [[nodiscard]] virtual absl::Status CheckKvCacheType(DType dtype) const;
 
   // Memory. Allocations are uninitialised, and resident once returned: the CPU backend faults
-  // every page in, so that a step never pays for touching a page first.
+  // every page in on its threads (never call it from one of its ops): no step pays a first touch.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
   // Makes a host weight usable by the ops below, in the dtype this backend computes with.
   [[nodiscard]] virtual absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) = 0;

@@ -35,8 +35,8 @@ struct SchedulerConfig {
   int32_t block_size = 16;
   // KV cache size in bytes, used when kv_cache_memory_fraction is 0. Default 1 GiB.
   size_t kv_cache_bytes = size_t{1} << 30;
-  // KV cache size as a fraction of the backend's memory (CPU: physical RAM), in (0, 1];
-  // 0 uses kv_cache_bytes. Default 0.
+  // KV cache size as a fraction of the backend's memory (CPU: RAM, or a lower cgroup limit), in
+  // (0, 1]; 0 uses kv_cache_bytes. Default 0.
   double kv_cache_memory_fraction = 0.0;
   // Type of the cached keys and values: f32, or bf16 (twice the entries in the same bytes,
   // half the bytes attention streams; the CPU backend only). Not reloadable. Default f32.

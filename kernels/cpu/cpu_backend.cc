@@ -1,13 +1,9 @@
 #include "kernels/cpu/cpu_backend.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <thread>
 #include <vector>
 
@@ -62,12 +58,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       blas_(OpenBlasMatmul()),
       silu_mul_(FastestSiluMul(HostCpuFeatures())) {}
 
-size_t CpuBackend::MemoryBytes() const {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size)
-                                    : 0;
-}
+size_t CpuBackend::MemoryBytes() const { return UsableHostMemoryBytes(); }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes) {
   return AllocateResident(bytes, pool_);

@@ -72,7 +72,6 @@ TEST_F(CpuBackendTest, LinearGroupEqualsEachLinearAlone) {
   const int64_t widths[] = {520, 136, 136};
   for (DType format : {DType::kF32, DType::kBF16, DType::kInt8, DType::kInt4}) {
     CpuBackend backend{BackendOptions{.num_threads = 2, .weight_dtype = format}};
-    // Prepared f32 weights borrow the host's memory.
     std::vector<std::vector<float>> hosts;
     std::vector<PreparedWeight> weights;
     std::vector<std::vector<float>> biases;
