@@ -1,5 +1,6 @@
 // The CPU backend's TopLogits against a full sort of each row and its sums in long double:
-// random rows, ties, -inf entries, k from 1 to the whole vocabulary, several temperatures.
+// random rows, ties, -inf entries, k from 1 to the whole vocabulary, several temperatures, and
+// single rows long enough to be cut into slices over the threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,6 +165,28 @@ TEST_F(TopLogitsTest, FullVocabularyRow) {
   std::nth_element(sorted.begin(), sorted.begin() + 199, sorted.end(), std::greater<float>());
   for (int64_t j = 0; j < kVocab; j += 1000) logits[j] = sorted[199];
   ExpectLikeFullSort(logits, 1, kVocab, 256);
+}
+
+TEST_F(TopLogitsTest, ARowCutIntoSlicesMergesThem) {
+  // One row of 40,000 entries is cut into one slice a thread (two here).
+  constexpr int64_t kVocab = 40000;
+  const float levels[] = {-1.0f, 0.0f, 2.0f};
+  std::vector<float> ties(kVocab);
+  for (float& x : ties) x = levels[random_() % 3];
+  ExpectLikeFullSort(ties, 1, kVocab, 256);  // equal values on both sides of the cut
+
+  std::vector<float> first_half_empty = Normal(kVocab, 2.0f);
+  std::fill(first_half_empty.begin(), first_half_empty.begin() + kVocab / 2, -kInf);
+  ExpectLikeFullSort(first_half_empty, 1, kVocab, 256);
+
+  std::vector<float> one_finite(kVocab, -kInf);
+  one_finite[kVocab - 3] = 4.0f;
+  ExpectLikeFullSort(one_finite, 1, kVocab, 8);
+
+  std::vector<float> largest_in_each_half = Normal(kVocab, 1.0f);
+  largest_in_each_half[100] = 30.0f;
+  largest_in_each_half[kVocab - 100] = 20.0f;
+  ExpectLikeFullSort(largest_in_each_half, 1, kVocab, 4);
 }
 
 }  // namespace
