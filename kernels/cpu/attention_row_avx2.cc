@@ -22,6 +22,8 @@ namespace {
 // Entries whose values one pass of the value sum keeps in L1 (32 × 256 dims × 4 B = 32 KiB at
 // the largest head).
 constexpr int32_t kValueBlock = 32;
+// How far ahead of the entries whose logits it computes the logit loop prefetches keys.
+constexpr int32_t kKeysAhead = 32;
 
 KVD_AVX2 float HorizontalSum(__m256 v) {
   const __m128 pairs = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -67,6 +69,19 @@ struct Row {
   float* Weights(int32_t g) const { return a.weights + static_cast<int64_t>(g) * a.entries; }
 };
 
+// Asks for every cache line of the keys or values (`vectors`) of entries [begin, end) ahead of
+// their use: an entry's blocks lie anywhere in the pool, so the hardware's stream prefetch
+// loses the stream at every block.
+template <class T>
+KVD_AVX2 void Prefetch(const T* vectors, const AttentionRow& a, int32_t begin, int32_t end) {
+  for (int32_t j = begin; j < end; ++j) {
+    const char* vector = reinterpret_cast<const char*>(vectors + a.slots[j] * a.head_dim);
+    for (size_t line = 0; line < sizeof(T) * a.head_dim; line += 64) {
+      _mm_prefetch(vector + line, _MM_HINT_T0);
+    }
+  }
+}
+
 // weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
 template <class T>
 KVD_AVX2 void Logits(const Row<T>& row) {
@@ -80,6 +95,11 @@ KVD_AVX2 void Logits(const Row<T>& row) {
     for (int32_t e = 0; e < 8; ++e) {
       keys[e] = row.Key(j + e);
       log_votes[e] = a.pool->log_votes[a.slots[j + e]];
+    }
+    if (j + kKeysAhead < a.entries) {
+      Prefetch(row.keys, a, j + kKeysAhead, std::min(a.entries, j + kKeysAhead + 8));
+      _mm_prefetch(reinterpret_cast<const char*>(a.pool->log_votes + a.slots[j + kKeysAhead]),
+                   _MM_HINT_T0);
     }
     for (int32_t g = 0; g < a.group; ++g) {
       const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
@@ -166,8 +186,14 @@ KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t di
 #pragma GCC unroll 8
     for (int v = 0; v < kVectors; ++v) sums[h][v] = _mm256_loadu_ps(out[h] + 8 * v);
   }
+  // Each pass over the block asks for its dimensions of the next block's values.
+  const int32_t prefetch_end = std::min(end, a.entries - kValueBlock);
   for (int32_t j = begin; j < end; ++j) {
     const T* value = values + slots[j] * head_dim;
+    if (j < prefetch_end) {
+      _mm_prefetch(reinterpret_cast<const char*>(values + slots[j + kValueBlock] * head_dim),
+                   _MM_HINT_T0);
+    }
     __m256 value_vectors[kVectors];
 #pragma GCC unroll 8
     for (int v = 0; v < kVectors; ++v) value_vectors[v] = Load8(value + 8 * v);

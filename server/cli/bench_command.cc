@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "bench/attention_bench.h"
 #include "bench/constraint_mask_bench.h"
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
@@ -52,6 +53,8 @@ struct BenchOptions {
   bench::MatmulBenchOptions matmul_options;
   bool merge_selection = false;
   bench::MergeSelectionBenchOptions merge_selection_options;
+  bool attention = false;
+  bench::AttentionBenchOptions attention_options;
   bool op_times = false;
   bench::ConstraintMaskBenchOptions constraint_masks;
   std::string scheduler_json_schema;  // with --scheduler: measured constrained too
@@ -147,13 +150,12 @@ absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model
     if (!loaded.ok()) return loaded.status();
     tokenizer = *std::move(loaded);
   }
-  bench::SchedulerBenchOptions bench_options{
-      .concurrency = options.concurrency,
-      .prompt_tokens = options.throughput.prompt_tokens,
-      .decode_tokens = options.throughput.decode_tokens,
-      .shared_prefix_tokens = options.shared_prefix_tokens,
-      .kv_cache_dtype = options.throughput.kv_cache_dtype,
-      .seed = options.throughput.seed};
+  bench::SchedulerBenchOptions bench_options{.concurrency = options.concurrency,
+                                             .prompt_tokens = options.throughput.prompt_tokens,
+                                             .decode_tokens = options.throughput.decode_tokens,
+                                             .shared_prefix_tokens = options.shared_prefix_tokens,
+                                             .kv_cache_dtype = options.throughput.kv_cache_dtype,
+                                             .seed = options.throughput.seed};
   if (!options.scheduler_json_schema.empty()) {
     if (tokenizer == nullptr) {
       return absl::FailedPreconditionError("--scheduler-json-schema needs the model's tokenizer");
@@ -211,6 +213,16 @@ absl::Status RunMatmulBench(const BenchOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status RunAttentionBench(const BenchOptions& options) {
+  bench::AttentionBenchOptions bench_options = options.attention_options;
+  bench_options.threads = options.threads;
+  bench_options.seed = options.throughput.seed;
+  auto result = bench::MeasureAttention(bench_options);
+  if (!result.ok()) return result.status();
+  bench::PrintAttentionTable(bench_options, *result);
+  return absl::OkStatus();
+}
+
 absl::Status RunStoreWriteBench(const BenchOptions& options) {
   auto model = engine::LoadModelConfig(options.model_dir);
   if (!model.ok()) return model.status();
@@ -253,6 +265,7 @@ absl::Status RunOpTimesBench(const BenchOptions& options, kernels::Backend& back
 absl::Status RunBench(const BenchOptions& options) {
   if (options.store_writes) return RunStoreWriteBench(options);
   if (options.matmul) return RunMatmulBench(options);
+  if (options.attention) return RunAttentionBench(options);
   if (options.merge_selection) {
     bench::PrintMergeSelectionTable(options.merge_selection_options,
                                     bench::MeasureMergeSelection(options.merge_selection_options));
@@ -436,6 +449,21 @@ void AddBenchCommand(CLI::App& app) {
       ->add_option("--matmul-mib", options->matmul_options.weight_mib,
                    "MiB of weights per type, with --matmul (more than the caches hold)")
       ->capture_default_str();
+  command->add_flag("--attention", options->attention,
+                    "Measure the CPU attention of one decode row per layer at several context "
+                    "lengths, f32 and bf16 caches, against the measured read bandwidth (no model)");
+  command
+      ->add_option("--attention-entries", options->attention_options.entries,
+                   "Context lengths (cached entries), with --attention")
+      ->check(CLI::Range(1, 1 << 20))
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--attention-mib", options->attention_options.cache_mib,
+                   "MiB of caches per length and type, with --attention (more than the caches "
+                   "hold)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   command->add_flag("--merge-selection", options->merge_selection,
                     "Measure how long choosing KeepKV's merges takes for one (layer, kv head), at "
                     "several entry counts (no model)");
@@ -464,10 +492,9 @@ void AddBenchCommand(CLI::App& app) {
                     "Measure where a decode step's time goes, op by op: the host's time in each "
                     "backend call, and each op's time with the backend's queue drained around it");
   // One measurement a run: each of them excludes every other.
-  const char* const measurements[] = {"--scheduler",       "--documents",    "--keepkv",
-                                      "--sampling",        "--store-writes", "--matmul",
-                                      "--merge-selection", "--op-times",
-                                      "--constraint-masks"};
+  const char* const measurements[] = {
+      "--scheduler", "--documents",       "--keepkv",   "--sampling",         "--store-writes",
+      "--matmul",    "--merge-selection", "--op-times", "--constraint-masks", "--attention"};
   for (const char* a : measurements) {
     for (const char* b : measurements) {
       if (a != b) command->get_option(a)->excludes(command->get_option(b));

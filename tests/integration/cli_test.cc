@@ -190,6 +190,18 @@ TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
   }
 }
 
+TEST(CliTest, BenchMeasuresAttentionOverEachLayoutAndCacheType) {
+  const Result bench = RunKvd("bench --attention --attention-entries 5,40 --attention-mib 1");
+  EXPECT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("read bandwidth"), std::string::npos) << bench.out;
+  for (const char* row : {"| f32 | 5 | in order |", "| f32 | 40 | shuffled |",
+                          "| bf16 | 5 | shuffled |", "| bf16 | 40 | in order |"}) {
+    EXPECT_NE(bench.out.find(row), std::string::npos) << row << "\n" << bench.out;
+  }
+  const Result refused = RunKvd("bench --attention --attention-entries 0");
+  EXPECT_NE(refused.exit_code, 0);
+}
+
 TEST(CliTest, BenchPrintsAThroughputTable) {
   const Result result =
       RunKvd("bench --model " + kModel + " --batch 1,2 --prompt-tokens 16 --decode-tokens 4");
