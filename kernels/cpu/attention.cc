@@ -1,5 +1,6 @@
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "kernels/cpu/attention_row.h"
@@ -54,9 +55,12 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
       const int32_t* block_table = seq.block_tables[task.kv_head];
       const int32_t cached = seq.cached_lengths[task.kv_head];
       // The task's last row sees every entry the others see, and more.
-      slots.resize(static_cast<size_t>(cached + task.row_end));
-      for (int32_t j = 0; j < cached + task.row_end; ++j) {
-        slots[j] = EntrySlot(pool, block_table, j);
+      const int32_t seen = cached + task.row_end;
+      slots.resize(static_cast<size_t>(seen));
+      for (int32_t first = 0, block = 0; first < seen; first += pool.block_size, ++block) {
+        const KvSlot base = KvSlot{block_table[block]} * pool.block_size;
+        const int32_t in_block = std::min(pool.block_size, seen - first);
+        for (int32_t e = 0; e < in_block; ++e) slots[first + e] = base + e;
       }
       for (int32_t row = task.row_begin; row < task.row_end; ++row) {
         const int32_t entries = cached + row + 1;
