@@ -229,22 +229,24 @@ void CpuBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t>
                            std::span<const float> inv_freq) {
   const int64_t head_dim = x.cols / num_heads;
   const int64_t half = head_dim / 2;
-  pool_.ParallelFor(x.rows, [&](int64_t row_begin, int64_t row_end) {
-    std::vector<float> cos_table(half), sin_table(half);
-    for (int64_t row = row_begin; row < row_end; ++row) {
-      for (int64_t i = 0; i < half; ++i) {
-        // The angle is rounded to f32 first, as the reference implementations compute it.
-        const float angle = static_cast<float>(positions[row]) * inv_freq[i];
-        cos_table[i] = std::cos(angle);
-        sin_table[i] = std::sin(angle);
-      }
+  KVD_CHECK(std::ssize(inv_freq) >= half);
+  base::MutexLock lock(rope_mu_);
+  rope_table_.Update(positions, inv_freq.first(static_cast<size_t>(half)), pool_);
+  // Row r's angles are at r * half: read by the pool's threads while the lock is held.
+  const float* cosines = rope_table_.Cosines(0);
+  const float* sines = rope_table_.Sines(0);
+  const int64_t grain = std::max<int64_t>(1, kMinElementsPerTask / x.cols);
+  pool_.ParallelFor((x.rows + grain - 1) / grain, [&](int64_t task_begin, int64_t task_end) {
+    for (int64_t row = task_begin * grain; row < std::min(x.rows, task_end * grain); ++row) {
+      const float* cos = cosines + row * half;
+      const float* sin = sines + row * half;
       for (int32_t head = 0; head < num_heads; ++head) {
         float* h = x.f32() + row * x.cols + head * head_dim;
         for (int64_t i = 0; i < half; ++i) {
           const float first = h[i];
           const float second = h[i + half];
-          h[i] = first * cos_table[i] - second * sin_table[i];
-          h[i + half] = second * cos_table[i] + first * sin_table[i];
+          h[i] = first * cos[i] - second * sin[i];
+          h[i + half] = second * cos[i] + first * sin[i];
         }
       }
     }

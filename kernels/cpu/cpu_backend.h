@@ -7,8 +7,10 @@
 #include <memory>
 #include <optional>
 
+#include "base/mutex.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rope_table.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -69,6 +71,8 @@ class CpuBackend final : public Backend {
   const MatmulVariant matmul_;
   const MatmulVariant blas_;
   const SiluMulKernel silu_mul_;
+  base::Mutex rope_mu_;
+  RopeTable rope_table_ ABSL_GUARDED_BY(rope_mu_);
 };
 
 }  // namespace kvd::kernels::cpu

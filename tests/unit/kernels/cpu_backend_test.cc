@@ -133,22 +133,35 @@ TEST_F(CpuBackendTest, GatedLinearEqualsTwoLinearsAndSiluMul) {
 
 TEST_F(CpuBackendTest, RopeRotatesHalvesByPosition) {
   constexpr int kHeads = 2, kHeadDim = 8;
-  auto x = RandomVector(3 * kHeads * kHeadDim, 6);
-  const auto original = x;
-  const std::vector<int32_t> positions = {0, 7, 1000};
-  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
-  backend_.ApplyRope(View(x, 3, kHeads * kHeadDim), kHeads, positions, inv_freq);
-  for (int row = 0; row < 3; ++row) {
-    for (int head = 0; head < kHeads; ++head) {
-      const float* in = original.data() + (row * kHeads + head) * kHeadDim;
-      const float* out = x.data() + (row * kHeads + head) * kHeadDim;
-      for (int i = 0; i < kHeadDim / 2; ++i) {
-        const double angle = double{static_cast<float>(positions[row]) * inv_freq[i]};
-        EXPECT_NEAR(out[i], in[i] * std::cos(angle) - in[i + 4] * std::sin(angle), 1e-5);
-        EXPECT_NEAR(out[i + 4], in[i + 4] * std::cos(angle) + in[i] * std::sin(angle), 1e-5);
+  // The backend keeps the last call's angles: calls with the same positions and frequencies
+  // reuse them, and any change (one position, the row count, a frequency) recomputes them.
+  const auto expect_rotated = [&](const std::vector<int32_t>& positions,
+                                  const std::vector<float>& inv_freq, uint32_t seed) {
+    const int rows = static_cast<int>(positions.size());
+    auto x = RandomVector(rows * kHeads * kHeadDim, seed);
+    const auto original = x;
+    backend_.ApplyRope(View(x, rows, kHeads * kHeadDim), kHeads, positions, inv_freq);
+    for (int row = 0; row < rows; ++row) {
+      for (int head = 0; head < kHeads; ++head) {
+        const float* in = original.data() + (row * kHeads + head) * kHeadDim;
+        const float* out = x.data() + (row * kHeads + head) * kHeadDim;
+        for (int i = 0; i < kHeadDim / 2; ++i) {
+          const double angle = double{static_cast<float>(positions[row]) * inv_freq[i]};
+          EXPECT_NEAR(out[i], in[i] * std::cos(angle) - in[i + 4] * std::sin(angle), 1e-5)
+              << "position " << positions[row];
+          EXPECT_NEAR(out[i + 4], in[i + 4] * std::cos(angle) + in[i] * std::sin(angle), 1e-5)
+              << "position " << positions[row];
+        }
       }
     }
-  }
+  };
+  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  expect_rotated({0, 7, 1000}, inv_freq, 6);
+  expect_rotated({0, 7, 1000}, inv_freq, 7);
+  expect_rotated({0, 7, 1001}, inv_freq, 8);
+  expect_rotated({5}, inv_freq, 9);
+  expect_rotated({5}, {1.0f, 0.5f, 0.25f, 0.125f}, 10);
+  expect_rotated({0, 7, 1000}, inv_freq, 11);
 }
 
 TEST_F(CpuBackendTest, SiluMulAndAdd) {
