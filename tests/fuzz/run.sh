@@ -35,6 +35,7 @@ declare -A settings=(
   [redis_url]="256 10 2048"
   [server_config]="8192 10 2048"
   [byte_size]="64 10 2048"
+  [cgroup_limit]="1024 10 2048"
   [query_string]="1024 10 2048"
   [completion_body]="4096 20 2048"
   [document_body]="2048 10 2048"
