@@ -1,7 +1,6 @@
 #include "bench/attention_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -11,6 +10,7 @@
 
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
+#include "bench/stopwatch.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/thread_pool.h"
@@ -21,12 +21,6 @@ namespace {
 
 using kernels::DType;
 using kernels::cpu::ThreadPool;
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // `count` values of `dtype` at `data`, uniform in [-1, 1) (a cheap generator: the caches are
 // hundreds of MiB).
 void FillRandom(void* data, DType dtype, int64_t count, std::mt19937& random) {

@@ -1,7 +1,6 @@
 #include "bench/matmul_bench.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -11,6 +10,7 @@
 #include "base/check.h"
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
+#include "bench/stopwatch.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/matmul.h"
@@ -24,12 +24,6 @@ using kernels::DType;
 using kernels::cpu::MatmulArgs;
 using kernels::cpu::MatmulVariant;
 using kernels::cpu::ThreadPool;
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // `count` random [out, in] matrices in `dtype`, one after the other.
 // In the memory the CPU backend keeps weights in (kernels/cpu/host_memory.h).
 absl::StatusOr<std::unique_ptr<kernels::DeviceBuffer>> RandomWeights(DType dtype, int64_t count,

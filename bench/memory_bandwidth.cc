@@ -3,22 +3,16 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <chrono>
 #include <thread>
 #include <vector>
 
+#include "bench/stopwatch.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace kvd::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The sum of data[first, last), read with eight AVX2 accumulators so that the loads, not the
 // adds, bound it.

@@ -1,20 +1,14 @@
 #include "bench/throughput.h"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "bench/stopwatch.h"
 
 namespace kvd::bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBlockPool& pool,
                                               int32_t batch_size, const ThroughputOptions& options,
