@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -39,9 +39,9 @@ void FillRandom(void* data, DType dtype, int64_t count, std::mt19937& random) {
 }  // namespace
 
 absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOptions& options) {
-  if (options.entries.empty() || options.num_kv_heads <= 0 || options.head_dim <= 0 ||
-      options.block_size <= 0 || options.repeats <= 0 || options.cache_mib <= 0 ||
-      options.num_heads % options.num_kv_heads != 0 ||
+  if (options.entries.empty() || options.num_heads <= 0 || options.num_kv_heads <= 0 ||
+      options.head_dim <= 0 || options.block_size <= 0 || options.repeats <= 0 ||
+      options.cache_mib <= 0 || options.num_heads % options.num_kv_heads != 0 ||
       std::any_of(options.entries.begin(), options.entries.end(),
                   [](int32_t e) { return e <= 0; })) {
     return absl::InvalidArgumentError(
@@ -65,11 +65,17 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
     for (const int32_t entries : options.entries) {
       const int64_t blocks_per_head = (entries + options.block_size - 1) / options.block_size;
       const int64_t vector_bytes = options.head_dim * kernels::DTypeSize(dtype);
-      // What one copy (one layer of one sequence) reads: keys, values and log-votes.
-      const int64_t copy_bytes =
-          int64_t{options.num_kv_heads} * entries * (2 * vector_bytes + sizeof(float));
-      const int64_t copies = std::max<int64_t>(1, (options.cache_mib << 20) / copy_bytes);
-      const int64_t num_blocks = copies * options.num_kv_heads * blocks_per_head;
+      // What one copy (one layer of one sequence) reads: keys, values and log-votes; and the
+      // whole blocks it takes in the pool.
+      const int64_t entry_bytes = 2 * vector_bytes + int64_t{sizeof(float)};
+      const int64_t copy_bytes = int64_t{options.num_kv_heads} * entries * entry_bytes;
+      const int64_t copy_blocks = int64_t{options.num_kv_heads} * blocks_per_head;
+      const int64_t copies = std::max<int64_t>(
+          1, (options.cache_mib << 20) / (copy_blocks * options.block_size * entry_bytes));
+      const int64_t num_blocks = copies * copy_blocks;
+      if (num_blocks > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError("attention bench: more blocks than a pool holds");
+      }
       const int64_t slots = num_blocks * options.block_size;
       auto keys = kernels::cpu::AllocateResident(static_cast<size_t>(slots * vector_bytes), pool);
       if (!keys.ok()) return keys.status();

@@ -186,13 +186,16 @@ KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t di
 #pragma GCC unroll 8
     for (int v = 0; v < kVectors; ++v) sums[h][v] = _mm256_loadu_ps(out[h] + 8 * v);
   }
-  // Each pass over the block asks for its dimensions of the next block's values.
+  // Each pass over the block asks for every line of the next block's values that it reads.
+  constexpr size_t kPassBytes = sizeof(T) * 8 * kVectors;
   const int32_t prefetch_end = std::min(end, a.entries - kValueBlock);
   for (int32_t j = begin; j < end; ++j) {
     const T* value = values + slots[j] * head_dim;
     if (j < prefetch_end) {
-      _mm_prefetch(reinterpret_cast<const char*>(values + slots[j + kValueBlock] * head_dim),
-                   _MM_HINT_T0);
+      const char* ahead = reinterpret_cast<const char*>(values + slots[j + kValueBlock] * head_dim);
+#pragma GCC unroll 4
+      for (size_t line = 0; line < kPassBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+      _mm_prefetch(ahead + kPassBytes - 1, _MM_HINT_T0);  // where the bytes straddle a line
     }
     __m256 value_vectors[kVectors];
 #pragma GCC unroll 8

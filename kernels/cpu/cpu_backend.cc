@@ -227,30 +227,11 @@ void CpuBackend::GatedLinear(const Tensor& x, const Tensor& gate_weight, const T
 
 void CpuBackend::ApplyRope(Tensor x, int32_t num_heads, std::span<const int32_t> positions,
                            std::span<const float> inv_freq) {
-  const int64_t head_dim = x.cols / num_heads;
-  const int64_t half = head_dim / 2;
-  KVD_CHECK(std::ssize(inv_freq) >= half);
+  const int64_t half = x.cols / num_heads / 2;
+  KVD_CHECK(std::ssize(inv_freq) >= half && std::ssize(positions) == x.rows);
   base::MutexLock lock(rope_mu_);
   rope_table_.Update(positions, inv_freq.first(static_cast<size_t>(half)), pool_);
-  // Row r's angles are at r * half: read by the pool's threads while the lock is held.
-  const float* cosines = rope_table_.Cosines(0);
-  const float* sines = rope_table_.Sines(0);
-  const int64_t grain = std::max<int64_t>(1, kMinElementsPerTask / x.cols);
-  pool_.ParallelFor((x.rows + grain - 1) / grain, [&](int64_t task_begin, int64_t task_end) {
-    for (int64_t row = task_begin * grain; row < std::min(x.rows, task_end * grain); ++row) {
-      const float* cos = cosines + row * half;
-      const float* sin = sines + row * half;
-      for (int32_t head = 0; head < num_heads; ++head) {
-        float* h = x.f32() + row * x.cols + head * head_dim;
-        for (int64_t i = 0; i < half; ++i) {
-          const float first = h[i];
-          const float second = h[i + half];
-          h[i] = first * cos[i] - second * sin[i];
-          h[i + half] = second * cos[i] + first * sin[i];
-        }
-      }
-    }
-  });
+  rope_table_.Rotate(x, num_heads, pool_);
 }
 
 void CpuBackend::SiluMul(const Tensor& gate, const Tensor& up, Tensor out) {

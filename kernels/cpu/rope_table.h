@@ -1,6 +1,7 @@
-// The cosines and sines of a step's rotary angles (position × inverse frequency), kept from one
-// ApplyRope call to the next: every layer's q and k of a step rotate by the same angles, so the
-// CPU backend computes them once a step rather than twice a layer.
+// Rotary position embedding on the CPU, with the cosines and sines of a step's angles (position ×
+// inverse frequency) kept from one ApplyRope call to the next: every layer's q and k of a step
+// rotate by the same angles, so the CPU backend computes them once a step rather than twice a
+// layer.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/tensor.h"
 
 namespace kvd::kernels::cpu {
 
@@ -18,10 +20,10 @@ class RopeTable {
   void Update(std::span<const int32_t> positions, std::span<const float> inv_freq,
               ThreadPool& threads);
 
-  // cos and sin of angle i of row r, for i < inv_freq.size(): the angle rounded to f32 first,
-  // as the reference implementations compute it.
-  const float* Cosines(int64_t row) const { return cos_.data() + row * half_; }
-  const float* Sines(int64_t row) const { return sin_.data() + row * half_; }
+  // Rotates each head of each row of `x` ([positions, num_heads × 2 × inv_freq], as the last
+  // Update's) by its row's angles: the pair (i, i + half) by angle i, over `threads` where the
+  // rows are many enough to pay for the hand-off.
+  void Rotate(Tensor x, int32_t num_heads, ThreadPool& threads) const;
 
  private:
   std::vector<int32_t> positions_;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/backend.h"
 #include "kernels/cpu/exp_sum.h"
 #include "kernels/cpu/first_above.h"
 
@@ -14,6 +15,7 @@ namespace {
 // With fewer rows than threads, a row is cut into slices of at least this many entries, so
 // that a small batch's selection and sums run on every thread.
 constexpr int64_t kMinSliceEntries = 16384;
+static_assert(kMinSliceEntries >= kMaxTopLogits, "a slice holds at least k entries");
 
 struct Candidate {
   float value;
@@ -25,11 +27,12 @@ bool Before(const Candidate& a, const Candidate& b) {
   return a.value > b.value || (a.value == b.value && a.id < b.id);
 }
 
-// What one slice of a row contributes: its k best entries in output order, and its sums of
-// exp((logit − m) · scale) at scale 1 and at the row's inverse temperature, where m is the
-// slice's largest logit (no terms where that is -inf).
+// What one slice of a row contributes: its k best entries (in no order), its largest logit m,
+// and its sums of exp((logit − m) · scale) at scale 1 and at the row's inverse temperature (no
+// terms where m is -inf).
 struct SliceTop {
   std::vector<Candidate> best;
+  float max = 0.0f;
   double sum = 0.0;
   double sum_at_temperature = 0.0;
 };
@@ -38,7 +41,7 @@ struct SliceTop {
 // best: each cut then takes a few compares per candidate it admitted.
 constexpr int64_t kHeldPerK = 4;
 
-// The k best entries of row[begin, end) in output order. Entries are scanned in order, and one
+// The k best entries of row[begin, end), in no order. Entries are scanned in order, and one
 // enters the candidates only if it beats the worst of the k best kept at the last cut (one equal
 // to it comes later, so it loses).
 void SelectBest(const float* row, int64_t begin, int64_t end, int32_t k,
@@ -61,19 +64,18 @@ void SelectBest(const float* row, int64_t begin, int64_t end, int32_t k,
     }
     if (std::ssize(best) > k) keep_best();
   }
-  std::sort(best.begin(), best.end(), Before);
 }
 
 void ScanSlice(const float* row, int64_t begin, int64_t end, int32_t k, float inverse_temperature,
                SliceTop& slice) {
   static const ExpSumKernel exp_sum = FastestExpSum(HostCpuFeatures());
   SelectBest(row, begin, end, k, slice.best);
-  const float max = slice.best.front().value;
-  if (max == -std::numeric_limits<float>::infinity()) return;
-  slice.sum = exp_sum(row + begin, end - begin, max, 1.0f);
-  slice.sum_at_temperature = inverse_temperature == 1.0f
-                                 ? slice.sum
-                                 : exp_sum(row + begin, end - begin, max, inverse_temperature);
+  slice.max = std::min_element(slice.best.begin(), slice.best.end(), Before)->value;
+  if (slice.max == -std::numeric_limits<float>::infinity()) return;
+  slice.sum = exp_sum(row + begin, end - begin, slice.max, 1.0f);
+  slice.sum_at_temperature = inverse_temperature == 1.0f ? slice.sum
+                                                         : exp_sum(row + begin, end - begin,
+                                                                   slice.max, inverse_temperature);
 }
 
 // log Σ over slices of sum_s · exp((m_s − max) · scale): each slice's sum moved from its own
@@ -83,9 +85,8 @@ float LogNormalizer(std::span<const SliceTop> slices, float max, float scale,
   if (max == -std::numeric_limits<float>::infinity()) return max;
   double total = 0.0;
   for (const SliceTop& slice : slices) {
-    const float slice_max = slice.best.front().value;
-    if (slice_max == -std::numeric_limits<float>::infinity()) continue;
-    total += slice.*sum * std::exp((double{slice_max} - max) * scale);
+    if (slice.max == -std::numeric_limits<float>::infinity()) continue;
+    total += slice.*sum * std::exp((double{slice.max} - max) * scale);
   }
   return static_cast<float>(std::log(total));
 }
