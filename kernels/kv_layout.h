@@ -4,6 +4,7 @@
 // different numbers of entries (pruned or merged caches) and a length may be zero.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -69,6 +70,17 @@ using KvSlot = int64_t;
 inline KvSlot EntrySlot(const KvPool& pool, const int32_t* block_table, int32_t index) {
   return static_cast<KvSlot>(block_table[index / pool.block_size]) * pool.block_size +
          index % pool.block_size;
+}
+
+// The slots of entries [0, slots.size()) of one (layer, kv head): EntrySlot of each, block by
+// block, with no division per entry.
+inline void EntrySlots(const KvPool& pool, const int32_t* block_table, std::span<KvSlot> slots) {
+  const auto count = static_cast<int64_t>(slots.size());
+  for (int64_t first = 0, block = 0; first < count; first += pool.block_size, ++block) {
+    const KvSlot base = KvSlot{block_table[block]} * pool.block_size;
+    const int64_t in_block = std::min<int64_t>(pool.block_size, count - first);
+    for (int64_t e = 0; e < in_block; ++e) slots[first + e] = base + e;
+  }
 }
 
 // The attention geometry of a model.

@@ -46,7 +46,7 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
   static const AttentionRowKernel row_kernel = FastestAttentionRow(HostCpuFeatures());
   static const ScoreFoldKernel fold_scores = FastestScoreFold(HostCpuFeatures());
   const auto run = [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> slots;
+    std::vector<KvSlot> slots;
     std::vector<float> weights;  // [group, entries]
     std::vector<double> totals(static_cast<size_t>(group));
     for (int64_t t = begin; t < end; ++t) {
@@ -57,11 +57,7 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
       // The task's last row sees every entry the others see, and more.
       const int32_t seen = cached + task.row_end;
       slots.resize(static_cast<size_t>(seen));
-      for (int32_t first = 0, block = 0; first < seen; first += pool.block_size, ++block) {
-        const KvSlot base = KvSlot{block_table[block]} * pool.block_size;
-        const int32_t in_block = std::min(pool.block_size, seen - first);
-        for (int32_t e = 0; e < in_block; ++e) slots[first + e] = base + e;
-      }
+      EntrySlots(pool, block_table, slots);
       for (int32_t row = task.row_begin; row < task.row_end; ++row) {
         const int32_t entries = cached + row + 1;
         const int64_t q_row = static_cast<int64_t>(seq.first_row) + row;
