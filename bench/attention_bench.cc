@@ -11,6 +11,7 @@
 #include "bench/memory_bandwidth.h"
 #include "bench/statistics.h"
 #include "bench/stopwatch.h"
+#include "engine/block_allocator.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/thread_pool.h"
@@ -36,7 +37,67 @@ void FillRandom(void* data, DType dtype, int64_t count, std::mt19937& random) {
   }
 }
 
+// The blocks of `tables` tables of `blocks_per_table` blocks each, table after table, in a pool
+// of exactly that many blocks laid out as `layout` says.
+std::vector<int32_t> LayOutBlocks(BlockLayout layout, int64_t tables, int64_t blocks_per_table,
+                                  int32_t block_size, std::mt19937& random) {
+  const int64_t num_blocks = tables * blocks_per_table;
+  std::vector<int32_t> blocks(static_cast<size_t>(num_blocks));
+  const int32_t run_blocks = engine::BlockAllocator::RunBlocks(block_size);
+  switch (layout) {
+    case BlockLayout::kInOrder:
+      std::iota(blocks.begin(), blocks.end(), 0);
+      break;
+    case BlockLayout::kGrownSingly:
+    case BlockLayout::kGrownInRuns: {
+      engine::BlockAllocator allocator(static_cast<int32_t>(num_blocks),
+                                       layout == BlockLayout::kGrownInRuns ? run_blocks : 1);
+      for (int64_t b = 0; b < blocks_per_table; ++b) {
+        for (int64_t t = 0; t < tables; ++t) {
+          int32_t* table = blocks.data() + t * blocks_per_table;
+          table[b] = allocator.Take(b == 0 ? engine::BlockAllocator::kNoBlock : table[b - 1]);
+        }
+      }
+      break;
+    }
+    case BlockLayout::kShuffledBlocks:
+      std::iota(blocks.begin(), blocks.end(), 0);
+      std::shuffle(blocks.begin(), blocks.end(), random);
+      break;
+    case BlockLayout::kShuffledRuns: {
+      std::vector<int32_t> runs(static_cast<size_t>((num_blocks + run_blocks - 1) / run_blocks));
+      std::iota(runs.begin(), runs.end(), 0);
+      std::shuffle(runs.begin(), runs.end(), random);
+      size_t next = 0;
+      for (const int32_t run : runs) {
+        for (int64_t b = int64_t{run} * run_blocks;
+             b < std::min(num_blocks, int64_t{run + 1} * run_blocks); ++b) {
+          blocks[next++] = static_cast<int32_t>(b);
+        }
+      }
+      break;
+    }
+  }
+  return blocks;
+}
+
 }  // namespace
+
+const char* BlockLayoutName(BlockLayout layout) {
+  switch (layout) {
+    case BlockLayout::kInOrder:
+      return "in order";
+    case BlockLayout::kGrownSingly:
+      return "grown, single blocks";
+    case BlockLayout::kGrownInRuns:
+      return "grown, in runs";
+    case BlockLayout::kShuffledBlocks:
+      return "shuffled blocks";
+    case BlockLayout::kShuffledRuns:
+      return "shuffled runs";
+  }
+  return "";
+}
 
 absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOptions& options) {
   if (options.entries.empty() || options.num_heads <= 0 || options.num_kv_heads <= 0 ||
@@ -92,14 +153,11 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
                                     .block_size = options.block_size,
                                     .head_dim = options.head_dim,
                                     .dtype = dtype};
-      // Every (copy, kv head) takes its blocks from one order of the whole pool: ascending, as
-      // a fresh pool hands them out, or shuffled, as a long-running server's pool holds them.
-      std::vector<int32_t> order(static_cast<size_t>(num_blocks));
-      std::iota(order.begin(), order.end(), 0);
-      for (const bool shuffled : {false, true}) {
-        if (shuffled) std::shuffle(order.begin(), order.end(), random);
+      for (const BlockLayout layout : kBlockLayouts) {
+        const std::vector<int32_t> blocks = LayOutBlocks(
+            layout, copies * options.num_kv_heads, blocks_per_head, options.block_size, random);
         std::vector<const int32_t*> tables(static_cast<size_t>(copies * options.num_kv_heads));
-        for (size_t t = 0; t < tables.size(); ++t) tables[t] = order.data() + t * blocks_per_head;
+        for (size_t t = 0; t < tables.size(); ++t) tables[t] = blocks.data() + t * blocks_per_head;
         // The row sees every entry: entries − 1 cached and its own, already in the pool.
         const std::vector<int32_t> cached(static_cast<size_t>(options.num_kv_heads), entries - 1);
         std::vector<double> seconds;
@@ -120,7 +178,7 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
         }
         AttentionBenchRow row{.kv_dtype = std::string(kernels::DTypeName(dtype)),
                               .entries = entries,
-                              .shuffled = shuffled,
+                              .layout = layout,
                               .ms = Median(seconds) * 1e3};
         row.gb_per_second = static_cast<double>(copy_bytes) / (row.ms / 1e3) / 1e9;
         row.bandwidth_share = row.gb_per_second / result.read_gb_per_second;
@@ -142,7 +200,7 @@ void PrintAttentionTable(const AttentionBenchOptions& options, const AttentionBe
       "|\n|---|---:|---|---:|---:|---:|\n");
   for (const AttentionBenchRow& row : result.rows) {
     std::printf("| %s | %d | %s | %.3f | %.1f | %.0f%% |\n", row.kv_dtype.c_str(), row.entries,
-                row.shuffled ? "shuffled" : "in order", row.ms, row.gb_per_second,
+                BlockLayoutName(row.layout), row.ms, row.gb_per_second,
                 100.0 * row.bandwidth_share);
   }
 }

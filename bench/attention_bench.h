@@ -1,7 +1,7 @@
 // What one decode row's attention costs on the CPU backend, per layer: a query of Llama 3.2 1B's
 // heads over contexts of several lengths, with f32 and bf16 keys and values, over copies of the
-// cache far larger than the caches, their blocks in order (a fresh pool) and shuffled (a
-// long-running server's), against the machine's read bandwidth measured in the same run.
+// cache far larger than the caches, their blocks laid out as a pool hands them out (BlockLayout),
+// against the machine's read bandwidth measured in the same run.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,23 @@ struct AttentionBenchOptions {
   uint64_t seed = 1;
 };
 
+// Where a (layer, kv head)'s blocks lie in the pool.
+enum class BlockLayout {
+  kInOrder,         // ascending: a prompt prefilled into a fresh pool
+  kGrownSingly,     // every table growing a block at a time, together, a block from anywhere
+  kGrownInRuns,     // the same, each table asking for the block after its last (BlockAllocator)
+  kShuffledBlocks,  // blocks in a random order: a long-running pool handing out single blocks
+  kShuffledRuns,    // runs of adjacent blocks in a random order: a long-running pool's runs
+};
+inline constexpr BlockLayout kBlockLayouts[] = {
+    BlockLayout::kInOrder, BlockLayout::kGrownSingly, BlockLayout::kGrownInRuns,
+    BlockLayout::kShuffledBlocks, BlockLayout::kShuffledRuns};
+const char* BlockLayoutName(BlockLayout layout);
+
 struct AttentionBenchRow {
   std::string kv_dtype;
   int32_t entries = 0;
-  bool shuffled = false;         // the blocks in a random order of the pool, else ascending
+  BlockLayout layout = BlockLayout::kInOrder;
   double ms = 0.0;               // one layer's attention for one row (median)
   double gb_per_second = 0.0;    // keys, values and log-votes read ÷ time
   double bandwidth_share = 0.0;  // of the measured read bandwidth

@@ -25,7 +25,7 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
         ") and head_dim (", options.head_dim, ") must be positive"));
   }
   if (auto status = backend.CheckKvCacheType(options.dtype); !status.ok()) return status;
-  std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend));
+  std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend, options));
   const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
   const size_t vector_bytes = entries * options.head_dim * kernels::DTypeSize(options.dtype);
   auto keys = backend.Allocate(vector_bytes);
@@ -41,26 +41,28 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
       pool->keys_->data(), pool->values_->data(), static_cast<float*>(pool->log_votes_->data()),
       options.num_blocks,  options.block_size,    options.head_dim,
       options.dtype};
-  pool->ref_counts_.assign(options.num_blocks, 0);
-  pool->free_blocks_.reserve(options.num_blocks);
-  for (int32_t block = options.num_blocks - 1; block >= 0; --block) {
-    pool->free_blocks_.push_back(block);
-  }
   return pool;
 }
 
-int32_t KvBlockPool::Allocate() {
-  if (free_blocks_.empty()) return -1;
-  const int32_t block = free_blocks_.back();
-  free_blocks_.pop_back();
-  ref_counts_[block] = 1;
+KvBlockPool::KvBlockPool(kernels::Backend& backend, const KvPoolOptions& options)
+    : backend_(backend),
+      allocator_(options.num_blocks, BlockAllocator::RunBlocks(options.block_size)),
+      ref_counts_(static_cast<size_t>(options.num_blocks), 0) {}
+
+int32_t KvBlockPool::Allocate(int32_t after) {
+  const int32_t block = allocator_.Take(after);
+  if (block != BlockAllocator::kNoBlock) ref_counts_[block] = 1;
   return block;
 }
 
-void KvBlockPool::AddRef(int32_t block) { ++ref_counts_[block]; }
+void KvBlockPool::AddRef(int32_t block) {
+  KVD_CHECK(ref_counts_[block] > 0);
+  ++ref_counts_[block];
+}
 
 void KvBlockPool::Release(int32_t block) {
-  if (--ref_counts_[block] == 0) free_blocks_.push_back(block);
+  KVD_CHECK(ref_counts_[block] > 0);
+  if (--ref_counts_[block] == 0) allocator_.Give(block);
 }
 
 absl::Status KvBlockPool::CopyEntries(int32_t src, int32_t dst, int32_t count) {
@@ -152,7 +154,8 @@ absl::Status SequenceKv::ReserveHead(KvBlockPool& pool, size_t index, int32_t co
   };
   std::vector<int32_t>& table = block_tables_[index];
   if (count > 0 && LastBlockIsShared(pool, index)) {
-    const int32_t copy = pool.Allocate();
+    const int32_t copy =
+        pool.Allocate(table.size() > 1 ? table[table.size() - 2] : BlockAllocator::kNoBlock);
     if (copy < 0) return exhausted();
     const int32_t shared = table.back();
     if (absl::Status copied = pool.CopyEntries(shared, copy, lengths_[index] % block_size);
@@ -165,7 +168,7 @@ absl::Status SequenceKv::ReserveHead(KvBlockPool& pool, size_t index, int32_t co
   }
   const int64_t needed = (int64_t{lengths_[index]} + count + block_size - 1) / block_size;
   while (static_cast<int64_t>(table.size()) < needed) {
-    const int32_t block = pool.Allocate();
+    const int32_t block = pool.Allocate(table.empty() ? BlockAllocator::kNoBlock : table.back());
     if (block < 0) return exhausted();
     table.push_back(block);
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/block_allocator.h"
 #include "kernels/backend.h"
 #include "kernels/kv_layout.h"
 
@@ -37,15 +38,17 @@ class KvBlockPool {
   const kernels::KvPool& storage() const { return storage_; }
   int32_t block_size() const { return storage_.block_size; }
   int32_t num_blocks() const { return storage_.num_blocks; }
-  int32_t num_free_blocks() const { return static_cast<int32_t>(free_blocks_.size()); }
+  int32_t num_free_blocks() const { return allocator_.num_free(); }
   int32_t num_used_blocks() const { return num_blocks() - num_free_blocks(); }
   // Fraction of blocks in use, in [0, 1].
   double usage() const { return static_cast<double>(num_used_blocks()) / num_blocks(); }
   int32_t ref_count(int32_t block) const { return ref_counts_[block]; }
   kernels::Backend& backend() const { return backend_; }
 
-  // A block with reference count 1, or -1 when the pool is exhausted.
-  int32_t Allocate();
+  // A block with reference count 1, or -1 when the pool is exhausted. `after`: the last block of
+  // the table the block goes to (BlockAllocator::kNoBlock for an empty one), so that the table's
+  // blocks come in runs of adjacent blocks (BlockAllocator::Take).
+  int32_t Allocate(int32_t after);
   void AddRef(int32_t block);
   // Drops one reference; the block returns to the pool at zero.
   void Release(int32_t block);
@@ -54,12 +57,12 @@ class KvBlockPool {
   [[nodiscard]] absl::Status CopyEntries(int32_t src, int32_t dst, int32_t count);
 
  private:
-  explicit KvBlockPool(kernels::Backend& backend) : backend_(backend) {}
+  KvBlockPool(kernels::Backend& backend, const KvPoolOptions& options);
 
   kernels::Backend& backend_;
   std::unique_ptr<kernels::DeviceBuffer> keys_, values_, log_votes_;
   kernels::KvPool storage_;
-  std::vector<int32_t> free_blocks_;
+  BlockAllocator allocator_;
   std::vector<int32_t> ref_counts_;
 };
 

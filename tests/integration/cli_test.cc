@@ -194,8 +194,9 @@ TEST(CliTest, BenchMeasuresAttentionOverEachLayoutAndCacheType) {
   const Result bench = RunKvd("bench --attention --attention-entries 5,40 --attention-mib 1");
   EXPECT_EQ(bench.exit_code, 0) << bench.err;
   EXPECT_NE(bench.out.find("read bandwidth"), std::string::npos) << bench.out;
-  for (const char* row : {"| f32 | 5 | in order |", "| f32 | 40 | shuffled |",
-                          "| bf16 | 5 | shuffled |", "| bf16 | 40 | in order |"}) {
+  for (const char* row :
+       {"| f32 | 5 | in order |", "| f32 | 40 | shuffled blocks |", "| bf16 | 5 | grown, in runs |",
+        "| bf16 | 40 | shuffled runs |", "| f32 | 40 | grown, single blocks |"}) {
     EXPECT_NE(bench.out.find(row), std::string::npos) << row << "\n" << bench.out;
   }
   const Result refused = RunKvd("bench --attention --attention-entries 0");

@@ -38,6 +38,41 @@ TEST_F(KvCacheTest, ReserveTakesBlocksPerLayerAndHead) {
   EXPECT_EQ(sequence.length(0, 0), 0);
 }
 
+// Two sequences decoding side by side: each (layer, kv head) still gets runs of adjacent blocks,
+// so that the CPU's attention streams a run as one.
+TEST_F(KvCacheTest, HeadsGrowingTogetherKeepTheirBlocksInRuns) {
+  constexpr int32_t kBlockSize = 16;
+  const int32_t run = BlockAllocator::RunBlocks(kBlockSize);
+  ASSERT_GT(run, 1);
+  auto pool =
+      KvBlockPool::Create(*backend_, {.num_blocks = 256, .block_size = kBlockSize, .head_dim = 8});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv first(2, 2), second(2, 2);
+  for (int32_t token = 0; token < 2 * run * kBlockSize; ++token) {
+    for (SequenceKv* sequence : {&first, &second}) {
+      ASSERT_TRUE(sequence->Reserve(**pool, 1).ok());
+      sequence->Advance(1);
+    }
+  }
+  for (const SequenceKv* sequence : {&first, &second}) {
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      for (int32_t head = 0; head < 2; ++head) {
+        const std::vector<int32_t>& blocks = sequence->blocks(layer, head);
+        ASSERT_EQ(std::ssize(blocks), 2 * run);
+        for (size_t b = 0; b < blocks.size(); ++b) {
+          if (b % run != 0)
+            EXPECT_EQ(blocks[b], blocks[b - 1] + 1) << "block " << b;
+          else
+            EXPECT_EQ(blocks[b] % run, 0) << "block " << b;
+        }
+      }
+    }
+  }
+  first.Release(**pool);
+  second.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 256);
+}
+
 TEST_F(KvCacheTest, ExhaustionIsAnErrorAndReleaseReturnsEverything) {
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 3, .block_size = 4, .head_dim = 8});
   ASSERT_TRUE(pool.ok());
@@ -51,15 +86,15 @@ TEST_F(KvCacheTest, ExhaustionIsAnErrorAndReleaseReturnsEverything) {
 TEST_F(KvCacheTest, SharedBlocksReturnAfterLastReference) {
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 2, .block_size = 4, .head_dim = 8});
   ASSERT_TRUE(pool.ok());
-  const int32_t block = (*pool)->Allocate();
+  const int32_t block = (*pool)->Allocate(BlockAllocator::kNoBlock);
   (*pool)->AddRef(block);
   (*pool)->Release(block);
   EXPECT_EQ((*pool)->num_free_blocks(), 1);
   (*pool)->Release(block);
   EXPECT_EQ((*pool)->num_free_blocks(), 2);
-  EXPECT_GE((*pool)->Allocate(), 0);
-  EXPECT_GE((*pool)->Allocate(), 0);
-  EXPECT_EQ((*pool)->Allocate(), -1);
+  EXPECT_GE((*pool)->Allocate(BlockAllocator::kNoBlock), 0);
+  EXPECT_GE((*pool)->Allocate(BlockAllocator::kNoBlock), 0);
+  EXPECT_EQ((*pool)->Allocate(BlockAllocator::kNoBlock), -1);
 }
 
 // Fills entries [from, to) of (layer 0, head 0) with keys, values and log-votes derived from
@@ -242,7 +277,7 @@ TEST_F(KvCacheTest, BlocksInBytesAndUsage) {
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 4, .block_size = 4, .head_dim = 2});
   ASSERT_TRUE(pool.ok());
   EXPECT_EQ((*pool)->usage(), 0.0);
-  (*pool)->Allocate();
+  (*pool)->Allocate(BlockAllocator::kNoBlock);
   EXPECT_EQ((*pool)->num_used_blocks(), 1);
   EXPECT_EQ((*pool)->usage(), 0.25);
 }
