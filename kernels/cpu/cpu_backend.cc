@@ -56,6 +56,7 @@ CpuBackend::CpuBackend(const BackendOptions& options)
       weight_dtype_(options.weight_dtype),
       matmul_(MatmulVariants(HostCpuFeatures()).front()),
       blas_(OpenBlasMatmul()),
+      rms_norm_(FastestRmsNorm(HostCpuFeatures())),
       silu_mul_(FastestSiluMul(HostCpuFeatures())) {}
 
 size_t CpuBackend::MemoryBytes() const { return UsableHostMemoryBytes(); }
@@ -158,13 +159,7 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, Tenso
   const int64_t tasks = (x.rows + grain - 1) / grain;
   pool_.ParallelFor(tasks, [&](int64_t task_begin, int64_t task_end) {
     for (int64_t row = task_begin * grain; row < std::min(x.rows, task_end * grain); ++row) {
-      const float* in = x.f32() + row * width;
-      float* dst = out.f32() + row * width;
-      double sum_squares = 0.0;
-      for (int64_t i = 0; i < width; ++i) sum_squares += double{in[i]} * in[i];
-      const float inv_rms =
-          static_cast<float>(1.0 / std::sqrt(sum_squares / static_cast<double>(width) + eps));
-      for (int64_t i = 0; i < width; ++i) dst[i] = in[i] * inv_rms * weight.f32()[i];
+      rms_norm_(x.f32() + row * width, weight.f32(), eps, out.f32() + row * width, width);
     }
   });
 }

@@ -10,6 +10,7 @@
 #include "base/mutex.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope_table.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/thread_pool.h"
@@ -70,6 +71,7 @@ class CpuBackend final : public Backend {
   const std::optional<DType> weight_dtype_;
   const MatmulVariant matmul_;
   const MatmulVariant blas_;
+  const RmsNormKernel rms_norm_;
   const SiluMulKernel silu_mul_;
   base::Mutex rope_mu_;
   RopeTable rope_table_ ABSL_GUARDED_BY(rope_mu_);
