@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "kernels/backend.h"
 
 namespace kvd::engine {
 namespace {
@@ -65,6 +66,19 @@ absl::Status SamplingParams::Validate(int32_t vocab_size) const {
 
 Sampler::Sampler(SamplingParams params, uint64_t fallback_seed)
     : params_(std::move(params)), random_(params_.seed.value_or(fallback_seed)) {}
+
+bool Sampler::HasPenaltiesOrBias() const {
+  return params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+         params_.frequency_penalty != 0.0f || !params_.logit_bias.empty();
+}
+
+int32_t Sampler::TopLogitsToDecide(size_t banned, bool constrained) const {
+  if (params_.temperature != 0.0f || constrained || HasPenaltiesOrBias()) {
+    return kernels::kMaxTopLogits;
+  }
+  const size_t needed = std::max<size_t>(banned + 1, static_cast<size_t>(params_.top_logprobs));
+  return static_cast<int32_t>(std::min<size_t>(needed, kernels::kMaxTopLogits));
+}
 
 void Sampler::ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
                                     size_t output_count) const {
@@ -235,8 +249,7 @@ std::optional<SampledToken> Sampler::SampleFromTop(const TopLogits& top,
                                                    std::span<const int32_t> banned,
                                                    AllowedTokens allowed) {
   const size_t candidates = top.ids.size();
-  if (params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-      params_.frequency_penalty != 0.0f || !params_.logit_bias.empty() || candidates == 0 ||
+  if (HasPenaltiesOrBias() || candidates == 0 ||
       std::min<size_t>(params_.top_logprobs, top.vocab_size) > candidates) {
     return std::nullopt;
   }

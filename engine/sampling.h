@@ -82,8 +82,15 @@ class Sampler {
   std::optional<SampledToken> SampleFromTop(const TopLogits& top,
                                             std::span<const int32_t> banned = {},
                                             AllowedTokens allowed = {});
+  // How many of a row's top logits SampleFromTop needs to decide the next token as often as it
+  // can, with `banned` tokens and under a constraint or not: a greedy pick with no penalties, no
+  // bias and no constraint, the first token not banned and top_logprobs alternatives; anything
+  // else as many as a step returns (kernels::kMaxTopLogits), the more to decide from.
+  int32_t TopLogitsToDecide(size_t banned, bool constrained) const;
 
  private:
+  // Penalties or a bias move logits, so the top logits decide nothing.
+  bool HasPenaltiesOrBias() const;
   void ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
                              size_t output_count) const;
   int32_t Draw(const std::vector<float>& logits);

@@ -11,10 +11,6 @@
 namespace kvd::scheduler::internal {
 namespace {
 
-// Top logits a step returns per row: enough for top_k up to this, any top_logprobs, and the
-// nucleus of most distributions.
-constexpr int32_t kTopLogits = kernels::kMaxTopLogits;
-
 // End-of-sequence ids (unless ignored) and the request's stop ids.
 std::vector<int32_t> StopTokens(const Request& request, const engine::ModelConfig& config) {
   std::vector<int32_t> stops = request.stop_token_ids;
@@ -358,12 +354,17 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
   report.num_sequences = static_cast<int32_t>(steps.size());
   const absl::Time start = clock_.Now();
   // Logits come back as each row's top logits, which decide most draws; a row is fetched
-  // whole only for the draws they leave open.
-  logits_request_.top_k = kTopLogits;
+  // whole only for the draws they leave open. A step returns as many as its most demanding row
+  // needs: a batch of greedy picks, one or a few.
+  logits_request_.top_k = 1;
   logits_request_.inverse_temperatures.clear();
   for (const Scheduled& item : scheduled) {
     const Sequence& sequence = *item.sequence;
     if (sequence.num_computed + item.count != std::ssize(sequence.tokens)) continue;
+    logits_request_.top_k = std::max(
+        logits_request_.top_k,
+        sequence.sampler->TopLogitsToDecide(sequence.output->Banned(sequence.generated).size(),
+                                            sequence.matcher != nullptr));
     // Greedy rows take 1; a temperature so small its inverse overflows a float takes the
     // largest float (the draw is then a greedy pick either way).
     const double temperature = sequence.sampler->params().temperature;
@@ -372,6 +373,7 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
                                                         double{std::numeric_limits<float>::max()}))
                           : 1.0f);
   }
+  report.top_logits = logits_request_.inverse_temperatures.empty() ? 0 : logits_request_.top_k;
   whole_row_index_ = -1;
   absl::Status status = model_.Forward(steps, *pool_, logits_, logits_request_);
   report.forward_time = clock_.Now() - start;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/sampling.h"
+#include "kernels/backend.h"
 
 namespace kvd::engine {
 namespace {
@@ -143,13 +144,53 @@ TEST(SamplingFromTopTest, GreedySkipsBannedTokensAndADrawLeavesThemToTheWholeRow
   EXPECT_TRUE(sampler.SampleFromTop(top.top).has_value());
 }
 
+// A step asks for as few top logits as its rows need: a greedy pick gets just enough to pass
+// its banned tokens (the worst case: they are the most likely ones) and to report its
+// alternatives, and decides exactly as the whole row does; anything else asks for the most.
+TEST(SamplingFromTopTest, AGreedyPickIsDecidedByTheTopLogitsItAsksFor) {
+  std::mt19937 random(7);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (const int32_t top_logprobs : {0, 1, 5, 20}) {
+    for (const size_t banned_count : {0, 1, 3}) {
+      Sampler whole({.temperature = 0.0f, .logprobs = true, .top_logprobs = top_logprobs}, 1);
+      Sampler from_top({.temperature = 0.0f, .logprobs = true, .top_logprobs = top_logprobs}, 1);
+      std::vector<float> logits(300);
+      for (float& x : logits) x = normal(random);
+      const TopOfRow sorted(logits, 300, 1.0f);
+      const std::vector<int32_t> banned(sorted.ids.begin(),
+                                        sorted.ids.begin() + static_cast<ptrdiff_t>(banned_count));
+      const int32_t k = from_top.TopLogitsToDecide(banned.size(), false);
+      EXPECT_EQ(k, std::max<int32_t>(static_cast<int32_t>(banned_count) + 1, top_logprobs));
+      const std::optional<SampledToken> actual =
+          from_top.SampleFromTop(TopOfRow(logits, k, 1.0f).top, banned);
+      ASSERT_TRUE(actual.has_value()) << k;
+      const SampledToken expected = whole.Sample(logits, {}, 0, banned);
+      EXPECT_EQ(actual->token, expected.token);
+      EXPECT_NEAR(actual->logprob, expected.logprob, 1e-5);
+      ASSERT_EQ(actual->top_logprobs.size(), expected.top_logprobs.size());
+      for (size_t i = 0; i < expected.top_logprobs.size(); ++i) {
+        EXPECT_EQ(actual->top_logprobs[i].token, expected.top_logprobs[i].token);
+      }
+      if (k > 1 && banned_count > 0) {
+        // One fewer leaves the pick to the whole row.
+        EXPECT_FALSE(from_top.SampleFromTop(TopOfRow(logits, k - 1, 1.0f).top, banned));
+      }
+    }
+  }
+  const Sampler greedy({.temperature = 0.0f}, 1);
+  EXPECT_EQ(greedy.TopLogitsToDecide(0, true), kernels::kMaxTopLogits);
+  EXPECT_EQ(Sampler({.temperature = 0.7f}, 1).TopLogitsToDecide(0, false), kernels::kMaxTopLogits);
+  EXPECT_EQ(Sampler({.temperature = 0.0f, .presence_penalty = 0.5f}, 1).TopLogitsToDecide(0, false),
+            kernels::kMaxTopLogits);
+}
+
 // Under a constraint, the top logits and the whole row still take the same tokens, and only
 // allowed ones; the top logits decide a greedy pick and a draw with top_k inside them.
 TEST(SamplingFromTopTest, AConstraintIsHonouredAndDecidedTheSameEitherWay) {
   constexpr int32_t kVocab = 300, kTop = 16, kSteps = 200;
-  for (const SamplingParams& params : {SamplingParams{.temperature = 0.0f},
-                                       SamplingParams{.temperature = 1.0f, .top_k = 3},
-                                       SamplingParams{.temperature = 1.0f, .top_p = 0.9f}}) {
+  for (const SamplingParams& params :
+       {SamplingParams{.temperature = 0.0f}, SamplingParams{.temperature = 1.0f, .top_k = 3},
+        SamplingParams{.temperature = 1.0f, .top_p = 0.9f}}) {
     std::mt19937 random(5);
     std::normal_distribution<float> normal(0.0f, 2.0f);
     Sampler whole(params, 3), from_top(params, 3);

@@ -178,6 +178,32 @@ TEST_F(SchedulerTest, LongPromptIsChunkedWithoutStallingDecodes) {
   RunUntilIdle(*scheduler);
 }
 
+// A step returns as many top logits per row as its neediest sampler asks for: one for greedy
+// picks, their alternatives when they report some, the most a step gives once a row draws.
+TEST_F(SchedulerTest, AStepReturnsTheTopLogitsItsRowsNeed) {
+  auto scheduler = NewScheduler(SmallConfig());
+  std::mt19937 random(13);
+  const auto top_logits_of_next_step = [&] {
+    auto report = scheduler->Step();
+    EXPECT_TRUE(report.ok());
+    return report.ok() ? report->top_logits : -1;
+  };
+  std::vector<RequestHandle> handles;
+  handles.push_back(*scheduler->Submit(Greedy(RandomPrompt(random, 12), 40)));
+  EXPECT_EQ(top_logits_of_next_step(), 1);
+  Request alternatives = Greedy(RandomPrompt(random, 12), 40);
+  alternatives.sampling.logprobs = true;
+  alternatives.sampling.top_logprobs = 5;
+  handles.push_back(*scheduler->Submit(alternatives));
+  EXPECT_EQ(top_logits_of_next_step(), 5);
+  Request drawn = Greedy(RandomPrompt(random, 12), 40);
+  drawn.sampling.temperature = 0.8f;
+  handles.push_back(*scheduler->Submit(drawn));
+  EXPECT_EQ(top_logits_of_next_step(), kernels::kMaxTopLogits);
+  for (RequestHandle& handle : handles) handle.Cancel();
+  RunUntilIdle(*scheduler);
+}
+
 TEST_F(SchedulerTest, CancellationUnderLoadReturnsEveryBlock) {
   std::vector<Request> requests = MixedGreedyRequests(40, 3);
   for (Request& request : requests) request.max_tokens = 40;
