@@ -115,7 +115,7 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
   AttentionBenchResult result;
   auto bandwidth = MeasureReadBandwidth(options.cache_mib << 20, pool.num_threads());
   if (!bandwidth.ok()) return bandwidth.status();
-  result.read_gb_per_second = *bandwidth;
+  result.read = *bandwidth;
   std::mt19937 random(static_cast<uint32_t>(options.seed));
   const int64_t q_width = int64_t{options.num_heads} * options.head_dim;
   std::vector<float> q(static_cast<size_t>(q_width)), out(q.size());
@@ -181,7 +181,7 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
                               .layout = layout,
                               .ms = Median(seconds) * 1e3};
         row.gb_per_second = static_cast<double>(copy_bytes) / (row.ms / 1e3) / 1e9;
-        row.bandwidth_share = row.gb_per_second / result.read_gb_per_second;
+        row.bandwidth_share = row.gb_per_second / result.read.gb_per_second;
         result.rows.push_back(row);
       }
     }
@@ -192,9 +192,10 @@ absl::StatusOr<AttentionBenchResult> MeasureAttention(const AttentionBenchOption
 void PrintAttentionTable(const AttentionBenchOptions& options, const AttentionBenchResult& result) {
   std::printf(
       "attention of one decode row per layer, %d query / %d kv heads of %d, blocks of %d, %lld "
-      "MiB per length and type; read bandwidth %.1f GB/s\n",
+      "MiB per length and type; read bandwidth %.1f GB/s (%s)\n",
       options.num_heads, options.num_kv_heads, options.head_dim, options.block_size,
-      static_cast<long long>(options.cache_mib), result.read_gb_per_second);
+      static_cast<long long>(options.cache_mib), result.read.gb_per_second,
+      HugePageNote(result.read.huge_page_share).c_str());
   std::printf(
       "| kv cache | entries | blocks | ms | KV GB/s | of bandwidth "
       "|\n|---|---:|---|---:|---:|---:|\n");

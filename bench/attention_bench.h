@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/memory_bandwidth.h"
 
 namespace kvd::bench {
 
@@ -47,7 +48,7 @@ struct AttentionBenchRow {
 };
 
 struct AttentionBenchResult {
-  double read_gb_per_second = 0.0;
+  ReadBandwidth read;
   std::vector<AttentionBenchRow> rows;
 };
 

@@ -71,7 +71,7 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   const int64_t matrix = options.out_features * options.in_features;
   auto bandwidth = MeasureReadBandwidth(options.weight_mib << 20, pool.num_threads());
   if (!bandwidth.ok()) return bandwidth.status();
-  result.read_gb_per_second = *bandwidth;
+  result.read = *bandwidth;
   const int64_t max_rows = *std::max_element(options.rows.begin(), options.rows.end());
   std::vector<float> x(static_cast<size_t>(max_rows * options.in_features));
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -122,7 +122,7 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
         const double s = row.ms / 1e3;
         row.gflops = 2.0 * static_cast<double>(rows * matrix) / s / 1e9;
         row.weight_gb_per_second = static_cast<double>(matrix_bytes) / s / 1e9;
-        row.bandwidth_share = row.weight_gb_per_second / result.read_gb_per_second;
+        row.bandwidth_share = row.weight_gb_per_second / result.read.gb_per_second;
         result.rows.push_back(row);
       }
     }
@@ -133,10 +133,10 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
 void PrintMatmulTable(const MatmulBenchOptions& options, const MatmulBenchResult& result) {
   std::printf(
       "matmul [%lld x %lld] weights, %lld MiB per type; CPU features %s; read bandwidth "
-      "%.1f GB/s\n",
+      "%.1f GB/s (%s)\n",
       static_cast<long long>(options.out_features), static_cast<long long>(options.in_features),
       static_cast<long long>(options.weight_mib), result.features.c_str(),
-      result.read_gb_per_second);
+      result.read.gb_per_second, HugePageNote(result.read.huge_page_share).c_str());
   std::printf("| variant | weights | rows | ms | GFLOP/s | weight GB/s | of bandwidth |\n");
   std::printf("|---|---|---:|---:|---:|---:|---:|\n");
   for (const MatmulBenchRow& row : result.rows) {

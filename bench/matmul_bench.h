@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "bench/memory_bandwidth.h"
 #include "kernels/dtype.h"
 
 namespace kvd::bench {
@@ -36,7 +37,7 @@ struct MatmulBenchRow {
 };
 
 struct MatmulBenchResult {
-  double read_gb_per_second = 0.0;  // a STREAM-like read of `weight_bytes` on every thread
+  ReadBandwidth read;  // a STREAM-like read of `weight_bytes` on every thread
   std::string features;
   std::vector<MatmulBenchRow> rows;
 };

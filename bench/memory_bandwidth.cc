@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "bench/stopwatch.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/host_memory.h"
@@ -47,12 +48,22 @@ float SumPlain(const float* data, int64_t first, int64_t last) {
 
 }  // namespace
 
-absl::StatusOr<double> MeasureReadBandwidth(int64_t bytes, int32_t threads) {
+absl::StatusOr<ReadBandwidth> MeasureReadBandwidth(int64_t bytes, int32_t threads) {
   kernels::cpu::ThreadPool pool(
       threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
   // The kind of memory the weights are in: resident, in huge pages where the kernel has them.
+  const std::optional<kernels::cpu::AnonymousMemory> before =
+      kernels::cpu::ProcessAnonymousMemory();
   auto buffer = kernels::cpu::AllocateResident(static_cast<size_t>(bytes), pool);
   if (!buffer.ok()) return buffer.status();
+  ReadBandwidth result;
+  if (const std::optional<kernels::cpu::AnonymousMemory> after =
+          kernels::cpu::ProcessAnonymousMemory();
+      before && after) {
+    const double gained =
+        static_cast<double>(after->huge_page_bytes) - static_cast<double>(before->huge_page_bytes);
+    result.huge_page_share = std::clamp(gained / static_cast<double>(bytes), 0.0, 1.0);
+  }
   const auto* data = static_cast<const float*>((*buffer)->data());
   std::vector<double> rates;
   const auto count = bytes / static_cast<int64_t>(sizeof(float));
@@ -71,7 +82,23 @@ absl::StatusOr<double> MeasureReadBandwidth(int64_t bytes, int32_t threads) {
   }
   volatile float keep = sums[0];  // the sums are used, so the reads stay
   (void)keep;
-  return *std::max_element(rates.begin(), rates.end());
+  result.gb_per_second = *std::max_element(rates.begin(), rates.end());
+  return result;
+}
+
+std::string HugePageNote(std::optional<double> share) {
+  if (!share) return "huge pages not reported";
+  return absl::StrFormat("%.0f%% in huge pages", 100.0 * *share);
+}
+
+std::string ResidentMemoryNote() {
+  const std::optional<kernels::cpu::AnonymousMemory> resident =
+      kernels::cpu::ProcessAnonymousMemory();
+  if (!resident || resident->bytes == 0) return "resident anonymous memory not reported";
+  return absl::StrFormat("resident anonymous memory %.1f MB, %s",
+                         static_cast<double>(resident->bytes) / 1e6,
+                         HugePageNote(static_cast<double>(resident->huge_page_bytes) /
+                                      static_cast<double>(resident->bytes)));
 }
 
 }  // namespace kvd::bench

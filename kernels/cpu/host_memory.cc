@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +167,42 @@ size_t UsableHostMemoryBytes() {
     usable = usable == 0 ? *limit : std::min(usable, *limit);
   }
   return usable;
+}
+
+std::optional<AnonymousMemory> ParseSmapsRollup(std::string_view text) {
+  std::optional<size_t> anonymous, huge;
+  for (std::string_view rest = text; !rest.empty();) {
+    const size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, colon);
+    std::optional<size_t>* field = key == "Anonymous"       ? &anonymous
+                                   : key == "AnonHugePages" ? &huge
+                                                            : nullptr;
+    if (field == nullptr) continue;
+    if (field->has_value()) return std::nullopt;
+    // "<spaces><digits> kB"
+    std::string_view value = line.substr(colon + 1);
+    value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
+    uint64_t kib = 0;
+    const auto [after, error] = std::from_chars(value.data(), value.data() + value.size(), kib);
+    if (error != std::errc() || std::string_view(after, value.data() + value.size()) != " kB" ||
+        kib > std::numeric_limits<size_t>::max() / 1024) {
+      return std::nullopt;
+    }
+    *field = static_cast<size_t>(kib) * 1024;
+  }
+  if (!anonymous || !huge) return std::nullopt;
+  return AnonymousMemory{.bytes = *anonymous, .huge_page_bytes = *huge};
+}
+
+std::optional<AnonymousMemory> ProcessAnonymousMemory() {
+  std::ifstream file("/proc/self/smaps_rollup");
+  if (!file) return std::nullopt;
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return ParseSmapsRollup(text);
 }
 
 absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateResident(size_t bytes, ThreadPool& pool) {

@@ -23,6 +23,18 @@ namespace kvd::kernels::cpu {
 [[nodiscard]] absl::StatusOr<std::unique_ptr<DeviceBuffer>> AllocateResident(size_t bytes,
                                                                              ThreadPool& pool);
 
+// Anonymous memory resident in this process and the part of it in transparent huge pages.
+struct AnonymousMemory {
+  size_t bytes = 0;
+  size_t huge_page_bytes = 0;
+};
+
+// /proc/self/smaps_rollup's `Anonymous:` and `AnonHugePages:` lines (in kB) from its text; nullopt
+// where either is missing, given twice, or not a whole number of kB that fits.
+std::optional<AnonymousMemory> ParseSmapsRollup(std::string_view text);
+// This process's, read now; nullopt where the kernel does not report it (before Linux 4.14).
+std::optional<AnonymousMemory> ProcessAnonymousMemory();
+
 // Bytes of memory this process may use: physical RAM, or its cgroup's memory limit where that
 // is lower (a container's limit, which physical RAM says nothing about).
 size_t UsableHostMemoryBytes();

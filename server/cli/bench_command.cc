@@ -295,17 +295,21 @@ absl::Status RunBench(const BenchOptions& options) {
   // A decode step reads every weight once: its time against reading that many bytes at the
   // machine's measured bandwidth is the share of the memory roofline it reaches.
   const double step_bytes = static_cast<double>((*model)->weights().StepBytes());
-  const absl::StatusOr<double> measured =
+  // Read now, with the weights and the KV pool resident: the huge pages they were given.
+  const std::string resident = bench::ResidentMemoryNote();
+  const absl::StatusOr<bench::ReadBandwidth> measured =
       bench::MeasureReadBandwidth(int64_t{1} << 30, options.threads);
   if (!measured.ok()) return measured.status();
-  const double bandwidth = *measured;
+  const double bandwidth = measured->gb_per_second;
   std::printf("model %s, backend %s, kv cache %s, prompt %d tokens, %d decode steps\n",
               options.model_dir.c_str(), options.backend.c_str(), options.kv_cache_dtype.c_str(),
               options.throughput.prompt_tokens, options.throughput.decode_tokens);
   std::printf(
       "weights read per step %.1f MB; measured read bandwidth %.1f GB/s (roofline %.1f "
-      "steps/s)\n",
-      step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes);
+      "steps/s; the read's buffer %s)\n",
+      step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes,
+      bench::HugePageNote(measured->huge_page_share).c_str());
+  std::printf("%s\n", resident.c_str());
   std::printf(
       "| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|\n");

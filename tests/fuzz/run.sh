@@ -36,6 +36,7 @@ declare -A settings=(
   [server_config]="8192 10 2048"
   [byte_size]="64 10 2048"
   [cgroup_limit]="1024 10 2048"
+  [smaps_rollup]="1024 10 2048"
   [query_string]="1024 10 2048"
   [completion_body]="4096 20 2048"
   [document_body]="2048 10 2048"

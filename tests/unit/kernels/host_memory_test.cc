@@ -134,6 +134,38 @@ TEST(HostMemoryTest, UsableMemoryIsPositiveAndAtMostPhysicalMemory) {
   EXPECT_LE(UsableHostMemoryBytes(), physical);
 }
 
+TEST(HostMemoryTest, SmapsRollupGivesAnonymousMemoryAndItsHugePages) {
+  const std::string rollup =
+      "55d0c0a00000-7ffd5b3fe000 ---p 00000000 00:00 0                          [rollup]\n"
+      "Rss:             2105344 kB\n"
+      "Anonymous:       2097152 kB\n"
+      "LazyFree:              0 kB\n"
+      "AnonHugePages:   2093056 kB\n"
+      "ShmemPmdMapped:        0 kB\n";
+  const std::optional<AnonymousMemory> parsed = ParseSmapsRollup(rollup);
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->bytes, size_t{2097152} * 1024);
+  EXPECT_EQ(parsed->huge_page_bytes, size_t{2093056} * 1024);
+  for (const char* bad :
+       {"Anonymous: 4 kB\n", "AnonHugePages: 4 kB\n",
+        "Anonymous: 4 kB\nAnonymous: 4 kB\nAnonHugePages: 0 kB\n",
+        "Anonymous: 4 MB\nAnonHugePages: 0 kB\n", "Anonymous: -4 kB\nAnonHugePages: 0 kB\n",
+        "Anonymous: 99999999999999999999 kB\nAnonHugePages: 0 kB\n",
+        "Anonymous: 4\nAnonHugePages: 0 kB\n", ""}) {
+    EXPECT_FALSE(ParseSmapsRollup(bad).has_value()) << bad;
+  }
+  // This process's: a huge buffer just faulted in is resident anonymous memory.
+  const std::optional<AnonymousMemory> before = ProcessAnonymousMemory();
+  if (!before) GTEST_SKIP() << "no /proc/self/smaps_rollup";
+  ThreadPool pool(2);
+  auto buffer = AllocateResident(8 * kHugePage, pool);
+  ASSERT_TRUE(buffer.ok());
+  const std::optional<AnonymousMemory> after = ProcessAnonymousMemory();
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GE(after->bytes, before->bytes + 7 * kHugePage);
+  EXPECT_LE(after->huge_page_bytes, after->bytes);
+}
+
 TEST(HostMemoryTest, ReleasedBuffersAreUnmapped) {
   ThreadPool pool(1);
   void* data = nullptr;
