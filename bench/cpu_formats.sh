@@ -2,7 +2,8 @@
 # The CPU figures of docs/benchmarks.md's weight-format tables in one run: ROUNDS rounds, each
 # running every command in turn (so that a noisy host spreads over all of them), then every
 # figure's values and median. Per round: batch-1 decode of each weight format with the share of
-# the memory roofline its run measured (and its 128-token prefill), the default format's
+# the memory roofline its run measured (and its 128-token prefill, and the shares of the
+# bandwidth read's buffer and of the resident memory in huge pages), the default format's
 # 512-token prefill, 16-sequence decode of bf16, int8 and int4, and the bundled model at 1 and
 # 16 sequences (twice in one process, and the ratio of each pair).
 #
@@ -35,11 +36,18 @@ record() { echo "$1 $2" >>"$figures"; }
 for ((round = 1; round <= rounds; ++round)); do
   echo "round $round of $rounds" >&2
   for dtype in f32 bf16 int8 int4; do
-    read -r _ prefill decode share < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 1 \
-      --prompt-tokens 128 --decode-tokens 32 --threads "$threads" 2>/dev/null | table_rows)
+    out=$("$kvd" bench --model "$model" --dtype "$dtype" --batch 1 --prompt-tokens 128 \
+      --decode-tokens 32 --threads "$threads" 2>/dev/null)
+    read -r _ prefill decode share < <(table_rows <<<"$out")
     record "decode_tok_s_batch_1_$dtype" "$decode"
     record "roofline_share_batch_1_$dtype" "$share"
     record "prefill_tok_s_128_$dtype" "$prefill"
+    # How much of the bandwidth read's buffer and of the weights got huge pages: shares of the
+    # roofline only compare where these are alike.
+    record "read_buffer_huge_pages_$dtype" \
+      "$(sed -n "s/.*the read's buffer \([0-9]*\)% in huge pages.*/\1/p" <<<"$out")"
+    record "resident_huge_pages_$dtype" \
+      "$(sed -n 's/^resident anonymous memory .*, \([0-9]*\)% in huge pages$/\1/p' <<<"$out")"
   done
   read -r _ prefill _ _ < <("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 \
     --decode-tokens 2 --threads "$threads" 2>/dev/null | table_rows)
