@@ -71,7 +71,7 @@ std::vector<int32_t> LayOutBlocks(BlockLayout layout, int64_t tables, int64_t bl
       size_t next = 0;
       for (const int32_t run : runs) {
         for (int64_t b = int64_t{run} * run_blocks;
-             b < std::min(num_blocks, int64_t{run + 1} * run_blocks); ++b) {
+             b < std::min(num_blocks, (int64_t{run} + 1) * run_blocks); ++b) {
           blocks[next++] = static_cast<int32_t>(b);
         }
       }

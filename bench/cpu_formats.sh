@@ -30,8 +30,8 @@ table_rows() {
     print $2, $3, $5, $7
   }'
 }
-# Appends "NAME VALUE" to the figures.
-record() { echo "$1 $2" >>"$figures"; }
+# Appends "NAME VALUE" to the figures (nothing for an empty value: a figure not reported).
+record() { [[ -z "$2" ]] || echo "$1 $2" >>"$figures"; }
 
 for ((round = 1; round <= rounds; ++round)); do
   echo "round $round of $rounds" >&2

@@ -25,9 +25,14 @@ BlockAllocator::BlockAllocator(int32_t num_blocks, int32_t run_blocks)
   if (free_bits_.size() % 64 != 0) {
     free_words_.back() = (uint64_t{1} << (free_bits_.size() % 64)) - 1;
   }
-  const int32_t runs = (num_blocks + run_blocks - 1) / run_blocks;
+  const auto runs = static_cast<int32_t>((int64_t{num_blocks} + run_blocks - 1) / run_blocks);
   free_runs_.reserve(static_cast<size_t>(runs));
   for (int32_t run = runs - 1; run >= 0; --run) free_runs_.push_back(run);
+}
+
+bool BlockAllocator::is_free(int32_t block) const {
+  KVD_CHECK(block >= 0 && block < num_blocks_);
+  return (free_bits_[block / 64] >> (block % 64)) & 1;
 }
 
 uint64_t BlockAllocator::RunMask(int32_t run) const {
@@ -66,7 +71,7 @@ int32_t BlockAllocator::Take(int32_t after) {
   if (num_free_ == 0) return kNoBlock;
   int32_t block = kNoBlock;
   if (after != kNoBlock) {
-    KVD_CHECK(after >= 0 && after < num_blocks_ && !is_free(after));
+    KVD_CHECK(!is_free(after));
     const int32_t next = after + 1;
     if (next % run_blocks_ != 0 && next < num_blocks_ && is_free(next)) block = next;
   }
@@ -82,7 +87,7 @@ int32_t BlockAllocator::Take(int32_t after) {
 }
 
 void BlockAllocator::Give(int32_t block) {
-  KVD_CHECK(block >= 0 && block < num_blocks_ && !is_free(block));
+  KVD_CHECK(!is_free(block));
   const size_t w = block / 64;
   free_bits_[w] |= uint64_t{1} << (block % 64);
   free_words_[w / 64] |= uint64_t{1} << (w % 64);

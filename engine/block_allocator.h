@@ -23,10 +23,9 @@ class BlockAllocator {
   // [1, 64]). Runs of one block hand out the most recently freed block first.
   BlockAllocator(int32_t num_blocks, int32_t run_blocks);
 
-  int32_t num_blocks() const { return num_blocks_; }
   int32_t num_free() const { return num_free_; }
-  int32_t run_blocks() const { return run_blocks_; }
-  bool is_free(int32_t block) const { return (free_bits_[block / 64] >> (block % 64)) & 1; }
+  // Whether `block` (in [0, num_blocks)) is free.
+  bool is_free(int32_t block) const;
 
   // Takes a free block, or returns kNoBlock when none is: the block after `after` (a taken
   // block, or kNoBlock) when that one is free and in the same run; else the first block of a run

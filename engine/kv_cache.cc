@@ -25,7 +25,6 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
         ") and head_dim (", options.head_dim, ") must be positive"));
   }
   if (auto status = backend.CheckKvCacheType(options.dtype); !status.ok()) return status;
-  std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend, options));
   const size_t entries = static_cast<size_t>(options.num_blocks) * options.block_size;
   const size_t vector_bytes = entries * options.head_dim * kernels::DTypeSize(options.dtype);
   auto keys = backend.Allocate(vector_bytes);
@@ -34,6 +33,8 @@ absl::StatusOr<std::unique_ptr<KvBlockPool>> KvBlockPool::Create(kernels::Backen
   if (!values.ok()) return values.status();
   auto log_votes = backend.Allocate(entries * sizeof(float));
   if (!log_votes.ok()) return log_votes.status();
+  // The allocator's and the counts' memory only once the backend has given the pool's.
+  std::unique_ptr<KvBlockPool> pool(new KvBlockPool(backend, options));
   pool->keys_ = *std::move(keys);
   pool->values_ = *std::move(values);
   pool->log_votes_ = *std::move(log_votes);

@@ -16,7 +16,8 @@ using RmsNormKernel = void (*)(const float* x, const float* weight, float eps, f
 
 RmsNormKernel ScalarRmsNorm();
 // AVX2 with FMA: the squares in four-wide double vectors; the products as the reference rounds
-// them, so outputs differ from its only where the sums' order rounds inv_rms differently.
+// them, so its outputs differ from the reference's only where the sums' order rounds inv_rms
+// differently.
 RmsNormKernel Avx2RmsNorm();
 // The fastest kernel a CPU with `features` runs.
 RmsNormKernel FastestRmsNorm(const CpuFeatures& features);

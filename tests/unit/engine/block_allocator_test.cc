@@ -56,7 +56,7 @@ TEST(BlockAllocatorTest, WithNoRunWhollyFreeTheLowestFreeBlockIsTaken) {
   EXPECT_EQ(allocator.Take(kNone), 1);
   EXPECT_EQ(allocator.Take(0), 2);
   EXPECT_EQ(allocator.Take(2), 3);
-  EXPECT_EQ(allocator.Take(3), 5);  // block 4 ends nothing: 3 + 1 opens another run
+  EXPECT_EQ(allocator.Take(3), 5);  // block 4 starts another run: not the one after 3
   allocator.Give(0);
   allocator.Give(1);
   allocator.Give(2);

@@ -25,9 +25,9 @@ TEST(RmsNormTest, EveryKernelMatchesTheScalarReference) {
       ScalarRmsNorm()(x.data(), weight.data(), 1e-5f, want.data(), n);
       fastest(x.data(), weight.data(), 1e-5f, got.data(), n);
       for (int64_t i = 0; i < n; ++i) {
-        // inv_rms from sums in another order may round one ulp apart; each product rounds once
-        // more.
-        EXPECT_NEAR(got[i], want[i], 3e-7f * std::abs(want[i])) << "n " << n << " i " << i;
+        // inv_rms from sums in another order may round one ulp apart, and each of the two
+        // products rounds: at most about 3 · 2^-23 relative.
+        EXPECT_NEAR(got[i], want[i], 4e-7f * std::abs(want[i])) << "n " << n << " i " << i;
       }
     }
   }
