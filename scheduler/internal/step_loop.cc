@@ -96,7 +96,7 @@ std::unique_ptr<cache_store::KeepKvSequence> StepLoop::NewKeepKv(const Request& 
   const int32_t own_prompt_tokens =
       std::max(1, static_cast<int32_t>(request.prompt.size()) - shared_tokens);
   return std::make_unique<cache_store::KeepKvSequence>(model_.config(), params,
-                                                        params.Budget(own_prompt_tokens));
+                                                       params.Budget(own_prompt_tokens));
 }
 
 void StepLoop::Add(std::shared_ptr<RequestState> request) {
@@ -183,135 +183,6 @@ void StepLoop::DropCancelled() {
        waiting_.RemoveIf([](const Sequence& s) { return s.request->channel->cancelled(); })) {
     Close(std::move(sequence), FinishReason::kAbort, /*event_sent=*/false);
   }
-}
-
-void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled,
-                               StepReport& report) {
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    Sequence* sequence = running_[i].get();
-    const int32_t count = std::min(sequence->uncomputed(), budget);
-    bool reserved = false;
-    while (!(reserved = sequence->kv->Reserve(*pool_, count).ok())) {
-      if (MakeRoom(pool_->num_free_blocks() + sequence->kv->BlocksToReserve(*pool_, count))) {
-        continue;
-      }
-      if (running_.size() == 1) {
-        // Alone and still out of blocks: the sequence has filled the whole cache.
-        Close(TakeRunning(sequence), FinishReason::kLength, /*event_sent=*/false);
-        return;
-      }
-      // Recompute preemption of the lowest-priority, latest sequence, possibly this one.
-      const bool preempting_self = running_.back().get() == sequence;
-      report.preempted.push_back(running_.back()->request->channel->id());
-      Preempt(TakeRunning(running_.back().get()));
-      if (preempting_self) return;
-    }
-    scheduled.push_back({sequence, count});
-    budget -= count;
-    waiting_.Charge(sequence->tenant().id, count);
-  }
-}
-
-void StepLoop::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
-                            StepReport& report) {
-  while (budget > 0) {
-    Sequence* candidate = waiting_.Next();
-    if (candidate == nullptr) return;
-    const size_t slots = 1 + static_cast<size_t>(candidate->pending_forks);
-    if (running_.size() + slots > static_cast<size_t>(config_.max_num_seqs)) return;
-    if (!AttachDocument(*candidate)) return;
-    AttachPrefix(*candidate);
-    const int32_t count = std::min(candidate->uncomputed(), budget);
-    // Keep a margin of free blocks for the running sequences' growth, unless none run.
-    const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
-    if (!MakeRoom(candidate->kv->BlocksToReserve(*pool_, count) + margin)) {
-      // A candidate left waiting keeps its document but not a cached prefix, which costs
-      // nothing to share again.
-      if (candidate->prefix) ReleaseKv(*candidate);
-      return;
-    }
-    if (!candidate->kv->Reserve(*pool_, count).ok()) {
-      ReleaseKv(*candidate);
-      return;
-    }
-    std::unique_ptr<Sequence> sequence = waiting_.PopForRunning(candidate);
-    RequestState& request = *sequence->request;
-    if (!request.admitted) {
-      request.admitted = true;
-      report.admitted.push_back(request.channel->id());
-      metrics_.RecordAdmission(sequence->tenant().id,
-                               static_cast<int32_t>(request.request.prompt.size()),
-                               Seconds(clock_.Now() - request.arrival));
-      if (sequence->prefix) {
-        // What the lookup found is what the request does not compute (counted once, as usage).
-        request.prefix_cached_tokens = sequence->num_computed;
-        metrics_.RecordPrefixCache(sequence->tenant().id,
-                                   static_cast<int32_t>(sequence->tokens.size()),
-                                   sequence->num_computed);
-      }
-      on_dequeued_(request);
-    }
-    scheduled.push_back({sequence.get(), count});
-    budget -= count;
-    waiting_.Charge(sequence->tenant().id, count);
-    InsertRunning(std::move(sequence));
-  }
-}
-
-bool StepLoop::AttachDocument(Sequence& candidate) {
-  const std::optional<DocumentPrefix>& document = candidate.request->request.document;
-  // A sequence holds its document from admission until it is preempted or ends.
-  if (!document || candidate.kv->next_position() > 0) return true;
-  const int64_t margin = running_.empty() ? 0 : watermark_blocks_;
-  if (!MakeRoom(documents_.BlocksToLoad(*document) + margin + 1)) return false;
-  absl::StatusOr<const engine::SequenceKv*> loaded = documents_.Acquire(*document);
-  if (!loaded.ok()) {
-    if (!absl::IsResourceExhausted(loaded.status())) {
-      FailRequests({candidate.request}, loaded.status());
-    }
-    return false;
-  }
-  candidate.kv->ShareFrom(**loaded, *pool_);
-  return true;
-}
-
-void StepLoop::AttachPrefix(Sequence& candidate) {
-  if (!candidate.prefix || candidate.kv->next_position() > 0) return;
-  KVD_CHECK(candidate.num_computed == 0);
-  const Request& request = candidate.request->request;
-  // KeepKV scores the prompt by the attention of its last `window` queries, so those are
-  // always computed, and shares only prompt tokens (a recomputed sequence's output is its own).
-  const int32_t min_uncomputed =
-      request.keepkv ? static_cast<int32_t>(candidate.tokens.size() - request.prompt.size()) +
-                           std::max(1, request.keepkv->window)
-                     : 1;
-  candidate.num_computed = prefix_cache_->Attach(candidate.tokens, min_uncomputed,
-                                                 *candidate.prefix, *candidate.kv);
-  // Each attempt at admission shares anew (a failed one let its prefix go), so KeepKV's own
-  // part is set each time.
-  if (candidate.keepkv != nullptr) candidate.keepkv = NewKeepKv(request, candidate.num_computed);
-}
-
-bool StepLoop::MakeRoom(int64_t blocks) {
-  if (pool_->num_free_blocks() >= blocks) return true;
-  const int64_t idle = documents_.IdleBlocks() +
-                       (prefix_cache_ != nullptr ? prefix_cache_->Stats().idle_blocks : 0);
-  if (pool_->num_free_blocks() + idle < blocks) return false;
-  FreeIdle(blocks);
-  return pool_->num_free_blocks() >= blocks;
-}
-
-void StepLoop::FreeIdle(int64_t blocks) {
-  if (!documents_.MakeRoom(blocks) && prefix_cache_ != nullptr) prefix_cache_->MakeRoom(blocks);
-}
-
-void StepLoop::ReleaseKv(Sequence& sequence) {
-  if (sequence.prefix) {
-    prefix_cache_->Touch(*sequence.prefix);
-    sequence.prefix->keys.clear();
-  }
-  sequence.kv->Release(*pool_);
-  sequence.num_computed = 0;
 }
 
 void StepLoop::RefreshKeepKv() {
@@ -487,17 +358,16 @@ absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::
       }
       whole_row_index_ = logits_row;
     }
-    top_sampled = sequence.sampler->Sample(whole_row_, sequence.tokens,
-                                           static_cast<size_t>(sequence.generated), banned, allowed);
+    top_sampled = sequence.sampler->Sample(
+        whole_row_, sequence.tokens, static_cast<size_t>(sequence.generated), banned, allowed);
   }
   const engine::SampledToken& sampled = *top_sampled;
   if (sequence.matcher != nullptr) {
     if (absl::Status status = sequence.matcher->Accept(sampled.token); !status.ok()) {
       return status;
     }
-    metrics_.RecordConstraintMask(std::chrono::duration<double>(
-                                      std::chrono::steady_clock::now() - mask_start)
-                                      .count());
+    metrics_.RecordConstraintMask(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - mask_start).count());
   }
   sequence.tokens.push_back(sampled.token);
   ++sequence.generated;

@@ -56,6 +56,7 @@ class StepLoop {
   };
 
   void DropCancelled();
+  // Admission, from here to ReleaseKv (step_admission.cc).
   void ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
   void AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled, StepReport& report);
   // Shares the cache of the candidate's document, loading it if needed. False when the pool
@@ -122,8 +123,8 @@ class StepLoop {
   std::mt19937_64 seeds_;  // seeds for requests that set none
 
   ResidentDocuments documents_;
-  KvEventLog* const kv_events_;       // null without KV events
-  std::vector<KvEvent> step_events_;  // the prefix cache's events of the running step
+  KvEventLog* const kv_events_;                // null without KV events
+  std::vector<KvEvent> step_events_;           // the prefix cache's events of the running step
   std::unique_ptr<PrefixCache> prefix_cache_;  // null when prefix caching is off
   CompressionJobs jobs_;
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
