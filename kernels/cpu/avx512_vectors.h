@@ -19,6 +19,9 @@
 #include <cstdint>
 
 #define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
+// KVD_AVX512 and AVX512-BF16's dot products of bf16 pairs.
+#define KVD_AVX512_BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,fma,f16c")))
 
 namespace kvd::kernels::cpu {
 

@@ -44,7 +44,16 @@ struct MatmulVariant {
   // that start at multiples of the panel. 0: the variant never packs.
   int64_t packed_rows = 0;
   int64_t panel_features = 0;
+  // From this many rows on, bf16 weights meet x rounded to bf16 (FloatToBF16), each pair of
+  // products exact and added in f32. 0: x is never rounded.
+  int64_t bf16_rounded_rows = 0;
 };
+
+// Whether `variant` rounds x to bf16 in a product of `rows` rows of `dtype` weights.
+inline bool RoundsRowsToBf16(const MatmulVariant& variant, DType dtype, int64_t rows) {
+  return dtype == DType::kBF16 && variant.bf16_rounded_rows > 0 &&
+         rows >= variant.bf16_rounded_rows;
+}
 
 // Plain loops, for every CPU.
 MatmulVariant ScalarMatmul();
@@ -52,6 +61,9 @@ MatmulVariant ScalarMatmul();
 MatmulVariant Avx2Matmul();
 // AVX-512 F, BW, DQ and VL with VNNI.
 MatmulVariant Avx512Matmul();
+// The same with AVX512-BF16: products of many rows of bf16 weights on bf16 dot products, twice
+// the FMAs' arithmetic (gemm_avx512.h).
+MatmulVariant Avx512Bf16Matmul();
 // OpenBLAS's single-threaded SGEMM: f32 weights only.
 MatmulVariant OpenBlasMatmul();
 

@@ -1,11 +1,12 @@
-// The AVX-512 variant of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
-// and VNNI. Element types on many rows: the packed GEMM (gemm_avx512.h); on fewer, tiles of up
-// to four rows by six output features, sixteen inputs a step, tails under a mask, weights in L1
-// across a tile's rows and inputs in L2 across the tiles (rows and inputs are cut into passes
-// that fit). Block formats: int8 two blocks a step, their bytes interleaved four at a time so that
-// one vpdpbusd (the weights offset to unsigned) gives both blocks' sums side by side; int4 four
-// blocks a step, one 128-bit lane each, so that the nibbles need no reordering, only the
-// activations; each block's sums are scaled by its block's scales.
+// The AVX-512 variants of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
+// and VNNI, and one for those that also have AVX512-BF16, whose packed GEMM multiplies bf16
+// weights by rows rounded to bf16. Element types on many rows: the packed GEMM (gemm_avx512.h); on
+// fewer, tiles of up to four rows by six output features, sixteen inputs a step, tails under a
+// mask, weights in L1 across a tile's rows and inputs in L2 across the tiles (rows and inputs are
+// cut into passes that fit). Block formats: int8 two blocks a step, their bytes interleaved four at
+// a time so that one vpdpbusd (the weights offset to unsigned) gives both blocks' sums side by
+// side; int4 four blocks a step, one 128-bit lane each, so that the nibbles need no reordering,
+// only the activations; each block's sums are scaled by its block's scales.
 #include <algorithm>
 #include <cstring>
 
@@ -351,6 +352,11 @@ void Run(const MatmulArgs& a) {
   }
 }
 
+void RunWithBf16Dots(const MatmulArgs& a) {
+  if (a.dtype == DType::kBF16 && a.rows >= kMinRowsToPack) return PackedBf16GemmAvx512(a);
+  Run(a);
+}
+
 }  // namespace
 
 MatmulVariant Avx512Matmul() {
@@ -359,6 +365,14 @@ MatmulVariant Avx512Matmul() {
           .f32_gemm = true,
           .packed_rows = kMinRowsToPack,
           .panel_features = kGemmPanelOutputs};
+}
+
+MatmulVariant Avx512Bf16Matmul() {
+  MatmulVariant variant = Avx512Matmul();
+  variant.name = "avx512_bf16";
+  variant.run = RunWithBf16Dots;
+  variant.bf16_rounded_rows = kMinRowsToPack;
+  return variant;
 }
 
 }  // namespace kvd::kernels::cpu

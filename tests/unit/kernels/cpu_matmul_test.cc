@@ -39,13 +39,23 @@ Weights RandomWeights(int64_t count, DType dtype, std::mt19937& random) {
 
 // Runs `args` (out unset) on the scalar reference and on `variant` into outputs prefilled with
 // -1, and expects the slice to agree within `tolerance` and nothing outside it to be written.
+// Where the variant rounds x to bf16, the reference multiplies the rounded x.
 void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, int64_t out_features,
                                 double tolerance, const std::string& label) {
   std::vector<float> expected(args.rows * out_features, -1.0f), got = expected;
-  args.out = expected.data();
-  args.out_stride = out_features;
-  ScalarMatmul().run(args);
+  std::vector<float> rounded_x;
+  MatmulArgs reference = args;
+  if (RoundsRowsToBf16(variant, args.dtype, args.rows)) {
+    for (int64_t i = 0; i < args.rows * args.in; ++i) {
+      rounded_x.push_back(BF16ToFloat(FloatToBF16(args.x[i])));
+    }
+    reference.x = rounded_x.data();
+  }
+  reference.out = expected.data();
+  reference.out_stride = out_features;
+  ScalarMatmul().run(reference);
   args.out = got.data();
+  args.out_stride = out_features;
   variant.run(args);
   for (int64_t i = 0; i < args.rows * out_features; ++i) {
     const int64_t o = i % out_features;
