@@ -1,12 +1,13 @@
 // The AVX-512 variants of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
 // and VNNI, and one for those that also have AVX512-BF16, whose packed GEMM multiplies bf16
-// weights by rows rounded to bf16. Element types on many rows: the packed GEMM (gemm_avx512.h); on
-// fewer, tiles of up to four rows by six output features, sixteen inputs a step, tails under a
-// mask, weights in L1 across a tile's rows and inputs in L2 across the tiles (rows and inputs are
-// cut into passes that fit). Block formats: int8 two blocks a step, their bytes interleaved four at
-// a time so that one vpdpbusd (the weights offset to unsigned) gives both blocks' sums side by
-// side; int4 four blocks a step, one 128-bit lane each, so that the nibbles need no reordering,
-// only the activations; each block's sums are scaled by its block's scales.
+// weights by rows rounded to bf16. Products of many rows, every format: the packed GEMM
+// (gemm_avx512.h). On fewer rows, element types: tiles of up to four rows by six output
+// features, sixteen inputs a step, tails under a mask, weights in L1 across a tile's rows and
+// inputs in L2 across the tiles (rows and inputs are cut into passes that fit). Block formats:
+// int8 two blocks a step, their bytes interleaved four at a time so that one vpdpbusd (the
+// weights offset to unsigned) gives both blocks' sums side by side; int4 four blocks a step, one
+// 128-bit lane each, so that the nibbles need no reordering, only the activations; each block's
+// sums are scaled by its block's scales.
 #include <algorithm>
 #include <cstring>
 
@@ -337,7 +338,7 @@ KVD_AVX512 void RunTiles(const MatmulArgs& a) {
 }
 
 void Run(const MatmulArgs& a) {
-  if (!IsQuantized(a.dtype) && a.rows >= kMinRowsToPack) return PackedGemmAvx512(a);
+  if (a.rows >= kMinRowsToPack) return PackedGemmAvx512(a);
   switch (a.dtype) {
     case DType::kF32:
       return RunTiles<ElementTiles<F32Weights>>(a);

@@ -168,6 +168,7 @@ void ResizeActivations(int64_t rows, int64_t in, QuantizedActivations& out) {
   out.q.resize(static_cast<size_t>(rows * in));
   out.scales.resize(static_cast<size_t>(rows * out.blocks_per_row()));
   out.sums.resize(out.scales.size());
+  out.q_sums.resize(out.scales.size());
 }
 
 void QuantizeActivationRows(const float* x, int64_t first, int64_t count,
@@ -189,6 +190,7 @@ void QuantizeActivationRows(const float* x, int64_t first, int64_t count,
       }
       out.scales[r * blocks + b] = scale;
       out.sums[r * blocks + b] = scale * static_cast<float>(sum);
+      out.q_sums[r * blocks + b] = sum;
     }
   }
 }

@@ -48,6 +48,7 @@ struct QuantizedActivations {
   std::vector<int8_t> q;      // [rows * in], in [-127, 127]
   std::vector<float> scales;  // [rows * in / kQuantBlock]
   std::vector<float> sums;    // [rows * in / kQuantBlock], scale · Σ q
+  std::vector<int32_t> q_sums;  // [rows * in / kQuantBlock], Σ q
 
   int64_t blocks_per_row() const { return in / kQuantBlock; }
 };

@@ -133,17 +133,20 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     for (DType format : {DType::kInt8, DType::kInt4}) {
-      for (int64_t rows : {1, 2, 3, 5}) {
-        // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk of 16.
+      // Tiles of rows, and from 32 rows on a packed GEMM's (tiles of four and what is left).
+      for (int64_t rows : {1, 2, 3, 5, 33, 47}) {
+        // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk or panel of
+        // 16 blocks.
         for (int64_t in : {32, 64, 96, 256, 320, 608}) {
-          const int64_t out_features = 23;
+          // A whole panel of 48 features and part of one.
+          const int64_t out_features = 53;
           const QuantizedWeights weights = RandomQuantized(format, out_features, in, random);
           std::vector<float> x(rows * in);
           for (float& v : x) v = normal(random);
           QuantizedActivations activations;
           ResizeActivations(rows, in, activations);
           QuantizeActivationRows(x.data(), 0, rows, activations);
-          for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 23}, {4, 8}, {5, 13}}) {
+          for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 53}, {4, 8}, {5, 13}}) {
             // The same integer dot products per block, scaled and summed in another order.
             ExpectVariantMatchesScalar(variant,
                                        {.x = x.data(),

@@ -120,6 +120,7 @@ TEST(CpuQuantizeTest, ActivationsQuantizeWithinHalfAStepWithTheirBlockSums) {
       }
       if (std::isfinite(scale)) {
         EXPECT_EQ(out.sums[r * out.blocks_per_row() + b], scale * static_cast<float>(sum));
+        EXPECT_EQ(out.q_sums[r * out.blocks_per_row() + b], sum);
       }
     }
   }

@@ -1,0 +1,171 @@
+// The packed GEMM's machinery that every format shares (gemm_avx512.h): the panel and the
+// packed rows a thread holds, the transpose that fills them, tile stores, the next panel's
+// prefetch, and the loops over blocks of rows, panels of inputs and of output features. A format
+// is an Elements policy: its element (four bytes of a panel, one or more inputs), how it packs
+// rows and panels, and its tile of rows. Include only from AVX-512 files (avx512_vectors.h).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/avx512_vectors.h"
+#include "kernels/cpu/gemm_avx512.h"
+
+namespace kvd::kernels::cpu::packed_gemm {
+
+// A panel: kPanelElements elements of kPanelOutputs output features, element-major, 24 KiB in
+// L1 (half of this CPU kind's 48 KiB, so that the rows' lines fit beside it). An element is four
+// bytes: one input as an f32, two neighbouring inputs as a pair of bf16, or four int8 or int4
+// weights as unsigned bytes.
+inline constexpr int kPanelVectors = 3;
+inline constexpr int64_t kPanelOutputs = 16 * kPanelVectors;
+static_assert(kPanelOutputs == kGemmPanelOutputs);
+inline constexpr int64_t kPanelElements = 128;
+// Rows an element tile reads the panel for: 24 accumulators, with three weight vectors and a
+// broadcast that is 28 of the 32 registers. packed_rows holds them two tiles at a time.
+inline constexpr int kElementTileRows = 8;
+// Rows whose elements for one panel stay in L2 while every panel of the slice passes over them:
+// 1 MiB.
+inline constexpr int64_t kRowsPerBlock = (int64_t{1} << 20) / (kPanelElements * 4);
+
+// panel[e * kPanelOutputs + j]: element e of output feature o + j.
+alignas(64) inline thread_local float panel[kPanelElements * kPanelOutputs];
+// The rows of a block, a panel's elements, tile by tile: element e of row r + rr of the tile
+// from r on at packed_rows[(r - row_begin) * kPanelElements + e * kElementTileRows + rr]. Grown on
+// a thread's first product, so that threads that never multiply hold none.
+inline thread_local std::vector<float> packed_rows;
+
+// Transposes the 16 x 16 block in v: v[j] lane i becomes v[i] lane j.
+KVD_AVX512 inline __attribute__((always_inline)) void Transpose16(__m512 (&v)[16]) {
+  __m512 t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  // u[4g + m], 128-bit lane L: element 4L + m of rows 4g .. 4g + 3.
+  __m512 u[16];
+#pragma GCC unroll 16
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+  }
+#pragma GCC unroll 16
+  for (int m = 0; m < 4; ++m) {
+    const __m512 low_even = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
+    const __m512 low_odd = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
+    const __m512 high_even = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
+    const __m512 high_odd = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
+    v[m] = _mm512_shuffle_f32x4(low_even, high_even, 0x88);
+    v[4 + m] = _mm512_shuffle_f32x4(low_odd, high_odd, 0x88);
+    v[8 + m] = _mm512_shuffle_f32x4(low_even, high_even, 0xdd);
+    v[12 + m] = _mm512_shuffle_f32x4(low_odd, high_odd, 0xdd);
+  }
+}
+
+// Stores a tile's sums into rows [r, r + kRows) of output features [o, o + width), or adds them
+// to what earlier panels of inputs left there.
+template <int kRows, int kVectors>
+KVD_AVX512 inline __attribute__((always_inline)) void StoreTile(
+    const __m512 (&acc)[kRows][kVectors], const MatmulArgs& a, int64_t r, int64_t o, int64_t width,
+    bool accumulate) {
+#pragma GCC unroll 8
+  for (int rr = 0; rr < kRows; ++rr) {
+    float* out = a.out + (r + rr) * a.out_stride + o;
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      const __mmask16 mask = v + 1 == kVectors ? TailMask(width - 16 * v) : __mmask16{0xffff};
+      __m512 sum = acc[rr][v];
+      if (accumulate) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, out + 16 * v));
+      _mm512_mask_storeu_ps(out + 16 * v, mask, sum);
+    }
+  }
+}
+
+// The cache lines of the weights the next panel packs, fetched a share at a time while the
+// current panel's row tiles run, so that packing finds them in L1 rather than in memory.
+struct NextPanelLines {
+  const char* first = nullptr;  // the first feature's first input; null: no next panel
+  int64_t row_bytes = 0;
+  int64_t lines_per_row = 0;
+  int64_t count = 0;  // features x lines_per_row
+
+  void Fetch(int64_t begin, int64_t end) const {
+    for (int64_t line = begin; line < std::min(end, count); ++line) {
+      _mm_prefetch(first + line / lines_per_row * row_bytes + line % lines_per_row * 64,
+                   _MM_HINT_T0);
+    }
+  }
+};
+
+// The last rows of a panel, fewer than a whole tile: the tile of `rows` rows, `rows` < kRows.
+template <class Elements, int kVectors, int kRows>
+KVD_AVX512 void LastRows(const MatmulArgs& a, int64_t rows, int64_t r, int64_t o, int64_t width,
+                         int64_t k_begin, int64_t k_end) {
+  if constexpr (kRows > 1) {
+    if (rows == kRows - 1) {
+      return Elements::template Tile<kRows - 1, kVectors>(a, r, o, width, k_begin, k_end);
+    }
+    LastRows<Elements, kVectors, kRows - 1>(a, rows, r, o, width, k_begin, k_end);
+  }
+}
+
+// Every row of [row_begin, row_end) against the panel: tiles of Elements::kTileRows, then what
+// is left; before each tile, its share of the next panel's lines.
+template <class Elements, int kVectors>
+KVD_AVX512 void PanelRows(const MatmulArgs& a, int64_t row_begin, int64_t row_end, int64_t o,
+                          int64_t width, int64_t k_begin, int64_t k_end,
+                          const NextPanelLines& next) {
+  constexpr int kRows = Elements::kTileRows;
+  const int64_t tiles = (row_end - row_begin + kRows - 1) / kRows;
+  const int64_t lines_per_tile = (next.count + tiles - 1) / tiles;
+  int64_t r = row_begin, fetched = 0;
+  for (; r + kRows <= row_end; r += kRows, fetched += lines_per_tile) {
+    next.Fetch(fetched, fetched + lines_per_tile);
+    Elements::template Tile<kRows, kVectors>(a, r, o, width, k_begin, k_end);
+  }
+  next.Fetch(fetched, fetched + lines_per_tile);
+  LastRows<Elements, kVectors, kRows>(a, row_end - r, r, o, width, k_begin, k_end);
+}
+
+template <class Elements>
+KVD_AVX512 void Run(const MatmulArgs& a) {
+  constexpr int64_t kPanelInputs = kPanelElements * Elements::kInputsPerElement;
+  const int64_t end = a.first + a.count;
+  for (int64_t row_begin = 0; row_begin < a.rows; row_begin += kRowsPerBlock) {
+    const int64_t row_end = std::min(a.rows, row_begin + kRowsPerBlock);
+    if constexpr (Elements::kPacksRows) {
+      const int64_t padded_rows = (row_end - row_begin + 2 * kElementTileRows - 1) /
+                                  (2 * kElementTileRows) * 2 * kElementTileRows;
+      if (packed_rows.size() < static_cast<size_t>(padded_rows * kPanelElements)) {
+        packed_rows.resize(padded_rows * kPanelElements);
+      }
+    }
+    for (int64_t k_begin = 0; k_begin < a.in; k_begin += kPanelInputs) {
+      const int64_t k_end = std::min(a.in, k_begin + kPanelInputs);
+      Elements::PackRows(a, row_begin, row_end, k_begin, k_end);
+      for (int64_t o = a.first; o < end; o += kPanelOutputs) {
+        const int64_t width = std::min(kPanelOutputs, end - o);
+        Elements::PackPanel(a, o, width, k_begin, k_end);
+        const NextPanelLines next =
+            Elements::LinesOfPanel(a, o + kPanelOutputs, end, k_begin, k_end);
+        switch ((width + 15) / 16) {
+          case 3:
+            PanelRows<Elements, 3>(a, row_begin, row_end, o, width, k_begin, k_end, next);
+            break;
+          case 2:
+            PanelRows<Elements, 2>(a, row_begin, row_end, o, width, k_begin, k_end, next);
+            break;
+          case 1:
+            PanelRows<Elements, 1>(a, row_begin, row_end, o, width, k_begin, k_end, next);
+            break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace kvd::kernels::cpu::packed_gemm
