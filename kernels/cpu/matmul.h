@@ -44,8 +44,9 @@ struct MatmulVariant {
   // that start at multiples of the panel. 0: the variant never packs.
   int64_t packed_rows = 0;
   int64_t panel_features = 0;
-  // From this many rows on, bf16 weights meet x rounded to bf16 (FloatToBF16), each pair of
-  // products exact and added in f32. 0: x is never rounded.
+  // From this many rows on, bf16 weights meet x rounded to bf16 (to nearest, ties to even, as
+  // FloatToBF16; subnormals count as zero), each pair of products exact and added in f32. 0: x is
+  // never rounded.
   int64_t bf16_rounded_rows = 0;
 };
 

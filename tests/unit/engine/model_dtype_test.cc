@@ -90,8 +90,9 @@ TEST_F(ModelDtypeTest, EveryFormatAgreesWithTheF32Reference) {
     // int8 rounds each weight and each activation to 1/254 of its block's largest: measured 3
     // flips, KL 2.9e-4. int4 has 15 steps a block, a coarse format for a model this small (a
     // hidden size of 128 averages few errors away): measured 0.82 agreement, KL 0.043. The bounds
-    // allow about twice the measured flips and KL (ten times for the half types); a weight read
-    // wrongly (a bad conversion, a wrong offset or nibble) costs most positions and a KL above 1.
+    // allow about twice the measured flips and KL (ten times for f16, three for bf16); a weight
+    // read wrongly (a bad conversion, a wrong offset or nibble) costs most positions and a KL
+    // above 1.
     struct Bound {
       double agreement;
       double kl;

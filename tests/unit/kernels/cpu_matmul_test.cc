@@ -78,13 +78,14 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
       for (int64_t rows : {1, 2, 3, 5, 17, 40, 47}) {
-        for (int64_t in : {8, 37, 64, 200}) {
+        // Inputs that end a bf16 pair step (32) past its first sixteen: 57.
+        for (int64_t in : {8, 37, 57, 64, 200}) {
           const int64_t out_features = 101;
           const Weights weights = RandomWeights(out_features * in, dtype, random);
           std::vector<float> x(rows * in);
           for (float& v : x) v = normal(random);
           for (auto [first, count] :
-               {std::pair<int64_t, int64_t>{0, 101}, {4, 8}, {5, 13}, {16, 64}}) {
+               {std::pair<int64_t, int64_t>{0, 101}, {4, 8}, {5, 13}, {16, 64}, {3, 77}}) {
             // Sums of `in` products of unit normals, added in another order.
             ExpectVariantMatchesScalar(variant,
                                        {.x = x.data(),
@@ -146,7 +147,8 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
           QuantizedActivations activations;
           ResizeActivations(rows, in, activations);
           QuantizeActivationRows(x.data(), 0, rows, activations);
-          for (auto [first, count] : {std::pair<int64_t, int64_t>{0, 53}, {4, 8}, {5, 13}}) {
+          for (auto [first, count] :
+               {std::pair<int64_t, int64_t>{0, 53}, {4, 8}, {5, 13}, {1, 40}, {2, 30}}) {
             // The same integer dot products per block, scaled and summed in another order.
             ExpectVariantMatchesScalar(variant,
                                        {.x = x.data(),
