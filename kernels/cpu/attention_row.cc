@@ -51,8 +51,16 @@ void RunScalar(const AttentionRow& a) {
 
 AttentionRowKernel ScalarAttentionRow() { return RunScalar; }
 
+std::vector<NamedAttentionRowKernel> VectorAttentionRows(const CpuFeatures& features) {
+  std::vector<NamedAttentionRowKernel> kernels;
+  if (features.avx512) kernels.push_back({"avx512", Avx512AttentionRow()});
+  if (features.avx2) kernels.push_back({"avx2", Avx2AttentionRow()});
+  return kernels;
+}
+
 AttentionRowKernel FastestAttentionRow(const CpuFeatures& features) {
-  return features.avx2 ? Avx2AttentionRow() : ScalarAttentionRow();
+  const std::vector<NamedAttentionRowKernel> kernels = VectorAttentionRows(features);
+  return kernels.empty() ? ScalarAttentionRow() : kernels.front().run;
 }
 
 }  // namespace kvd::kernels::cpu

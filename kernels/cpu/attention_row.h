@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/kv_layout.h"
@@ -32,7 +33,17 @@ using AttentionRowKernel = void (*)(const AttentionRow&);
 AttentionRowKernel ScalarAttentionRow();
 // AVX2 with FMA: dot products and the value sum eight dimensions at a time, in f32.
 AttentionRowKernel Avx2AttentionRow();
-// The fastest kernel a CPU with `features` runs.
+// AVX-512 (F, BW, DQ and VL) with FMA: sixteen dimensions at a time, each key loaded once for
+// up to four heads of the group.
+AttentionRowKernel Avx512AttentionRow();
+
+struct NamedAttentionRowKernel {
+  const char* name;
+  AttentionRowKernel run;
+};
+// Every vector kernel a CPU with `features` runs, the fastest first (none without AVX2).
+std::vector<NamedAttentionRowKernel> VectorAttentionRows(const CpuFeatures& features);
+// The fastest kernel a CPU with `features` runs: the first vector kernel, else the scalar one.
 AttentionRowKernel FastestAttentionRow(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

@@ -2,40 +2,24 @@
 // element widens to f32 by a shift):
 // - logits eight entries at a time: eight dot products accumulate side by side and one
 //   transpose-add sums them, instead of a horizontal sum per entry and head;
-// - softmax weights by a vector exp (vector_exp_avx2.h);
 // - the weighted value sum over blocks of entries that stay in L1, with up to four heads'
-//   accumulators in registers, so each value is loaded once per block for the whole group.
+//   accumulators in registers, so each value is loaded once per block for the whole group;
+// - the softmax and the order of the steps are attention_row_steps.h's.
 // Compiled for AVX2 function by function.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "kernels/cpu/attention_row.h"
-#include "kernels/cpu/vector_exp_avx2.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
+#include "kernels/cpu/attention_row_steps.h"
 
 namespace kvd::kernels::cpu {
 namespace {
 
-// Entries whose values one pass of the value sum keeps in L1 (32 × 256 dims × 4 B = 32 KiB at
-// the largest head).
-constexpr int32_t kValueBlock = 32;
-// How far ahead of the entries whose logits it computes the logit loop prefetches keys.
-constexpr int32_t kKeysAhead = 32;
-
-KVD_AVX2 float HorizontalSum(__m256 v) {
-  const __m128 pairs = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 halves = _mm_add_ps(pairs, _mm_movehl_ps(pairs, pairs));
-  return _mm_cvtss_f32(_mm_add_ss(halves, _mm_movehdup_ps(halves)));
-}
-
-KVD_AVX2 float HorizontalMax(__m256 v) {
-  const __m128 pairs = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 halves = _mm_max_ps(pairs, _mm_movehl_ps(pairs, pairs));
-  return _mm_cvtss_f32(_mm_max_ss(halves, _mm_movehdup_ps(halves)));
-}
+using attention_steps::HorizontalSum;
+using attention_steps::kValueBlock;
+using attention_steps::Row;
+using attention_steps::ToFloat;
 
 // Lane e of the result is the sum of the lanes of a[e].
 KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
@@ -55,36 +39,10 @@ KVD_AVX2 __m256 Load8(const uint16_t* p) {
       _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
 }
-float ToFloat(float x) { return x; }
-float ToFloat(uint16_t bf16) { return BF16ToFloat(bf16); }
-
-// One row's view of the pool, whose keys and values are of type T (float, or uint16_t for bf16).
-template <class T>
-struct Row {
-  const AttentionRow& a;
-  const T* keys = static_cast<const T*>(a.pool->keys);
-  const T* values = static_cast<const T*>(a.pool->values);
-  const T* Key(int32_t j) const { return keys + a.slots[j] * a.head_dim; }
-  const T* Value(int32_t j) const { return values + a.slots[j] * a.head_dim; }
-  float* Weights(int32_t g) const { return a.weights + static_cast<int64_t>(g) * a.entries; }
-};
-
-// Asks for every cache line of the keys or values (`vectors`) of entries [begin, end) ahead of
-// their use: an entry's blocks lie anywhere in the pool, so the hardware's stream prefetch
-// loses the stream at every block.
-template <class T>
-KVD_AVX2 void Prefetch(const T* vectors, const AttentionRow& a, int32_t begin, int32_t end) {
-  for (int32_t j = begin; j < end; ++j) {
-    const char* vector = reinterpret_cast<const char*>(vectors + a.slots[j] * a.head_dim);
-    for (size_t line = 0; line < sizeof(T) * a.head_dim; line += 64) {
-      _mm_prefetch(vector + line, _MM_HINT_T0);
-    }
-  }
-}
 
 // weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
 template <class T>
-KVD_AVX2 void Logits(const Row<T>& row) {
+KVD_AVX2 void WriteLogits(const Row<T>& row) {
   const AttentionRow& a = row.a;
   const int32_t vector_dims = a.head_dim / 8 * 8;
   const __m256 scale = _mm256_set1_ps(a.scale);
@@ -96,11 +54,7 @@ KVD_AVX2 void Logits(const Row<T>& row) {
       keys[e] = row.Key(j + e);
       log_votes[e] = a.pool->log_votes[a.slots[j + e]];
     }
-    if (j + kKeysAhead < a.entries) {
-      Prefetch(row.keys, a, j + kKeysAhead, std::min(a.entries, j + kKeysAhead + 8));
-      _mm_prefetch(reinterpret_cast<const char*>(a.pool->log_votes + a.slots[j + kKeysAhead]),
-                   _MM_HINT_T0);
-    }
+    attention_steps::PrefetchKeysAhead(row, j, 8);
     for (int32_t g = 0; g < a.group; ++g) {
       const float* query = a.queries + static_cast<int64_t>(g) * a.head_dim;
       __m256 sums[8];
@@ -142,29 +96,6 @@ KVD_AVX2 void Logits(const Row<T>& row) {
       row.Weights(g)[j] = dot * a.scale + log_vote;
     }
   }
-}
-
-// Turns head g's logits into exp(logit − max) in place; returns their sum.
-KVD_AVX2 double Softmax(float* weights, int32_t entries) {
-  __m256 max8 = _mm256_set1_ps(-INFINITY);
-  int32_t j = 0;
-  for (; j + 8 <= entries; j += 8) max8 = _mm256_max_ps(max8, _mm256_loadu_ps(weights + j));
-  float max_logit = HorizontalMax(max8);
-  for (; j < entries; ++j) max_logit = std::max(max_logit, weights[j]);
-  const __m256 max_vector = _mm256_set1_ps(max_logit);
-  __m256 sum8 = _mm256_setzero_ps();
-  j = 0;
-  for (; j + 8 <= entries; j += 8) {
-    const __m256 w = ExpOfNonPositive(_mm256_sub_ps(_mm256_loadu_ps(weights + j), max_vector));
-    _mm256_storeu_ps(weights + j, w);
-    sum8 = _mm256_add_ps(sum8, w);
-  }
-  double total = HorizontalSum(sum8);
-  for (; j < entries; ++j) {
-    weights[j] = std::exp(weights[j] - max_logit);
-    total += weights[j];
-  }
-  return total;
 }
 
 // out[g][d] += Σ_j weights[g][j] · value_j[d] over entries [begin, end), for kHeads heads from
@@ -238,40 +169,21 @@ KVD_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t beg
   }
 }
 
-template <class T>
-KVD_AVX2 void RunOn(const AttentionRow& a) {
-  const Row<T> row{a};
-  Logits(row);
-  for (int32_t g = 0; g < a.group; ++g) a.totals[g] = Softmax(row.Weights(g), a.entries);
-  std::fill(a.out, a.out + static_cast<int64_t>(a.group) * a.head_dim, 0.0f);
-  for (int32_t begin = 0; begin < a.entries; begin += kValueBlock) {
-    const int32_t end = std::min(a.entries, begin + kValueBlock);
-    int32_t g = 0;
-    for (; g + 4 <= a.group; g += 4) AccumulateHeads<T, 4>(row, g, begin, end);
-    for (; g + 2 <= a.group; g += 2) AccumulateHeads<T, 2>(row, g, begin, end);
-    for (; g < a.group; ++g) AccumulateHeads<T, 1>(row, g, begin, end);
+// The AVX2 steps of attention_steps::Run.
+struct Avx2Steps {
+  template <class T>
+  KVD_AVX2 static void Logits(const Row<T>& row) {
+    WriteLogits(row);
   }
-  for (int32_t g = 0; g < a.group; ++g) {
-    const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / a.totals[g]));
-    float* out = a.out + static_cast<int64_t>(g) * a.head_dim;
-    int32_t d = 0;
-    for (; d + 8 <= a.head_dim; d += 8) {
-      _mm256_storeu_ps(out + d, _mm256_mul_ps(inverse, _mm256_loadu_ps(out + d)));
-    }
-    for (; d < a.head_dim; ++d) out[d] *= static_cast<float>(1.0 / a.totals[g]);
+  template <class T, int kHeads>
+  KVD_AVX2 static void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin,
+                                       int32_t end) {
+    cpu::AccumulateHeads<T, kHeads>(row, first_head, begin, end);
   }
-}
-
-void Run(const AttentionRow& a) {
-  if (a.pool->dtype == DType::kBF16) {
-    RunOn<uint16_t>(a);
-  } else {
-    RunOn<float>(a);
-  }
-}
+};
 
 }  // namespace
 
-AttentionRowKernel Avx2AttentionRow() { return Run; }
+AttentionRowKernel Avx2AttentionRow() { return attention_steps::RunOnPool<Avx2Steps>; }
 
 }  // namespace kvd::kernels::cpu

@@ -4,19 +4,9 @@
 // more than the baseline x86-64.
 #pragma once
 
-// GCC 12's AVX-512 intrinsics start from deliberately undefined registers, which it then warns
-// about wherever they are inlined (GCC bug 105593, fixed in GCC 13).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 #include <cstdint>
+
+#include "kernels/cpu/intrinsics.h"
 
 #define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
 // KVD_AVX512 and AVX512-BF16's dot products of bf16 pairs.

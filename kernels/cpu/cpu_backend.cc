@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/host_memory.h"
 #include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/quantize.h"
@@ -39,9 +40,11 @@ constexpr int64_t kCopyChunkBytes = int64_t{1} << 20;
 std::string CpuKernelSummary() {
   const CpuFeatures& features = HostCpuFeatures();
   const MatmulVariant matmul = MatmulVariants(features).front();
+  const std::vector<NamedAttentionRowKernel> attention = VectorAttentionRows(features);
   return absl::StrCat(
       "cpu: features ", features.ToString(), "; matmul ", std::string(matmul.name),
-      matmul.f32_gemm ? "" : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32, " rows: OpenBLAS)"));
+      matmul.f32_gemm ? "" : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32, " rows: OpenBLAS)"),
+      "; attention ", attention.empty() ? "scalar" : attention.front().name);
 }
 
 std::string CpuBackend::KernelSummary() const {

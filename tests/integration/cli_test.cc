@@ -179,6 +179,7 @@ TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
   EXPECT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("cpu: features "), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("; matmul "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("; attention "), std::string::npos) << info.out;
   const Result bench = RunKvd(
       "bench --matmul --matmul-rows 1,3 --matmul-out 64 --matmul-in 96 "
       "--matmul-mib 1");

@@ -1,6 +1,7 @@
 // Every attention row kernel this CPU runs against the scalar reference: scattered pool slots,
-// log-votes, GQA groups of every kernel's head blocking, head sizes with tails, entry counts
-// around the kernels' steps of 8 and 32, one entry alone, and pools of f32 and of bf16.
+// log-votes, GQA groups of every kernel's head blocking, head sizes with tails of both vector
+// widths and every pass of the value sum, entry counts around the kernels' steps of 4, 8 and 32,
+// one entry alone, and pools of f32 and of bf16.
 #include "kernels/cpu/attention_row.h"
 
 #include <gtest/gtest.h>
@@ -17,11 +18,12 @@ namespace {
 TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const AttentionRowKernel fastest = FastestAttentionRow(HostCpuFeatures());
+  const std::vector<NamedAttentionRowKernel> kernels = VectorAttentionRows(HostCpuFeatures());
+  if (kernels.empty()) GTEST_SKIP() << "this CPU runs no vector attention kernel";
   for (DType dtype : {DType::kF32, DType::kBF16}) {
-    for (int32_t head_dim : {8, 32, 36, 64, 128}) {
-      for (int32_t group : {1, 2, 3, 4, 8}) {
-        for (int32_t entries : {1, 7, 8, 33, 300}) {
+    for (int32_t head_dim : {8, 32, 36, 64, 80, 112, 128}) {
+      for (int32_t group : {1, 2, 3, 4, 7, 8}) {
+        for (int32_t entries : {1, 6, 7, 8, 33, 300}) {
           const int32_t slots_in_pool = entries * 2;
           std::vector<float> keys(static_cast<size_t>(slots_in_pool) * head_dim);
           std::vector<float> values(keys.size()), log_votes(static_cast<size_t>(slots_in_pool));
@@ -72,25 +74,28 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
             return r;
           };
           const Result want = run(ScalarAttentionRow(), f32_pool);
-          const Result got = run(fastest, pool);
-          const std::string label = std::string(DTypeName(dtype)) + " head_dim " +
-                                    std::to_string(head_dim) + " group " + std::to_string(group) +
-                                    " entries " + std::to_string(entries);
           // The reference reads a bf16 pool as the f32 numbers it holds.
-          EXPECT_EQ(run(ScalarAttentionRow(), pool).out, want.out) << label;
-          // Outputs are convex combinations of unit normals, weights are in (0, 1]: f32 sums in
-          // another order stay within 1e-5.
-          for (size_t i = 0; i < want.out.size(); ++i) {
-            EXPECT_NEAR(got.out[i], want.out[i], 1e-5) << label;
-          }
-          for (size_t i = 0; i < want.weights.size(); ++i) {
-            EXPECT_NEAR(got.weights[i], want.weights[i], 1e-5) << label;
-          }
-          for (int32_t g = 0; g < group; ++g) {
-            EXPECT_NEAR(got.totals[g], want.totals[g], 1e-5 * entries) << label;
-            // The largest weight of each head is exp(0) = 1.
-            const auto first = want.weights.begin() + static_cast<int64_t>(g) * entries;
-            EXPECT_EQ(*std::max_element(first, first + entries), 1.0f) << label;
+          EXPECT_EQ(run(ScalarAttentionRow(), pool).out, want.out);
+          for (const NamedAttentionRowKernel& kernel : kernels) {
+            const Result got = run(kernel.run, pool);
+            const std::string label = std::string(kernel.name) + " " +
+                                      std::string(DTypeName(dtype)) + " head_dim " +
+                                      std::to_string(head_dim) + " group " + std::to_string(group) +
+                                      " entries " + std::to_string(entries);
+            // Outputs are convex combinations of unit normals, weights are in (0, 1]: f32 sums
+            // in another order stay within 1e-5.
+            for (size_t i = 0; i < want.out.size(); ++i) {
+              EXPECT_NEAR(got.out[i], want.out[i], 1e-5) << label;
+            }
+            for (size_t i = 0; i < want.weights.size(); ++i) {
+              EXPECT_NEAR(got.weights[i], want.weights[i], 1e-5) << label;
+            }
+            for (int32_t g = 0; g < group; ++g) {
+              EXPECT_NEAR(got.totals[g], want.totals[g], 1e-5 * entries) << label;
+              // The largest weight of each head is exp(0) = 1.
+              const auto first = want.weights.begin() + static_cast<int64_t>(g) * entries;
+              EXPECT_EQ(*std::max_element(first, first + entries), 1.0f) << label;
+            }
           }
         }
       }
