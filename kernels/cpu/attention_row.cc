@@ -53,7 +53,10 @@ AttentionRowKernel ScalarAttentionRow() { return RunScalar; }
 
 std::vector<NamedAttentionRowKernel> VectorAttentionRows(const CpuFeatures& features) {
   std::vector<NamedAttentionRowKernel> kernels;
-  if (features.avx512) kernels.push_back({"avx512", Avx512AttentionRow()});
+  // Compiled under avx512_vectors.h's target, which includes VNNI.
+  if (features.avx512 && features.avx512_vnni) {
+    kernels.push_back({"avx512", Avx512AttentionRow()});
+  }
   if (features.avx2) kernels.push_back({"avx2", Avx2AttentionRow()});
   return kernels;
 }

@@ -33,8 +33,8 @@ using AttentionRowKernel = void (*)(const AttentionRow&);
 AttentionRowKernel ScalarAttentionRow();
 // AVX2 with FMA: dot products and the value sum eight dimensions at a time, in f32.
 AttentionRowKernel Avx2AttentionRow();
-// AVX-512 (F, BW, DQ and VL) with FMA: sixteen dimensions at a time, each key loaded once for
-// up to four heads of the group.
+// AVX-512 (F, BW, DQ and VL, and VNNI, as the matmuls) with FMA: sixteen dimensions at a time,
+// each key loaded once for up to four heads of the group.
 AttentionRowKernel Avx512AttentionRow();
 
 struct NamedAttentionRowKernel {

@@ -6,12 +6,11 @@
 //   accumulators in registers, so each value is loaded once per block for the whole group;
 // - the softmax and the order of the steps are attention_row_steps.h's.
 // Compiled for AVX2 function by function.
-#include <immintrin.h>
-
 #include <algorithm>
 
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/attention_row_steps.h"
+#include "kernels/cpu/intrinsics.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -22,7 +21,7 @@ using attention_steps::Row;
 using attention_steps::ToFloat;
 
 // Lane e of the result is the sum of the lanes of a[e].
-KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
+KVD_ATTENTION_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
   const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
   const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
   const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
@@ -33,8 +32,8 @@ KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
                        _mm256_permute2f128_ps(low_entries, high_entries, 0x31));
 }
 
-KVD_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
-KVD_AVX2 __m256 Load8(const uint16_t* p) {
+KVD_ATTENTION_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+KVD_ATTENTION_AVX2 __m256 Load8(const uint16_t* p) {
   const __m256i widened =
       _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
@@ -42,7 +41,7 @@ KVD_AVX2 __m256 Load8(const uint16_t* p) {
 
 // weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
 template <class T>
-KVD_AVX2 void WriteLogits(const Row<T>& row) {
+KVD_ATTENTION_AVX2 void WriteLogits(const Row<T>& row) {
   const AttentionRow& a = row.a;
   const int32_t vector_dims = a.head_dim / 8 * 8;
   const __m256 scale = _mm256_set1_ps(a.scale);
@@ -101,8 +100,8 @@ KVD_AVX2 void WriteLogits(const Row<T>& row) {
 // out[g][d] += Σ_j weights[g][j] · value_j[d] over entries [begin, end), for kHeads heads from
 // `first_head` and kVectors × 8 dimensions from `dim`.
 template <class T, int kHeads, int kVectors>
-KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t dim, int32_t begin,
-                               int32_t end) {
+KVD_ATTENTION_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t dim,
+                                         int32_t begin, int32_t end) {
   const AttentionRow& a = row.a;
   const T* const values = row.values + dim;
   const int64_t* const slots = a.slots;
@@ -151,7 +150,8 @@ KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t di
 // Every dimension of kHeads heads from `first_head` over entries [begin, end): eight
 // accumulators at a time, then the dimensions past the last multiple of 8 one by one.
 template <class T, int kHeads>
-KVD_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin, int32_t end) {
+KVD_ATTENTION_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin,
+                                        int32_t end) {
   constexpr int kVectors = 8 / kHeads;
   const int32_t head_dim = row.a.head_dim;
   int32_t d = 0;
@@ -172,12 +172,12 @@ KVD_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t beg
 // The AVX2 steps of attention_steps::Run.
 struct Avx2Steps {
   template <class T>
-  KVD_AVX2 static void Logits(const Row<T>& row) {
+  KVD_ATTENTION_AVX2 static void Logits(const Row<T>& row) {
     WriteLogits(row);
   }
   template <class T, int kHeads>
-  KVD_AVX2 static void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin,
-                                       int32_t end) {
+  KVD_ATTENTION_AVX2 static void AccumulateHeads(const Row<T>& row, int32_t first_head,
+                                                 int32_t begin, int32_t end) {
     cpu::AccumulateHeads<T, kHeads>(row, first_head, begin, end);
   }
 };

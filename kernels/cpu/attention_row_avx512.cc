@@ -1,7 +1,7 @@
 // The AVX-512 attention row (attention_row.h), in f32 over f32 or bf16 keys and values:
 // - logits four entries by up to four heads at a time: each key vector is loaded (and a bf16
-//   one widened) once for the heads, sixteen accumulators add side by side, and four
-//   transpose-adds sum them (avx512_vectors.h's HorizontalSums);
+//   one widened) once for the heads, up to sixteen accumulators add side by side, and
+//   transpose-adds sum them four at a time (avx512_vectors.h's HorizontalSums);
 // - the weighted value sum over blocks of entries that stay in L1, sixteen dimensions a vector,
 //   with up to four heads' accumulators in registers;
 // - the softmax and the order of the steps are attention_row_steps.h's.

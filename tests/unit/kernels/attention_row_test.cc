@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -14,6 +15,10 @@
 
 namespace kvd::kernels::cpu {
 namespace {
+
+constexpr size_t kNanPadding = 16;
+const float kNan = std::numeric_limits<float>::quiet_NaN();
+constexpr uint16_t kBf16Nan = 0x7fc0;
 
 TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(5);
@@ -25,15 +30,22 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
       for (int32_t group : {1, 2, 3, 4, 7, 8}) {
         for (int32_t entries : {1, 6, 7, 8, 33, 300}) {
           const int32_t slots_in_pool = entries * 2;
-          std::vector<float> keys(static_cast<size_t>(slots_in_pool) * head_dim);
-          std::vector<float> values(keys.size()), log_votes(static_cast<size_t>(slots_in_pool));
-          for (float& v : keys) v = normal(random);
-          for (float& v : values) v = normal(random);
+          // NaNs follow the pool's keys and values and the queries: a lane past a head's end
+          // that a kernel loads and uses turns its outputs into NaN (entry 0 is the last slot).
+          const size_t pool_elements = static_cast<size_t>(slots_in_pool) * head_dim;
+          std::vector<float> keys(pool_elements + kNanPadding, kNan);
+          std::vector<float> values(keys.size(), kNan);
+          std::vector<float> log_votes(static_cast<size_t>(slots_in_pool));
+          for (size_t i = 0; i < pool_elements; ++i) {
+            keys[i] = normal(random);
+            values[i] = normal(random);
+          }
           for (float& v : log_votes) v = 0.5f * std::abs(normal(random));
           // A bf16 pool holds the rounded keys and values; the f32 reference reads the same
           // numbers from an f32 pool.
-          std::vector<uint16_t> keys_bf16(keys.size()), values_bf16(values.size());
-          for (size_t i = 0; i < keys.size(); ++i) {
+          std::vector<uint16_t> keys_bf16(keys.size(), kBf16Nan),
+              values_bf16(keys.size(), kBf16Nan);
+          for (size_t i = 0; i < pool_elements; ++i) {
             keys_bf16[i] = FloatToBF16(keys[i]);
             values_bf16[i] = FloatToBF16(values[i]);
             if (dtype == DType::kBF16) {
@@ -51,14 +63,14 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
           // Every other slot, backwards: the kernels must follow `slots`, not memory order.
           std::vector<int64_t> slots(static_cast<size_t>(entries));
           for (int32_t j = 0; j < entries; ++j) slots[j] = slots_in_pool - 1 - 2 * j;
-          std::vector<float> queries(static_cast<size_t>(group) * head_dim);
-          for (float& v : queries) v = normal(random);
+          std::vector<float> queries(static_cast<size_t>(group) * head_dim + kNanPadding, kNan);
+          for (int64_t i = 0; i < int64_t{group} * head_dim; ++i) queries[i] = normal(random);
           struct Result {
             std::vector<float> out, weights;
             std::vector<double> totals;
           };
           const auto run = [&](AttentionRowKernel kernel, const KvPool& pool) {
-            Result r{std::vector<float>(queries.size(), -1.0f),
+            Result r{std::vector<float>(static_cast<size_t>(group) * head_dim, -1.0f),
                      std::vector<float>(static_cast<size_t>(group) * entries),
                      std::vector<double>(static_cast<size_t>(group))};
             kernel({.pool = &pool,
@@ -75,7 +87,8 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
           };
           const Result want = run(ScalarAttentionRow(), f32_pool);
           // The reference reads a bf16 pool as the f32 numbers it holds.
-          EXPECT_EQ(run(ScalarAttentionRow(), pool).out, want.out);
+          EXPECT_EQ(run(ScalarAttentionRow(), pool).out, want.out)
+              << DTypeName(dtype) << " head_dim " << head_dim << " group " << group;
           for (const NamedAttentionRowKernel& kernel : kernels) {
             const Result got = run(kernel.run, pool);
             const std::string label = std::string(kernel.name) + " " +
@@ -93,7 +106,7 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
             for (int32_t g = 0; g < group; ++g) {
               EXPECT_NEAR(got.totals[g], want.totals[g], 1e-5 * entries) << label;
               // The largest weight of each head is exp(0) = 1.
-              const auto first = want.weights.begin() + static_cast<int64_t>(g) * entries;
+              const auto first = got.weights.begin() + static_cast<int64_t>(g) * entries;
               EXPECT_EQ(*std::max_element(first, first + entries), 1.0f) << label;
             }
           }
