@@ -8,6 +8,7 @@
 // Head sizes that are not a multiple of sixteen end under a mask.
 #include <algorithm>
 
+#include "kernels/cpu/attention_avx512.h"
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/attention_row_steps.h"
 #include "kernels/cpu/avx512_vectors.h"
@@ -18,13 +19,7 @@ namespace {
 using attention_steps::kValueBlock;
 using attention_steps::Row;
 
-// Sixteen elements from `p` as floats, the ones `mask` leaves out zero.
-KVD_AVX512 inline __m512 Load16(const float* p, __mmask16 mask) {
-  return _mm512_maskz_loadu_ps(mask, p);
-}
-KVD_AVX512 inline __m512 Load16(const uint16_t* p, __mmask16 mask) {
-  return Bf16Weights::Load<true>(p, 0, mask);
-}
+using attention_avx512::Elements;
 
 // weights[g][j + e] = q_g · k_{j+e} · scale + log_vote_{j+e} for heads [first, first + kHeads)
 // and entries e < kEntries.
@@ -48,7 +43,7 @@ KVD_AVX512 void LogitTile(const Row<T>& row, int32_t first, int32_t j) {
     const __mmask16 mask = TailMask(a.head_dim - d);
     __m512 k[kEntries];
 #pragma GCC unroll 4
-    for (int e = 0; e < kEntries; ++e) k[e] = Load16(keys[e] + d, mask);
+    for (int e = 0; e < kEntries; ++e) k[e] = Elements<T>::template Load<true>(keys[e], d, mask);
 #pragma GCC unroll 4
     for (int h = 0; h < kHeads; ++h) {
       const __m512 q = _mm512_maskz_loadu_ps(mask, a.queries + int64_t{first + h} * a.head_dim + d);
@@ -88,8 +83,7 @@ KVD_AVX512 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t 
   const int64_t* const slots = a.slots;
   const int64_t head_dim = a.head_dim;
   __mmask16 masks[kVectors];
-#pragma GCC unroll 8
-  for (int v = 0; v < kVectors; ++v) masks[v] = v + 1 < kVectors ? __mmask16{0xffff} : last_mask;
+  attention_avx512::PassMasks(last_mask, masks);
   const float* weights[kHeads];
   float* out[kHeads];
   __m512 sums[kHeads][kVectors];
@@ -101,28 +95,14 @@ KVD_AVX512 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t 
     for (int v = 0; v < kVectors; ++v)
       sums[h][v] = _mm512_maskz_loadu_ps(masks[v], out[h] + 16 * v);
   }
-  // Each pass over the block asks for its dimensions of the next block's values, a line every
-  // 64 bytes from where it starts, as the AVX2 kernel does.
-  constexpr size_t kPassBytes = sizeof(T) * 16 * kVectors;
+  // Each pass over the block asks for its dimensions of the next block's values, as the AVX2
+  // kernel does.
   const int32_t prefetch_end = std::min(end, a.entries - kValueBlock);
   for (int32_t j = begin; j < end; ++j) {
-    const T* value = values + slots[j] * head_dim;
     if (j < prefetch_end) {
-      const char* ahead = reinterpret_cast<const char*>(values + slots[j + kValueBlock] * head_dim);
-#pragma GCC unroll 4
-      for (size_t line = 0; line < kPassBytes; line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+      attention_avx512::PrefetchPass<T, kVectors>(values + slots[j + kValueBlock] * head_dim);
     }
-    __m512 value_vectors[kVectors];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVectors; ++v) value_vectors[v] = Load16(value + 16 * v, masks[v]);
-#pragma GCC unroll 4
-    for (int h = 0; h < kHeads; ++h) {
-      const __m512 w = _mm512_set1_ps(weights[h][j]);
-#pragma GCC unroll 8
-      for (int v = 0; v < kVectors; ++v) {
-        sums[h][v] = _mm512_fmadd_ps(w, value_vectors[v], sums[h][v]);
-      }
-    }
+    attention_avx512::AddWeightedValue(values + slots[j] * head_dim, masks, weights, j, sums);
   }
 #pragma GCC unroll 4
   for (int h = 0; h < kHeads; ++h) {

@@ -36,36 +36,6 @@ alignas(64) inline thread_local float panel[kPanelElements * kPanelOutputs];
 // a thread's first product, so that threads that never multiply hold none.
 inline thread_local std::vector<float> packed_rows;
 
-// Transposes the 16 x 16 block in v: v[j] lane i becomes v[i] lane j.
-KVD_AVX512 inline __attribute__((always_inline)) void Transpose16(__m512 (&v)[16]) {
-  __m512 t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-  }
-  // u[4g + m], 128-bit lane L: element 4L + m of rows 4g .. 4g + 3.
-  __m512 u[16];
-#pragma GCC unroll 16
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
-    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-  }
-#pragma GCC unroll 16
-  for (int m = 0; m < 4; ++m) {
-    const __m512 low_even = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x88);
-    const __m512 low_odd = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xdd);
-    const __m512 high_even = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x88);
-    const __m512 high_odd = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xdd);
-    v[m] = _mm512_shuffle_f32x4(low_even, high_even, 0x88);
-    v[4 + m] = _mm512_shuffle_f32x4(low_odd, high_odd, 0x88);
-    v[8 + m] = _mm512_shuffle_f32x4(low_even, high_even, 0xdd);
-    v[12 + m] = _mm512_shuffle_f32x4(low_odd, high_odd, 0xdd);
-  }
-}
-
 // Stores a tile's sums into rows [r, r + kRows) of output features [o, o + width), or adds them
 // to what earlier panels of inputs left there.
 template <int kRows, int kVectors>
