@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/check.h"
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/attention_rows.h"
 #include "kernels/cpu/score_fold.h"
@@ -14,9 +15,17 @@ namespace {
 // workers costs more than it saves.
 constexpr int64_t kMinParallelWork = 1 << 16;
 
-// Query heads a chunk of rows hands the rows kernel at least (where the rows are there): enough to
-// share each block of transposed keys.
+// Query heads a chunk of rows hands the rows kernel at least (a prompt's last chunk may have
+// fewer): enough to share each block of transposed keys.
 constexpr int32_t kQueriesPerChunk = 32;
+
+// Rows of a chunk for the rows kernel: at least kQueriesPerChunk query heads, in whole passes of
+// eight, so that no query takes a pass of its own.
+int32_t RowsPerChunk(int32_t group) {
+  int32_t rows = std::max(2, (kQueriesPerChunk + group - 1) / group);
+  while (rows * group % 8 != 0) ++rows;
+  return rows;
+}
 
 // Rows [row_begin, row_end) of one sequence's new rows at one kv head. A sequence that collects
 // scores has one task per kv head for all its rows, so no two threads fold into one score; the
@@ -38,8 +47,8 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
   static const AttentionRowsKernel rows_kernel = FastestAttentionRows(HostCpuFeatures());
   static const ScoreFoldKernel fold_scores = FastestScoreFold(HostCpuFeatures());
   // Rows one call computes: a chunk for the rows kernel, else one.
-  const int32_t chunk_rows =
-      rows_kernel == nullptr ? 1 : std::max(2, (kQueriesPerChunk + group - 1) / group);
+  const int32_t chunk_rows = rows_kernel == nullptr ? 1 : RowsPerChunk(group);
+  KVD_CHECK(q.cols == out.cols);  // the rows kernel's one row stride
   std::vector<RowTask> tasks;
   int64_t work = 0;  // multiply-adds, to decide whether threads pay for their hand-off
   for (int32_t s = 0; s < static_cast<int32_t>(sequences.size()); ++s) {

@@ -1,5 +1,7 @@
 // Paged GQA attention with per-entry log-votes (the CPU backend's), over f32 or bf16 keys and
-// values. Each query row runs on the fastest attention row kernel (attention_row.h).
+// values. A prompt's rows run a chunk at a time on the rows kernel (attention_rows.h) where the
+// CPU has one, else, as a decode step's row, on the fastest attention row kernel
+// (attention_row.h).
 #pragma once
 
 #include <span>

@@ -107,8 +107,8 @@ KVD_AVX512 void Logits(const Rows<T>& rows) {
   }
 }
 
-// out[q] += Σ_e weights[q][e] · value_e over the entries the queries [q, q + kQueries) see, for
-// kVectors × 16 dimensions from `dim`, the last vector's under `last_mask`.
+// out[q] = Σ_e weights[q][e] · value_e / totals[q] over the entries the queries [q, q + kQueries)
+// see, for kVectors × 16 dimensions from `dim`, the last vector's under `last_mask`.
 template <class T, int kQueries, int kVectors>
 KVD_AVX512 void ValuePass(const Rows<T>& rows, int32_t q, int32_t dim, __mmask16 last_mask) {
   const AttentionRows& a = rows.a;

@@ -147,12 +147,13 @@ TEST(PagedAttentionTest, MatchesDenseReferenceWithPerHeadLengthsAndBatches) {
   constexpr int32_t kHeadDim = 8, kBlockSize = 4, kKvHeads = 2, kGroup = 3;
   constexpr int32_t kHeads = kKvHeads * kGroup;
   std::mt19937 random(11);
-  TestPool pool(64, kBlockSize, kHeadDim, 3);
+  TestPool pool(128, kBlockSize, kHeadDim, 3);
   struct Sequence {
     std::vector<int32_t> cached;  // per kv head, different (0 allowed)
     int32_t new_rows;
   };
-  const std::vector<Sequence> sequences = {{{0, 5}, 3}, {{9, 2}, 1}, {{4, 0}, 6}};
+  // The last spans chunks of the rows kernel and ends in a chunk of one row.
+  const std::vector<Sequence> sequences = {{{0, 5}, 3}, {{9, 2}, 1}, {{4, 0}, 6}, {{3, 7}, 33}};
   int32_t total_rows = 0;
   for (const auto& s : sequences) total_rows += s.new_rows;
   auto q_data = RandomVector(static_cast<size_t>(total_rows) * kHeads * kHeadDim, random);
@@ -227,13 +228,14 @@ TEST(PagedAttentionTest, ScoresFoldEveryCountedRowAndGroupHeadIntoEachEntry) {
   constexpr int32_t kHeads = kKvHeads * kGroup;
   std::mt19937 random(23);
   TestPool pool(64, kBlockSize, kHeadDim, 5);
-  // Sequence 0 takes the max from row 1 on, sequence 1 the sum over all rows, sequence 2
-  // collects nothing; cached lengths differ per head, one is zero.
+  // Sequence 0 takes the max from row 20 on (inside the rows kernel's second chunk of its 35
+  // rows), sequence 1 the sum over all rows, sequence 2 collects nothing; cached lengths differ
+  // per head, one is zero.
   const std::vector<std::vector<int32_t>> cached = {{6, 3}, {0, 5}, {2, 2}};
-  const std::vector<int32_t> new_rows = {4, 3, 2};
+  const std::vector<int32_t> new_rows = {35, 3, 2};
   const std::vector<ScoreReduce> reduce = {ScoreReduce::kMax, ScoreReduce::kSum, ScoreReduce::kMax};
-  const std::vector<int32_t> first_scored_row = {1, 0, 0};
-  constexpr int32_t kStride = 12;
+  const std::vector<int32_t> first_scored_row = {20, 0, 0};
+  constexpr int32_t kStride = 48;
   int32_t total_rows = 0;
   for (int32_t n : new_rows) total_rows += n;
   auto q_data = RandomVector(static_cast<size_t>(total_rows) * kHeads * kHeadDim, random);
