@@ -1,7 +1,8 @@
 // The parts of the vector attention rows (attention_row_avx2.cc, attention_row_avx512.cc) that
 // do not depend on the vector width: a row's view of the pool, the prefetch of entries ahead,
-// the softmax on AVX2, and the order of the steps. Include only from files compiled function by
-// function for AVX2 or more (attribute target).
+// the softmax on AVX2 (which the rows kernel, attention_rows_avx512.cc, runs too), and the order
+// of the steps. Include only from files compiled function by function for AVX2 or more
+// (attribute target).
 #pragma once
 
 #include <algorithm>
