@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <span>
 #include <thread>
 
 #include "base/check.h"
@@ -73,7 +74,12 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   if (!bandwidth.ok()) return bandwidth.status();
   result.read = *bandwidth;
   const int64_t max_rows = *std::max_element(options.rows.begin(), options.rows.end());
-  std::vector<float> x(static_cast<size_t>(max_rows * options.in_features));
+  // In the memory the CPU backend keeps activations in, aligned as there.
+  const int64_t x_count = max_rows * options.in_features;
+  auto x_buffer =
+      kernels::cpu::AllocateResident(static_cast<size_t>(x_count) * sizeof(float), pool);
+  if (!x_buffer.ok()) return x_buffer.status();
+  const std::span<float> x(static_cast<float*>((*x_buffer)->data()), static_cast<size_t>(x_count));
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : x) v = normal(random);
   std::vector<float> out(static_cast<size_t>(max_rows * options.out_features));

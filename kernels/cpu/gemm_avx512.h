@@ -8,7 +8,8 @@
 // - int8 and int4 weights: 512 inputs (sixteen blocks) as unsigned bytes, four inputs of sixteen
 //   features a vector, tiles of four rows whose int8 activations are broadcast four at a time:
 //   one vpdpbusd adds 64 products, and each block's integer sums are scaled once.
-// matmul_avx512.cc runs it on products of kMinRowsToPack rows or more.
+// matmul_avx512.cc runs it on products of kMinRowsToPack rows or more (bf16 weights on bf16 dot
+// products: of kMinRowsToPackBf16Pairs rows or more).
 #pragma once
 
 #include <cstdint>

@@ -80,10 +80,10 @@ struct Slicing {
 
 // Enough slices for every thread, and more for the threads that run to take over from those
 // the OS has not scheduled, as long as each slice stays wide enough.
-Slicing SliceProducts(const MatmulVariant& variant, int64_t work, int64_t rows, int64_t widest,
-                      int32_t threads) {
+Slicing SliceProducts(const MatmulVariant& variant, DType dtype, int64_t work, int64_t rows,
+                      int64_t widest, int32_t threads) {
   if (work < kMinParallelWork) return {};
-  const bool packed = variant.packed_rows > 0 && rows >= variant.packed_rows;
+  const bool packed = variant.packs != nullptr && variant.packs(dtype, rows);
   const int64_t narrowest = packed ? kMinPackedSliceFeatures : kMinSliceFeatures;
   const int64_t fewest = std::clamp<int64_t>(widest / kMinSliceFeatures, 1, threads);
   return {std::clamp<int64_t>(widest / narrowest, fewest, int64_t{threads} * 4),
@@ -140,8 +140,8 @@ void ParallelMatmul(std::span<const MatmulProduct> group, ThreadPool& pool, Matm
   // Slices rather than one BLAS call on many threads: OpenBLAS's threads spin-wait for each
   // other and stall for seconds when the cores are shared, where a slice nobody has claimed yet
   // is simply taken by a running thread.
-  const Slicing slicing =
-      SliceProducts(*products.front().variant, work, first.rows, widest, pool.num_threads());
+  const Slicing slicing = SliceProducts(*products.front().variant, first.dtype, work, first.rows,
+                                        widest, pool.num_threads());
   const auto run_slices = [&](int64_t slice_begin, int64_t slice_end) {
     absl::InlinedVector<MatmulArgs, 3> parts;
     for (const MatmulProduct& product : products) {

@@ -39,10 +39,10 @@ struct MatmulVariant {
   // Faster than OpenBLAS's SGEMM at f32 products of many rows (docs/benchmarks.md); a variant
   // that is not hands those to OpenBLAS.
   bool f32_gemm = false;
-  // From this many rows on, the variant packs each slice's rows and computes the slice's
-  // output features in panels of `panel_features`: ParallelMatmul then cuts fewer, wider slices
-  // that start at multiples of the panel. 0: the variant never packs.
-  int64_t packed_rows = 0;
+  // Whether a product of `rows` rows of `dtype` weights packs each slice's rows and computes the
+  // slice's output features in panels of `panel_features`: ParallelMatmul then cuts fewer, wider
+  // slices that start at multiples of the panel. Null: the variant never packs.
+  bool (*packs)(DType dtype, int64_t rows) = nullptr;
   int64_t panel_features = 0;
   // From this many rows on, bf16 weights meet x rounded to bf16 (to nearest, ties to even, as
   // FloatToBF16; subnormals count as zero), each pair of products exact and added in f32. 0: x is
@@ -62,8 +62,8 @@ MatmulVariant ScalarMatmul();
 MatmulVariant Avx2Matmul();
 // AVX-512 F, BW, DQ and VL with VNNI.
 MatmulVariant Avx512Matmul();
-// The same with AVX512-BF16: products of many rows of bf16 weights on bf16 dot products, twice
-// the FMAs' arithmetic (gemm_avx512.h).
+// The same with AVX512-BF16: products of several rows of bf16 weights (bf16_rounded_rows) on bf16
+// dot products, twice the FMAs' arithmetic (gemm_avx512.h and the tiles of matmul_avx512.cc).
 MatmulVariant Avx512Bf16Matmul();
 // OpenBLAS's single-threaded SGEMM: f32 weights only.
 MatmulVariant OpenBlasMatmul();

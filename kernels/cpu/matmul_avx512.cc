@@ -1,8 +1,9 @@
 // The AVX-512 variants of the Linear products (matmul.h), for CPUs with AVX-512 F, BW, DQ and VL
-// and VNNI, and one for those that also have AVX512-BF16, whose packed GEMM multiplies bf16
-// weights by rows rounded to bf16. Products of many rows, every format: the packed GEMM
-// (gemm_avx512.h). On fewer rows, element types: tiles of up to four rows by six output
-// features, sixteen inputs a step, tails under a mask, weights in L1 across a tile's rows and
+// and VNNI, and one for those that also have AVX512-BF16, which multiplies bf16 weights by rows
+// rounded to bf16 from kMinRowsToRoundBf16 rows on (its packed GEMM, and below that pairs of
+// inputs in the tiles). Products of many rows, every format: the packed GEMM (gemm_avx512.h).
+// On fewer rows, element types: tiles of up to four rows by six output features, sixteen inputs
+// a step (thirty-two as bf16 pairs), tails under a mask, weights in L1 across a tile's rows and
 // inputs in L2 across the tiles (rows and inputs are cut into passes that fit). Block formats:
 // int8 two blocks a step, their bytes interleaved four at a time so that one vpdpbusd (the
 // weights offset to unsigned) gives both blocks' sums side by side; int4 four blocks a step, one
@@ -10,6 +11,7 @@
 // sums are scaled by its block's scales.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/avx512_vectors.h"
 #include "kernels/cpu/gemm_avx512.h"
@@ -22,6 +24,12 @@ namespace {
 // inputs of an element-type weight a pass covers, so that a tile's weights stay in L1.
 constexpr int64_t kInputBytesInL2 = int64_t{1} << 20;
 constexpr int64_t kTileWeightBytesInL1 = 24 << 10;
+// From this many rows on, the AVX512-BF16 variant multiplies bf16 weights by rows rounded to bf16:
+// fewer rows are bound by memory, not by the products; and from kMinRowsToPackBf16Pairs rows on,
+// on the packed GEMM rather than the tiles of pairs, which are faster up to about 100 rows
+// (docs/benchmarks.md).
+constexpr int64_t kMinRowsToRoundBf16 = 8;
+constexpr int64_t kMinRowsToPackBf16Pairs = 128;
 
 // The rows of a product a pass covers and whether this pass adds to what earlier passes (over
 // earlier inputs) wrote.
@@ -96,6 +104,100 @@ struct ElementTiles {
       }
     }
   }
+};
+
+// bf16 weights against rows rounded to bf16, for CPUs with AVX512-BF16 (products of
+// kMinRowsToRoundBf16 rows up to the packed GEMM's): thirty-two inputs a step as sixteen pairs,
+// one vdpbf16ps adding both products of each pair of a row and an output feature, the weights
+// loaded as they are stored (no widening). RoundRows fills rounded_rows once per call.
+struct Bf16PairTiles {
+  static constexpr int kWideOuts = 6;
+  static constexpr int64_t kInputsPerPass = kTileWeightBytesInL1 / (kWideOuts * 2) / 32 * 32;
+
+  static int64_t InputsPerPass(int64_t) { return kInputsPerPass; }
+  static int64_t RowsPerPass(int64_t in) {
+    return std::max<int64_t>(4, kInputBytesInL2 / (std::min(in, kInputsPerPass) * 2));
+  }
+  // Row r's inputs at rounded_rows[r * RowStride(in)], zero from `in` to the stride.
+  static int64_t RowStride(int64_t in) { return (in + 31) / 32 * 32; }
+
+  KVD_AVX512_BF16 static void RoundRows(const MatmulArgs& a) {
+    const int64_t stride = RowStride(a.in);
+    rounded_rows.resize(static_cast<size_t>(a.rows * stride + 32));
+    uint16_t* rows = RoundedRows();
+    for (int64_t r = 0; r < a.rows; ++r) {
+      const float* row = a.x + r * a.in;
+      for (int64_t i = 0; i < stride; i += 32) {
+        const int64_t left = a.in - i;
+        const __mmask16 high = left > 16 ? TailMask(left - 16) : __mmask16{0};
+        const __m512bh pairs = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, row + i + 16),
+                                                   _mm512_maskz_loadu_ps(TailMask(left), row + i));
+        _mm512_store_si512(rows + r * stride + i, reinterpret_cast<const __m512i&>(pairs));
+      }
+    }
+  }
+
+  // One step of thirty-two inputs from `i` on (under a mask, the weights it selects).
+  template <int kRows, int kOuts, bool kMasked>
+  KVD_AVX512_BF16 static inline __attribute__((always_inline)) void Step(
+      const MatmulArgs& a, const uint16_t* x, int64_t stride, int64_t o, int64_t i, __mmask32 mask,
+      const char* next, bool prefetch, __m512 (&acc)[kRows][kOuts]) {
+    const auto* weight = static_cast<const uint16_t*>(a.weight);
+    __m512bh w[kOuts];
+#pragma GCC unroll 8
+    for (int k = 0; k < kOuts; ++k) {
+      if (prefetch) _mm_prefetch(next + (k * a.in + i) * 2, _MM_HINT_T0);
+      const uint16_t* from = weight + (o + k) * a.in + i;
+      const __m512i bits =
+          kMasked ? _mm512_maskz_loadu_epi16(mask, from) : _mm512_loadu_si512(from);
+      w[k] = reinterpret_cast<const __m512bh&>(bits);
+    }
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+      const __m512i bits = _mm512_load_si512(x + rr * stride + i);
+      const __m512bh xv = reinterpret_cast<const __m512bh&>(bits);
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_dpbf16_ps(acc[rr][k], w[k], xv);
+    }
+  }
+
+  template <int kRows, int kOuts>
+  KVD_AVX512_BF16 static void Run(const MatmulArgs& a, const Pass& pass, int64_t r, int64_t o,
+                                  bool prefetch) {
+    __m512 acc[kRows][kOuts];
+#pragma GCC unroll 8
+    for (int rr = 0; rr < kRows; ++rr) {
+#pragma GCC unroll 8
+      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
+    }
+    const int64_t stride = RowStride(a.in);
+    const uint16_t* x = RoundedRows() + r * stride;
+    const auto* next = static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * 2;
+    const int64_t vector_end = pass.in_begin + (pass.in_end - pass.in_begin) / 32 * 32;
+    for (int64_t i = pass.in_begin; i < vector_end; i += 32) {
+      Step<kRows, kOuts, false>(a, x, stride, o, i, ~__mmask32{0}, next, prefetch, acc);
+    }
+    if (vector_end < pass.in_end) {
+      const __mmask32 mask = (__mmask32{1} << (pass.in_end - vector_end)) - 1;
+      Step<kRows, kOuts, true>(a, x, stride, o, vector_end, mask, next, prefetch, acc);
+    }
+    float sums[kRows][kOuts];
+    HorizontalSums(acc, sums);
+    for (int rr = 0; rr < kRows; ++rr) {
+      for (int k = 0; k < kOuts; ++k) {
+        float& out = a.out[(r + rr) * a.out_stride + o + k];
+        out = pass.accumulate ? out + sums[rr][k] : sums[rr][k];
+      }
+    }
+  }
+
+  // rounded_rows' first cache line, where RoundRows starts the rows.
+  static uint16_t* RoundedRows() {
+    const auto at = reinterpret_cast<uintptr_t>(rounded_rows.data());
+    return reinterpret_cast<uint16_t*>((at + 63) / 64 * 64);
+  }
+
+  static inline thread_local std::vector<uint16_t> rounded_rows;
 };
 
 // The block formats, two blocks (b, b + 1) at a time as 64 bytes whose four-byte groups
@@ -337,8 +439,10 @@ KVD_AVX512 void RunTiles(const MatmulArgs& a) {
   }
 }
 
+bool Packs(DType, int64_t rows) { return rows >= kMinRowsToPack; }
+
 void Run(const MatmulArgs& a) {
-  if (a.rows >= kMinRowsToPack) return PackedGemmAvx512(a);
+  if (Packs(a.dtype, a.rows)) return PackedGemmAvx512(a);
   switch (a.dtype) {
     case DType::kF32:
       return RunTiles<ElementTiles<F32Weights>>(a);
@@ -353,9 +457,16 @@ void Run(const MatmulArgs& a) {
   }
 }
 
+// bf16 products of fewer rows than kMinRowsToPackBf16Pairs run on the tiles of pairs.
+bool PacksWithBf16Pairs(DType dtype, int64_t rows) {
+  return dtype == DType::kBF16 ? rows >= kMinRowsToPackBf16Pairs : Packs(dtype, rows);
+}
+
 void RunWithBf16Dots(const MatmulArgs& a) {
-  if (a.dtype == DType::kBF16 && a.rows >= kMinRowsToPack) return PackedBf16GemmAvx512(a);
-  Run(a);
+  if (a.dtype != DType::kBF16 || a.rows < kMinRowsToRoundBf16) return Run(a);
+  if (PacksWithBf16Pairs(a.dtype, a.rows)) return PackedBf16GemmAvx512(a);
+  Bf16PairTiles::RoundRows(a);
+  RunTiles<Bf16PairTiles>(a);
 }
 
 }  // namespace
@@ -364,7 +475,7 @@ MatmulVariant Avx512Matmul() {
   return {.name = "avx512",
           .run = Run,
           .f32_gemm = true,
-          .packed_rows = kMinRowsToPack,
+          .packs = Packs,
           .panel_features = kGemmPanelOutputs};
 }
 
@@ -372,7 +483,8 @@ MatmulVariant Avx512Bf16Matmul() {
   MatmulVariant variant = Avx512Matmul();
   variant.name = "avx512_bf16";
   variant.run = RunWithBf16Dots;
-  variant.bf16_rounded_rows = kMinRowsToPack;
+  variant.packs = PacksWithBf16Pairs;
+  variant.bf16_rounded_rows = kMinRowsToRoundBf16;
   return variant;
 }
 

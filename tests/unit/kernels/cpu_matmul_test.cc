@@ -39,9 +39,13 @@ Weights RandomWeights(int64_t count, DType dtype, std::mt19937& random) {
 
 // Runs `args` (out unset) on the scalar reference and on `variant` into outputs prefilled with
 // -1, and expects the slice to agree within `tolerance` and nothing outside it to be written.
-// Where the variant rounds x to bf16, the reference multiplies the rounded x.
+// Where the variant rounds x to bf16, the reference multiplies the rounded x. The variant reads x
+// from a copy followed by NaNs, so that a load past the last row that a mask should have cut
+// turns an output into NaN.
 void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, int64_t out_features,
                                 double tolerance, const std::string& label) {
+  std::vector<float> padded_x(args.x, args.x + args.rows * args.in);
+  padded_x.resize(padded_x.size() + 64, std::nanf(""));
   std::vector<float> expected(args.rows * out_features, -1.0f), got = expected;
   std::vector<float> rounded_x;
   MatmulArgs reference = args;
@@ -54,6 +58,7 @@ void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, i
   reference.out = expected.data();
   reference.out_stride = out_features;
   ScalarMatmul().run(reference);
+  args.x = padded_x.data();
   args.out = got.data();
   args.out_stride = out_features;
   variant.run(args);
@@ -77,7 +82,7 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
   for (const MatmulVariant& variant : variants) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
-      for (int64_t rows : {1, 2, 3, 5, 17, 40, 47}) {
+      for (int64_t rows : {1, 2, 3, 5, 17, 40, 47, 130}) {
         // Inputs that end a bf16 pair step (32) past its first sixteen: 57.
         for (int64_t in : {8, 37, 57, 64, 200}) {
           const int64_t out_features = 101;
@@ -173,13 +178,19 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
 TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
   // Variants cut a large product into passes over blocks of rows and of inputs (whose partial
   // sums later passes add to) and tiles of several widths: more rows and inputs than one pass
-  // holds, and output features that leave a remainder of every tile width.
+  // holds, and output features that leave a remainder of every tile width; and the same inputs
+  // on a few rows, which the tiles (not a packed GEMM) cut into passes.
   std::mt19937 random(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t rows = 260, out_features = 11;
+  const int64_t out_features = 11;
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     if (variant.name == "scalar") continue;
-    for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
+    for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{260, DType::kF32},
+                                      {260, DType::kBF16},
+                                      {9, DType::kBF16},
+                                      {260, DType::kF16},
+                                      {260, DType::kInt8},
+                                      {260, DType::kInt4}}) {
       const int64_t in = IsQuantized(dtype) ? 4096 : 2500;
       std::vector<float> x(rows * in);
       for (float& v : x) v = normal(random);
@@ -202,7 +213,9 @@ TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
            .dtype = dtype,
            .first = 0,
            .count = out_features},
-          out_features, 1e-5 * in, std::string(variant.name) + " " + std::string(DTypeName(dtype)));
+          out_features, 1e-5 * in,
+          std::string(variant.name) + " " + std::string(DTypeName(dtype)) + " rows " +
+              std::to_string(rows));
     }
   }
 }
