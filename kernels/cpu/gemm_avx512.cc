@@ -43,9 +43,10 @@ KVD_AVX512 void PackF32Panel(const MatmulArgs& a, int64_t o, int64_t width, int6
       __m512 v[16];
 #pragma GCC unroll 16
       for (int j = 0; j < 16; ++j) {
-        v[j] = j < features
-                   ? Weights::template Load<true>(a.weight, (o + g * 16 + j) * a.in + k, mask)
-                   : _mm512_setzero_ps();
+        const int64_t at = (o + g * 16 + j) * a.in + k;
+        v[j] = j >= features    ? _mm512_setzero_ps()
+               : mask == 0xffff ? Weights::template Load<false>(a.weight, at, mask)
+                                : Weights::template Load<true>(a.weight, at, mask);
       }
       Transpose16(v);
       float* to = &panel[(k - k_begin) * kPanelOutputs + g * 16];
@@ -66,9 +67,10 @@ KVD_AVX512 inline __attribute__((always_inline)) void LoadBf16Pairs(const Matmul
   const __mmask32 mask = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
 #pragma GCC unroll 16
   for (int j = 0; j < 16; ++j) {
-    v[j] = j < features
-               ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, weight + (o + j) * a.in + k))
-               : _mm512_setzero_ps();
+    const uint16_t* from = weight + (o + j) * a.in + k;
+    v[j] = j >= features ? _mm512_setzero_ps()
+           : left >= 32  ? _mm512_castsi512_ps(_mm512_loadu_si512(from))
+                         : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, from));
   }
   Transpose16(v);
 }

@@ -8,8 +8,7 @@
 // - int8 and int4 weights: 512 inputs (sixteen blocks) as unsigned bytes, four inputs of sixteen
 //   features a vector, tiles of four rows whose int8 activations are broadcast four at a time:
 //   one vpdpbusd adds 64 products, and each block's integer sums are scaled once.
-// matmul_avx512.cc runs it on products of kMinRowsToPack rows or more (bf16 weights on bf16 dot
-// products: of kMinRowsToPackBf16Pairs rows or more).
+// matmul_avx512.cc runs it on products of enough rows (its Packs, per weight type).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +17,6 @@
 
 namespace kvd::kernels::cpu {
 
-// Below this many rows the packing costs more than the dot-product tiles lose.
-inline constexpr int64_t kMinRowsToPack = 32;
 // The output features of a panel.
 inline constexpr int64_t kGemmPanelOutputs = 48;
 

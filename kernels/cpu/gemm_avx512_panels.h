@@ -2,7 +2,10 @@
 // packed rows a thread holds, the transpose that fills them, tile stores, the next panel's
 // prefetch, and the loops over blocks of rows, panels of inputs and of output features. A format
 // is an Elements policy: its element (four bytes of a panel, one or more inputs), how it packs
-// rows and panels, and its tile of rows. Include only from AVX-512 files (avx512_vectors.h).
+// rows and panels, and its tile of rows. Packing loads whole vectors of weights with plain loads
+// and masks only their tails: on the AMD machine of docs/benchmarks.md, packing ran 1.1-1.2x
+// slower on masked loads that selected every byte. Include only from AVX-512 files
+// (avx512_vectors.h).
 #pragma once
 
 #include <algorithm>

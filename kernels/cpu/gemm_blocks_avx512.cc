@@ -29,8 +29,9 @@ struct Int8Bytes {
   static constexpr int64_t kBlockBytes = kQuantBlock;
   // Blocks [b, b + blocks) of `row` (blocks <= 2) as unsigned bytes in input order.
   KVD_AVX512 static __m512i TwoBlocks(const ConstQuantizedRow& row, int64_t b, int64_t blocks) {
+    const unsigned char* from = row.q + b * kQuantBlock;
     const __m512i w =
-        _mm512_maskz_loadu_epi8(blocks == 2 ? ~0ull : (1ull << 32) - 1, row.q + b * kQuantBlock);
+        blocks == 2 ? _mm512_loadu_si512(from) : _mm512_maskz_loadu_epi8((1ull << 32) - 1, from);
     return _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
   }
 };
@@ -41,8 +42,9 @@ struct Int4Bytes {
   // A block's byte j holds weight j (low nibble) and j + 16 (high): each block's sixteen low
   // nibbles, then its sixteen high ones.
   KVD_AVX512 static __m512i TwoBlocks(const ConstQuantizedRow& row, int64_t b, int64_t blocks) {
-    const __m256i packed =
-        _mm256_maskz_loadu_epi8(blocks == 2 ? ~0u : 0xffffu, row.q + b * kBlockBytes);
+    const unsigned char* from = row.q + b * kBlockBytes;
+    const __m256i packed = blocks == 2 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from))
+                                       : _mm256_maskz_loadu_epi8(0xffffu, from);
     const __m256i nibble = _mm256_set1_epi8(15);
     const __m256i low = _mm256_and_si256(packed, nibble);
     const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
@@ -50,6 +52,13 @@ struct Int4Bytes {
     return _mm512_shuffle_i64x2(halves, halves, _MM_SHUFFLE(3, 1, 2, 0));
   }
 };
+
+// The f16 values (scales or offsets) of the sixteen blocks at `p` that `mask` selects, zero past
+// them.
+KVD_AVX512 inline __m256i LoadBlockValues(__mmask16 mask, const uint16_t* p) {
+  return mask == 0xffff ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                        : _mm256_maskz_loadu_epi16(mask, p);
+}
 
 template <class Format>
 struct BlockElements {
@@ -111,10 +120,9 @@ struct BlockElements {
       for (int j = 0; j < 16; ++j) {
         scales[j] = offsets[j] = _mm512_setzero_ps();
         if (j >= features) continue;
-        scales[j] = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, rows[j].scales + first_block));
+        scales[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].scales + first_block));
         if constexpr (Format::kHasOffset) {
-          offsets[j] =
-              _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, rows[j].offsets + first_block));
+          offsets[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].offsets + first_block));
         }
       }
       Transpose16(scales);

@@ -24,12 +24,16 @@ namespace {
 // inputs of an element-type weight a pass covers, so that a tile's weights stay in L1.
 constexpr int64_t kInputBytesInL2 = int64_t{1} << 20;
 constexpr int64_t kTileWeightBytesInL1 = 24 << 10;
-// From this many rows on, the AVX512-BF16 variant multiplies bf16 weights by rows rounded to bf16:
-// fewer rows are bound by memory, not by the products; and from kMinRowsToPackBf16Pairs rows on,
-// on the packed GEMM rather than the tiles of pairs, which are faster up to about 100 rows
-// (docs/benchmarks.md).
-constexpr int64_t kMinRowsToRoundBf16 = 8;
+// The fewest rows whose product runs on the packed GEMM (gemm_avx512.h), below which packing the
+// panels costs more than the tiles lose (docs/benchmarks.md): for element types; for quantized
+// weights, whose tiles scale the sums of every vpdpbusd where the GEMM scales a block's eight at
+// once; and for bf16 weights against the AVX512-BF16 variant's tiles of pairs.
+constexpr int64_t kMinRowsToPack = 32;
+constexpr int64_t kMinRowsToPackBlocks = 16;
 constexpr int64_t kMinRowsToPackBf16Pairs = 128;
+// From this many rows on, the AVX512-BF16 variant multiplies bf16 weights by rows rounded to bf16:
+// fewer rows are bound by memory, not by the products.
+constexpr int64_t kMinRowsToRoundBf16 = 8;
 
 // The rows of a product a pass covers and whether this pass adds to what earlier passes (over
 // earlier inputs) wrote.
@@ -41,7 +45,8 @@ struct Pass {
 };
 
 // Element-type tiles, for products of fewer than kMinRowsToPack rows (gemm_avx512.h runs the
-// others): Run adds the inputs of `pass` to output features [o, o + kOuts) of rows [r, r + kRows).
+// others; bf16 weights on AVX512-BF16 take Bf16PairTiles from kMinRowsToRoundBf16): Run adds the
+// inputs of `pass` to output features [o, o + kOuts) of rows [r, r + kRows).
 template <class Weights>
 struct ElementTiles {
   static constexpr int kWideOuts = 6;
@@ -109,7 +114,8 @@ struct ElementTiles {
 // bf16 weights against rows rounded to bf16, for CPUs with AVX512-BF16 (products of
 // kMinRowsToRoundBf16 rows up to the packed GEMM's): thirty-two inputs a step as sixteen pairs,
 // one vdpbf16ps adding both products of each pair of a row and an output feature, the weights
-// loaded as they are stored (no widening). RoundRows fills rounded_rows once per call.
+// loaded as they are stored (no widening). RoundRows fills rounded_rows once per call (a slice of
+// ParallelMatmul), on the thread that runs it.
 struct Bf16PairTiles {
   static constexpr int kWideOuts = 6;
   static constexpr int64_t kInputsPerPass = kTileWeightBytesInL1 / (kWideOuts * 2) / 32 * 32;
@@ -439,7 +445,9 @@ KVD_AVX512 void RunTiles(const MatmulArgs& a) {
   }
 }
 
-bool Packs(DType, int64_t rows) { return rows >= kMinRowsToPack; }
+bool Packs(DType dtype, int64_t rows) {
+  return rows >= (IsQuantized(dtype) ? kMinRowsToPackBlocks : kMinRowsToPack);
+}
 
 void Run(const MatmulArgs& a) {
   if (Packs(a.dtype, a.rows)) return PackedGemmAvx512(a);

@@ -39,13 +39,19 @@ Weights RandomWeights(int64_t count, DType dtype, std::mt19937& random) {
 
 // Runs `args` (out unset) on the scalar reference and on `variant` into outputs prefilled with
 // -1, and expects the slice to agree within `tolerance` and nothing outside it to be written.
-// Where the variant rounds x to bf16, the reference multiplies the rounded x. The variant reads x
-// from a copy followed by NaNs, so that a load past the last row that a mask should have cut
-// turns an output into NaN.
+// Where the variant rounds x to bf16, the reference multiplies the rounded x. The variant reads x,
+// and element-type weights, from copies followed by NaNs, so that a load past the last row that
+// a mask should have cut turns an output into NaN.
 void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, int64_t out_features,
                                 double tolerance, const std::string& label) {
   std::vector<float> padded_x(args.x, args.x + args.rows * args.in);
   padded_x.resize(padded_x.size() + 64, std::nanf(""));
+  std::vector<unsigned char> padded_weight;
+  if (!IsQuantized(args.dtype)) {
+    const auto* weight = static_cast<const unsigned char*>(args.weight);
+    padded_weight.assign(weight, weight + out_features * RowBytes(args.dtype, args.in));
+    padded_weight.resize(padded_weight.size() + 256, 0xff);  // NaN in every element type
+  }
   std::vector<float> expected(args.rows * out_features, -1.0f), got = expected;
   std::vector<float> rounded_x;
   MatmulArgs reference = args;
@@ -59,6 +65,7 @@ void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, i
   reference.out_stride = out_features;
   ScalarMatmul().run(reference);
   args.x = padded_x.data();
+  if (!padded_weight.empty()) args.weight = padded_weight.data();
   args.out = got.data();
   args.out_stride = out_features;
   variant.run(args);
@@ -82,7 +89,7 @@ TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
   for (const MatmulVariant& variant : variants) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       if (variant.name == "openblas" && dtype != DType::kF32) continue;
-      for (int64_t rows : {1, 2, 3, 5, 17, 40, 47, 130}) {
+      for (int64_t rows : {1, 2, 3, 5, 8, 10, 17, 40, 47, 127, 130}) {
         // Inputs that end a bf16 pair step (32) past its first sixteen: 57.
         for (int64_t in : {8, 37, 57, 64, 200}) {
           const int64_t out_features = 101;
@@ -139,8 +146,8 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     for (DType format : {DType::kInt8, DType::kInt4}) {
-      // Tiles of rows, and from 32 rows on a packed GEMM's (tiles of four and what is left).
-      for (int64_t rows : {1, 2, 3, 5, 33, 47}) {
+      // Tiles of rows, and from 16 rows on a packed GEMM's (tiles of four and what is left).
+      for (int64_t rows : {1, 2, 3, 5, 9, 15, 17, 18, 33, 47}) {
         // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk or panel of
         // 16 blocks.
         for (int64_t in : {32, 64, 96, 256, 320, 608}) {
@@ -263,6 +270,48 @@ TEST(CpuMatmulTest, QuantizedProductsStayCloseToTheF32Product) {
     // input has σ ≈ 2.2 / 254 / √3 ≈ 0.005 of its scale; the product's error relative to the
     // product's size is then about that: allow 0.02.
     EXPECT_LT(std::sqrt(squared_error / squared_value), 0.02) << DTypeName(format);
+  }
+}
+
+TEST(CpuMatmulTest, HalfProductsOnThePoolMatchTheScalarReference) {
+  // Through ParallelMatmul on two threads, enough work that each cuts several slices: every
+  // thread rounds its own copy of the rows where the variant rounds them.
+  std::mt19937 random(14);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t in = 1000, out_features = 300;
+  const MatmulVariant& variant = MatmulVariants(HostCpuFeatures()).front();
+  for (int64_t rows : {9, 16, 100}) {
+    std::vector<float> x(rows * in);
+    for (float& v : x) v = normal(random);
+    const Weights weights = RandomWeights(out_features * in, DType::kBF16, random);
+    std::vector<float> got(rows * out_features), want(rows * out_features);
+    ParallelMatmul(variant,
+                   {.x = x.data(),
+                    .rows = rows,
+                    .in = in,
+                    .weight = weights.data(DType::kBF16),
+                    .dtype = DType::kBF16,
+                    .first = 0,
+                    .count = out_features,
+                    .out = got.data(),
+                    .out_stride = out_features},
+                   pool);
+    if (RoundsRowsToBf16(variant, DType::kBF16, rows)) {
+      for (float& v : x) v = BF16ToFloat(FloatToBF16(v));
+    }
+    ScalarMatmul().run({.x = x.data(),
+                        .rows = rows,
+                        .in = in,
+                        .weight = weights.data(DType::kBF16),
+                        .dtype = DType::kBF16,
+                        .first = 0,
+                        .count = out_features,
+                        .out = want.data(),
+                        .out_stride = out_features});
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 1e-5 * in) << variant.name << " rows " << rows;
+    }
   }
 }
 
