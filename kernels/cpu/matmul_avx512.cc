@@ -44,6 +44,33 @@ struct Pass {
   bool accumulate = false;
 };
 
+// A tile's sums, zero before its first step.
+template <int kRows, int kOuts>
+KVD_AVX512 inline __attribute__((always_inline)) void ZeroSums(__m512 (&acc)[kRows][kOuts]) {
+#pragma GCC unroll 8
+  for (int rr = 0; rr < kRows; ++rr) {
+#pragma GCC unroll 8
+    for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
+  }
+}
+
+// Stores a tile's sums into output features [o, o + kOuts) of rows [r, r + kRows), or adds them to
+// what earlier passes over other inputs left there.
+template <int kRows, int kOuts>
+KVD_AVX512 inline __attribute__((always_inline)) void StoreSums(const __m512 (&acc)[kRows][kOuts],
+                                                                const MatmulArgs& a,
+                                                                const Pass& pass, int64_t r,
+                                                                int64_t o) {
+  float sums[kRows][kOuts];
+  HorizontalSums(acc, sums);
+  for (int rr = 0; rr < kRows; ++rr) {
+    for (int k = 0; k < kOuts; ++k) {
+      float& out = a.out[(r + rr) * a.out_stride + o + k];
+      out = pass.accumulate ? out + sums[rr][k] : sums[rr][k];
+    }
+  }
+}
+
 // Element-type tiles, for products of fewer than kMinRowsToPack rows (gemm_avx512.h runs the
 // others; bf16 weights on AVX512-BF16 take Bf16PairTiles from kMinRowsToRoundBf16): Run adds the
 // inputs of `pass` to output features [o, o + kOuts) of rows [r, r + kRows).
@@ -84,11 +111,7 @@ struct ElementTiles {
   KVD_AVX512 static void Run(const MatmulArgs& a, const Pass& pass, int64_t r, int64_t o,
                              bool prefetch) {
     __m512 acc[kRows][kOuts];
-#pragma GCC unroll 8
-    for (int rr = 0; rr < kRows; ++rr) {
-#pragma GCC unroll 8
-      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
-    }
+    ZeroSums(acc);
     const float* x = a.x + r * a.in;
     const auto* next =
         static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * Weights::kBytes;
@@ -100,14 +123,7 @@ struct ElementTiles {
       Step<kRows, kOuts, true>(a, x, o, vector_end, TailMask(pass.in_end - vector_end), next,
                                prefetch, acc);
     }
-    float sums[kRows][kOuts];
-    HorizontalSums(acc, sums);
-    for (int rr = 0; rr < kRows; ++rr) {
-      for (int k = 0; k < kOuts; ++k) {
-        float& out = a.out[(r + rr) * a.out_stride + o + k];
-        out = pass.accumulate ? out + sums[rr][k] : sums[rr][k];
-      }
-    }
+    StoreSums(acc, a, pass, r, o);
   }
 };
 
@@ -171,11 +187,7 @@ struct Bf16PairTiles {
   KVD_AVX512_BF16 static void Run(const MatmulArgs& a, const Pass& pass, int64_t r, int64_t o,
                                   bool prefetch) {
     __m512 acc[kRows][kOuts];
-#pragma GCC unroll 8
-    for (int rr = 0; rr < kRows; ++rr) {
-#pragma GCC unroll 8
-      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
-    }
+    ZeroSums(acc);
     const int64_t stride = RowStride(a.in);
     const uint16_t* x = RoundedRows() + r * stride;
     const auto* next = static_cast<const char*>(a.weight) + (prefetch ? o + kOuts : o) * a.in * 2;
@@ -187,14 +199,7 @@ struct Bf16PairTiles {
       const __mmask32 mask = (__mmask32{1} << (pass.in_end - vector_end)) - 1;
       Step<kRows, kOuts, true>(a, x, stride, o, vector_end, mask, next, prefetch, acc);
     }
-    float sums[kRows][kOuts];
-    HorizontalSums(acc, sums);
-    for (int rr = 0; rr < kRows; ++rr) {
-      for (int k = 0; k < kOuts; ++k) {
-        float& out = a.out[(r + rr) * a.out_stride + o + k];
-        out = pass.accumulate ? out + sums[rr][k] : sums[rr][k];
-      }
-    }
+    StoreSums(acc, a, pass, r, o);
   }
 
   // rounded_rows' first cache line, where RoundRows starts the rows.
@@ -321,11 +326,7 @@ struct BlockTiles {
     const ConstQuantizedRow(&rows)[kOuts] = tile.rows;
     const ConstQuantizedRow(&next_rows)[kOuts] = tile.next;
     __m512 acc[kRows][kOuts];
-#pragma GCC unroll 8
-    for (int rr = 0; rr < kRows; ++rr) {
-#pragma GCC unroll 8
-      for (int k = 0; k < kOuts; ++k) acc[rr][k] = _mm512_setzero_ps();
-    }
+    ZeroSums(acc);
     // scale_w · scale_x of each (row, output) pair for the chunk's blocks, read back a step's
     // blocks at a time (Format::StepScales).
     alignas(64) float scales[kRows][kOuts][kChunk];

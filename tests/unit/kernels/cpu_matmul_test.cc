@@ -286,8 +286,7 @@ TEST(CpuMatmulTest, HalfProductsOnThePoolMatchTheScalarReference) {
     for (float& v : x) v = normal(random);
     const Weights weights = RandomWeights(out_features * in, DType::kBF16, random);
     std::vector<float> got(rows * out_features), want(rows * out_features);
-    ParallelMatmul(variant,
-                   {.x = x.data(),
+    MatmulArgs args{.x = x.data(),
                     .rows = rows,
                     .in = in,
                     .weight = weights.data(DType::kBF16),
@@ -295,20 +294,13 @@ TEST(CpuMatmulTest, HalfProductsOnThePoolMatchTheScalarReference) {
                     .first = 0,
                     .count = out_features,
                     .out = got.data(),
-                    .out_stride = out_features},
-                   pool);
+                    .out_stride = out_features};
+    ParallelMatmul(variant, args, pool);
     if (RoundsRowsToBf16(variant, DType::kBF16, rows)) {
       for (float& v : x) v = BF16ToFloat(FloatToBF16(v));
     }
-    ScalarMatmul().run({.x = x.data(),
-                        .rows = rows,
-                        .in = in,
-                        .weight = weights.data(DType::kBF16),
-                        .dtype = DType::kBF16,
-                        .first = 0,
-                        .count = out_features,
-                        .out = want.data(),
-                        .out_stride = out_features});
+    args.out = want.data();
+    ScalarMatmul().run(args);
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_NEAR(got[i], want[i], 1e-5 * in) << variant.name << " rows " << rows;
     }
