@@ -268,7 +268,7 @@ TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {
     }
     // The backend runs the fastest variant, which may round x to bf16 from some row count on
     // (matmul.h): the f32 product then takes the rounded x.
-    const MatmulVariant& variant = MatmulVariants(HostCpuFeatures()).front();
+    const MatmulVariant variant = MatmulVariants(HostCpuFeatures()).front();
     for (int64_t rows : {1, 3, 12}) {
       std::vector<float> x = RandomVector(rows * width, 11);
       std::vector<float> got(rows * vocab), want(rows * vocab);

@@ -280,7 +280,7 @@ TEST(CpuMatmulTest, HalfProductsOnThePoolMatchTheScalarReference) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   ThreadPool pool(2);
   const int64_t in = 1000, out_features = 300;
-  const MatmulVariant& variant = MatmulVariants(HostCpuFeatures()).front();
+  const MatmulVariant variant = MatmulVariants(HostCpuFeatures()).front();
   for (int64_t rows : {9, 16, 100}) {
     std::vector<float> x(rows * in);
     for (float& v : x) v = normal(random);
