@@ -20,7 +20,7 @@ KVD_AVX512 inline __attribute__((always_inline)) void StoreSixteenRows(__m512 (&
                                                                        float* first, int64_t at,
                                                                        int64_t tile_rows) {
   Transpose16(v);
-  float* second = first + kElementTileRows * kPanelElements;
+  float* second = first + kElementTileRows * kElementPanelElements;
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) {
     _mm256_storeu_ps(first + (at + i) * kElementTileRows, _mm512_castps512_ps256(v[i]));
@@ -49,7 +49,7 @@ KVD_AVX512 void PackF32Panel(const MatmulArgs& a, int64_t o, int64_t width, int6
                                 : Weights::template Load<true>(a.weight, at, mask);
       }
       Transpose16(v);
-      float* to = &panel[(k - k_begin) * kPanelOutputs + g * 16];
+      float* to = Panel() + (k - k_begin) * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) _mm512_store_ps(to + i * kPanelOutputs, v[i]);
     }
@@ -87,7 +87,7 @@ KVD_AVX512 void PackF32Panel<Bf16Weights>(const MatmulArgs& a, int64_t o, int64_
     for (int64_t k = k_begin; k < k_end; k += 32) {
       __m512 v[16];
       LoadBf16Pairs(a, o + g * 16, features, k, k_end, v);
-      float* to = &panel[(k - k_begin) * kPanelOutputs + g * 16];
+      float* to = Panel() + (k - k_begin) * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) {
         const __m512i pair = _mm512_castps_si512(v[i]);
@@ -117,6 +117,8 @@ NextPanelLines LinesOfElementPanel(const MatmulArgs& a, int64_t weight_bytes, in
 template <class Weights>
 struct F32Elements {
   static constexpr int64_t kInputsPerElement = 1;
+  static constexpr int64_t kPanelElements = kElementPanelElements;
+  static constexpr int64_t kPanelFloats = kPanelElements * kPanelOutputs;
   static constexpr int kTileRows = kElementTileRows;
   static constexpr bool kPacksRows = true;
 
@@ -158,8 +160,8 @@ struct F32Elements {
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[rr][v] = _mm512_setzero_ps();
     }
-    const float* x = &packed_rows[(r % kRowsPerBlock) * kPanelElements];
-    const float* w = panel;
+    const float* x = &packed_rows[(r % kRowsPerBlock<F32Elements>)*kPanelElements];
+    const float* w = Panel();
     for (int64_t e = 0; e < elements; ++e, w += kPanelOutputs, x += kElementTileRows) {
       __m512 weights[kVectors];
 #pragma GCC unroll 4
@@ -181,6 +183,8 @@ struct F32Elements {
 // products (exact in f32) of sixteen features, twice an FMA's work.
 struct Bf16PairElements {
   static constexpr int64_t kInputsPerElement = 2;
+  static constexpr int64_t kPanelElements = kElementPanelElements;
+  static constexpr int64_t kPanelFloats = kPanelElements * kPanelOutputs;
   static constexpr int kTileRows = kElementTileRows;
   static constexpr bool kPacksRows = true;
 
@@ -219,7 +223,7 @@ struct Bf16PairElements {
       for (int64_t k = k_begin; k < k_end; k += 32) {
         __m512 v[16];
         LoadBf16Pairs(a, o + g * 16, std::min<int64_t>(16, width - g * 16), k, k_end, v);
-        float* to = &panel[(k - k_begin) / 2 * kPanelOutputs + g * 16];
+        float* to = Panel() + (k - k_begin) / 2 * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
         for (int i = 0; i < 16; ++i) _mm512_store_ps(to + i * kPanelOutputs, v[i]);
       }
@@ -236,8 +240,8 @@ struct Bf16PairElements {
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[rr][v] = _mm512_setzero_ps();
     }
-    const float* x = &packed_rows[(r % kRowsPerBlock) * kPanelElements];
-    const float* w = panel;
+    const float* x = &packed_rows[(r % kRowsPerBlock<Bf16PairElements>)*kPanelElements];
+    const float* w = Panel();
     for (int64_t e = 0; e < elements; ++e, w += kPanelOutputs, x += kElementTileRows) {
       __m512bh weights[kVectors];
 #pragma GCC unroll 4

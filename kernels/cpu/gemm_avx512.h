@@ -1,11 +1,12 @@
 // The AVX-512 variants' product of many rows: a packed GEMM. Each panel of 48 output features
-// is transposed once into L1, where every tile of rows reads it, sixteen output features a
-// vector, so that each tile's outputs live in registers:
-// - f32, bf16 and f16 weights: 128 inputs widened to f32, tiles of eight rows, each input of a
+// is transposed once into a thread's buffer (192 KiB, in L2), where every tile of rows reads it,
+// sixteen output features a vector, so that each tile's outputs live in registers across the
+// panel's inputs:
+// - f32, bf16 and f16 weights: 1,024 inputs widened to f32, tiles of eight rows, each input of a
 //   row broadcast (24 FMAs for three vector loads and eight broadcasts). With AVX512-BF16, bf16
-//   weights can instead meet rows rounded to bf16: 256 inputs as pairs, each vdpbf16ps adding
+//   weights can instead meet rows rounded to bf16: 2,048 inputs as pairs, each vdpbf16ps adding
 //   two products.
-// - int8 and int4 weights: 512 inputs (sixteen blocks) as unsigned bytes, four inputs of sixteen
+// - int8 and int4 weights: 4,096 inputs (128 blocks) as unsigned bytes, four inputs of sixteen
 //   features a vector, tiles of four rows whose int8 activations are broadcast four at a time:
 //   one vpdpbusd adds 64 products, and each block's integer sums are scaled once.
 // matmul_avx512.cc runs it on products of enough rows (its Packs, per weight type).

@@ -17,23 +17,38 @@
 
 namespace kvd::kernels::cpu::packed_gemm {
 
-// A panel: kPanelElements elements of kPanelOutputs output features, element-major, 24 KiB in
-// L1 (half of this CPU kind's 48 KiB, so that the rows' lines fit beside it). An element is four
-// bytes: one input as an f32, two neighbouring inputs as a pair of bf16, or four int8 or int4
-// weights as unsigned bytes.
+// A panel: Elements::kPanelElements elements of kPanelOutputs output features, element-major.
+// An element is four bytes: one input as an f32, two neighbouring inputs as a pair of bf16, or
+// four int8 or int4 weights as unsigned bytes.
 inline constexpr int kPanelVectors = 3;
 inline constexpr int64_t kPanelOutputs = 16 * kPanelVectors;
 static_assert(kPanelOutputs == kGemmPanelOutputs);
-inline constexpr int64_t kPanelElements = 128;
+// Elements a panel of the element formats holds (192 KiB, in L2): 1,024 f32 inputs or 2,048 as
+// bf16 pairs. A tile's sums then cover most projections' every input at once, and the tile
+// writes its outputs once rather than adding to them after every panel: its eight rows' outputs
+// lie a whole output row apart, and with panels of 128 elements (in L1) reading and writing them
+// back took a quarter of the tiles' time at 512 rows on the AMD machine of docs/benchmarks.md.
+// Tiles read a panel from L2 about as fast as from L1 there.
+inline constexpr int64_t kElementPanelElements = 1024;
 // Rows an element tile reads the panel for: 24 accumulators, with three weight vectors and a
 // broadcast that is 28 of the 32 registers. packed_rows holds them two tiles at a time.
 inline constexpr int kElementTileRows = 8;
-// Rows whose elements for one panel stay in L2 while every panel of the slice passes over them:
-// 1 MiB.
-inline constexpr int64_t kRowsPerBlock = (int64_t{1} << 20) / (kPanelElements * 4);
+// Rows whose elements for one panel stay in L2 (the block formats' activations, 1 MiB) or in the
+// last-level cache (the packed rows of the element formats, 4 MiB: 5% faster than 1 MiB at 512
+// rows and more on the AMD machine) while every panel of the slice passes over them.
+template <class Elements>
+inline constexpr int64_t kRowsPerBlock = (Elements::kPacksRows ? int64_t{4} << 20
+                                                               : int64_t{1} << 20) /
+                                         (Elements::kPanelElements * 4);
 
-// panel[e * kPanelOutputs + j]: element e of output feature o + j.
-alignas(64) inline thread_local float panel[kPanelElements * kPanelOutputs];
+// The panel (and what else an Elements policy packs with it: Elements::kPanelFloats in all),
+// grown on a thread's first product (threads that never multiply hold none), from its first
+// 64-byte-aligned float: element e of output feature o + j at Panel()[e * kPanelOutputs + j].
+inline thread_local std::vector<float> panel_floats;
+inline float* Panel() {
+  const auto at = reinterpret_cast<uintptr_t>(panel_floats.data());
+  return reinterpret_cast<float*>((at + 63) / 64 * 64);
+}
 // The rows of a block, a panel's elements, tile by tile: element e of row r + rr of the tile
 // from r on at packed_rows[(r - row_begin) * kPanelElements + e * kElementTileRows + rr]. Grown on
 // a thread's first product, so that threads that never multiply hold none.
@@ -106,10 +121,15 @@ KVD_AVX512 void PanelRows(const MatmulArgs& a, int64_t row_begin, int64_t row_en
 
 template <class Elements>
 KVD_AVX512 void Run(const MatmulArgs& a) {
+  constexpr int64_t kPanelElements = Elements::kPanelElements;
   constexpr int64_t kPanelInputs = kPanelElements * Elements::kInputsPerElement;
+  constexpr int64_t kBlockRows = kRowsPerBlock<Elements>;
+  if (panel_floats.size() < static_cast<size_t>(Elements::kPanelFloats + 16)) {
+    panel_floats.resize(Elements::kPanelFloats + 16);
+  }
   const int64_t end = a.first + a.count;
-  for (int64_t row_begin = 0; row_begin < a.rows; row_begin += kRowsPerBlock) {
-    const int64_t row_end = std::min(a.rows, row_begin + kRowsPerBlock);
+  for (int64_t row_begin = 0; row_begin < a.rows; row_begin += kBlockRows) {
+    const int64_t row_end = std::min(a.rows, row_begin + kBlockRows);
     if constexpr (Elements::kPacksRows) {
       const int64_t padded_rows = (row_end - row_begin + 2 * kElementTileRows - 1) /
                                   (2 * kElementTileRows) * 2 * kElementTileRows;

@@ -13,16 +13,20 @@ namespace {
 using namespace packed_gemm;  // NOLINT(google-build-using-namespace)
 
 // int8 and int4 weights against int8 activations (quantize.h). An element is four inputs, so a
-// panel covers sixteen blocks: each group of four inputs of sixteen output features is one
+// panel covers 128 blocks: each group of four inputs of sixteen output features is one
 // vector of unsigned bytes (int8 offset by 128, int4's nibbles as they are), and one vpdpbusd
 // against a row's four activations, broadcast, adds 64 products into sixteen integer sums. A
 // block's sums, eight vpdpbusd, are scaled into the f32 outputs once: weight scale × activation
 // scale, and for int4 its offset times the activations' scaled sum. int8's offset is taken
 // back exactly: each sum starts from -128 times the block's activation sum.
-constexpr int64_t kPanelBlocks = kPanelElements * 4 / kQuantBlock;
-// The panel's scales (and int4's offsets) as f32: [block][feature], kPanelOutputs a block.
-alignas(64) thread_local float panel_scales[kPanelBlocks * kPanelOutputs];
-alignas(64) thread_local float panel_offsets[kPanelBlocks * kPanelOutputs];
+// Panels of 4,096 inputs, as large as the element formats' (kElementPanelElements), and for the
+// same reason: a tile's sums cover most projections' every input.
+constexpr int64_t kPanelBlocks = 128;
+constexpr int64_t kBlockPanelElements = kPanelBlocks * kQuantBlock / 4;
+// After the panel's weights, its scales and then int4's offsets as f32: [block][feature],
+// kPanelOutputs a block.
+inline float* PanelScales() { return Panel() + kBlockPanelElements * kPanelOutputs; }
+inline float* PanelOffsets() { return PanelScales() + kPanelBlocks * kPanelOutputs; }
 
 struct Int8Bytes {
   static constexpr bool kHasOffset = false;
@@ -63,6 +67,8 @@ KVD_AVX512 inline __m256i LoadBlockValues(__mmask16 mask, const uint16_t* p) {
 template <class Format>
 struct BlockElements {
   static constexpr int64_t kInputsPerElement = 4;
+  static constexpr int64_t kPanelElements = kBlockPanelElements;
+  static constexpr int64_t kPanelFloats = (kPanelElements + 2 * kPanelBlocks) * kPanelOutputs;
   // Twelve integer and twelve f32 sums, three weight vectors and a broadcast.
   static constexpr int kTileRows = 4;
   static constexpr bool kPacksRows = false;
@@ -90,7 +96,7 @@ struct BlockElements {
     const size_t row_bytes = RowBytes(a.dtype, a.in);
     const int64_t first_block = k_begin / kQuantBlock;
     const int64_t blocks = (k_end - k_begin) / kQuantBlock;
-    auto* groups = reinterpret_cast<int32_t*>(panel);
+    auto* groups = reinterpret_cast<int32_t*>(Panel());
     for (int64_t g = 0; g * 16 < width; ++g) {
       const int64_t features = std::min<int64_t>(16, width - g * 16);
       ConstQuantizedRow rows[16];
@@ -114,23 +120,25 @@ struct BlockElements {
                              _mm512_castps_si512(v[i]));
         }
       }
-      const __mmask16 mask = TailMask(blocks);
-      __m512 scales[16], offsets[16];
+      for (int64_t c = 0; c < blocks; c += 16) {
+        const __mmask16 mask = TailMask(blocks - c);
+        __m512 scales[16], offsets[16];
 #pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) {
-        scales[j] = offsets[j] = _mm512_setzero_ps();
-        if (j >= features) continue;
-        scales[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].scales + first_block));
-        if constexpr (Format::kHasOffset) {
-          offsets[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].offsets + first_block));
+        for (int j = 0; j < 16; ++j) {
+          scales[j] = offsets[j] = _mm512_setzero_ps();
+          if (j >= features) continue;
+          scales[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].scales + first_block + c));
+          if constexpr (Format::kHasOffset) {
+            offsets[j] = _mm512_cvtph_ps(LoadBlockValues(mask, rows[j].offsets + first_block + c));
+          }
         }
-      }
-      Transpose16(scales);
-      if constexpr (Format::kHasOffset) Transpose16(offsets);
-      for (int64_t b = 0; b < blocks; ++b) {
-        _mm512_store_ps(panel_scales + b * kPanelOutputs + g * 16, scales[b]);
-        if constexpr (Format::kHasOffset) {
-          _mm512_store_ps(panel_offsets + b * kPanelOutputs + g * 16, offsets[b]);
+        Transpose16(scales);
+        if constexpr (Format::kHasOffset) Transpose16(offsets);
+        for (int64_t b = c; b < std::min(blocks, c + 16); ++b) {
+          _mm512_store_ps(PanelScales() + b * kPanelOutputs + g * 16, scales[b - c]);
+          if constexpr (Format::kHasOffset) {
+            _mm512_store_ps(PanelOffsets() + b * kPanelOutputs + g * 16, offsets[b - c]);
+          }
         }
       }
     }
@@ -149,7 +157,9 @@ struct BlockElements {
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[rr][v] = _mm512_setzero_ps();
     }
-    const auto* groups = reinterpret_cast<const int32_t*>(panel);
+    const auto* groups = reinterpret_cast<const int32_t*>(Panel());
+    const float* panel_scales = PanelScales();
+    const float* panel_offsets = PanelOffsets();
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t block = first_block + b;
       __m512i dots[kRows][kVectors];

@@ -185,20 +185,22 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
 TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
   // Variants cut a large product into passes over blocks of rows and of inputs (whose partial
   // sums later passes add to) and tiles of several widths: more rows and inputs than one pass
-  // holds, and output features that leave a remainder of every tile width; and the same inputs
-  // on a few rows, which the tiles (not a packed GEMM) cut into passes.
+  // holds (the packed GEMM's blocks of 1,024 rows of f32 and bf16 and 256 of int8 and int4; its
+  // panels of 1,024 f32 or 2,048 bf16 inputs, an odd count past the last, and of 128 blocks, a
+  // few past the last), and output features that leave a remainder of every tile width; and the
+  // same inputs on a few rows, which the tiles (not a packed GEMM) cut into passes.
   std::mt19937 random(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t out_features = 11;
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     if (variant.name == "scalar") continue;
-    for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{260, DType::kF32},
-                                      {260, DType::kBF16},
+    for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{1030, DType::kF32},
+                                      {1030, DType::kBF16},
                                       {9, DType::kBF16},
                                       {260, DType::kF16},
                                       {260, DType::kInt8},
                                       {260, DType::kInt4}}) {
-      const int64_t in = IsQuantized(dtype) ? 4096 : 2500;
+      const int64_t in = IsQuantized(dtype) ? 131 * kQuantBlock : 2501;
       std::vector<float> x(rows * in);
       for (float& v : x) v = normal(random);
       QuantizedActivations activations;
