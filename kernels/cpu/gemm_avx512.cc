@@ -36,6 +36,7 @@ KVD_AVX512 inline __attribute__((always_inline)) void StoreSixteenRows(__m512 (&
 template <class Weights>
 KVD_AVX512 void PackF32Panel(const MatmulArgs& a, int64_t o, int64_t width, int64_t k_begin,
                              int64_t k_end) {
+  float* const panel = Panel();
   for (int64_t g = 0; g * 16 < width; ++g) {
     const int64_t features = std::min<int64_t>(16, width - g * 16);
     for (int64_t k = k_begin; k < k_end; k += 16) {
@@ -49,7 +50,7 @@ KVD_AVX512 void PackF32Panel(const MatmulArgs& a, int64_t o, int64_t width, int6
                                 : Weights::template Load<true>(a.weight, at, mask);
       }
       Transpose16(v);
-      float* to = Panel() + (k - k_begin) * kPanelOutputs + g * 16;
+      float* to = panel + (k - k_begin) * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) _mm512_store_ps(to + i * kPanelOutputs, v[i]);
     }
@@ -82,12 +83,13 @@ template <>
 KVD_AVX512 void PackF32Panel<Bf16Weights>(const MatmulArgs& a, int64_t o, int64_t width,
                                           int64_t k_begin, int64_t k_end) {
   const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  float* const panel = Panel();
   for (int64_t g = 0; g * 16 < width; ++g) {
     const int64_t features = std::min<int64_t>(16, width - g * 16);
     for (int64_t k = k_begin; k < k_end; k += 32) {
       __m512 v[16];
       LoadBf16Pairs(a, o + g * 16, features, k, k_end, v);
-      float* to = Panel() + (k - k_begin) * kPanelOutputs + g * 16;
+      float* to = panel + (k - k_begin) * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
       for (int i = 0; i < 16; ++i) {
         const __m512i pair = _mm512_castps_si512(v[i]);
@@ -118,7 +120,7 @@ template <class Weights>
 struct F32Elements {
   static constexpr int64_t kInputsPerElement = 1;
   static constexpr int64_t kPanelElements = kElementPanelElements;
-  static constexpr int64_t kPanelFloats = kPanelElements * kPanelOutputs;
+  static constexpr int64_t kPanelFloats = kElementPanelFloats;
   static constexpr int kTileRows = kElementTileRows;
   static constexpr bool kPacksRows = true;
 
@@ -184,7 +186,7 @@ struct F32Elements {
 struct Bf16PairElements {
   static constexpr int64_t kInputsPerElement = 2;
   static constexpr int64_t kPanelElements = kElementPanelElements;
-  static constexpr int64_t kPanelFloats = kPanelElements * kPanelOutputs;
+  static constexpr int64_t kPanelFloats = kElementPanelFloats;
   static constexpr int kTileRows = kElementTileRows;
   static constexpr bool kPacksRows = true;
 
@@ -219,11 +221,12 @@ struct Bf16PairElements {
 
   KVD_AVX512_BF16 static void PackPanel(const MatmulArgs& a, int64_t o, int64_t width,
                                         int64_t k_begin, int64_t k_end) {
+    float* const panel = Panel();
     for (int64_t g = 0; g * 16 < width; ++g) {
       for (int64_t k = k_begin; k < k_end; k += 32) {
         __m512 v[16];
         LoadBf16Pairs(a, o + g * 16, std::min<int64_t>(16, width - g * 16), k, k_end, v);
-        float* to = Panel() + (k - k_begin) / 2 * kPanelOutputs + g * 16;
+        float* to = panel + (k - k_begin) / 2 * kPanelOutputs + g * 16;
 #pragma GCC unroll 16
         for (int i = 0; i < 16; ++i) _mm512_store_ps(to + i * kPanelOutputs, v[i]);
       }

@@ -1,5 +1,6 @@
 // The AVX-512 variants' product of many rows: a packed GEMM. Each panel of 48 output features
-// is transposed once into a thread's buffer (192 KiB, in L2), where every tile of rows reads it,
+// is transposed once into a thread's buffer (192 KiB, in L2; int8 and int4 add 48 KiB of scales
+// and offsets), where every tile of rows reads it,
 // sixteen output features a vector, so that each tile's outputs live in registers across the
 // panel's inputs:
 // - f32, bf16 and f16 weights: 1,024 inputs widened to f32, tiles of eight rows, each input of a

@@ -24,34 +24,36 @@ inline constexpr int kPanelVectors = 3;
 inline constexpr int64_t kPanelOutputs = 16 * kPanelVectors;
 static_assert(kPanelOutputs == kGemmPanelOutputs);
 // Elements a panel of the element formats holds (192 KiB, in L2): 1,024 f32 inputs or 2,048 as
-// bf16 pairs. A tile's sums then cover most projections' every input at once, and the tile
-// writes its outputs once rather than adding to them after every panel: its eight rows' outputs
-// lie a whole output row apart, and with panels of 128 elements (in L1) reading and writing them
-// back took a quarter of the tiles' time at 512 rows on the AMD machine of docs/benchmarks.md.
-// Tiles read a panel from L2 about as fast as from L1 there.
+// bf16 pairs (and 4,096 int8 or int4 inputs). A tile adds its sums into its outputs once a panel
+// of inputs: its eight rows' outputs lie a whole output row apart, and with panels of 128
+// elements (in L1) reading and writing them back took a quarter of the tiles' time at 512 rows
+// on the AMD machine of docs/benchmarks.md. bf16 pairs and int8/int4 now cover a projection of
+// 2,048 inputs in one panel, f32 in two. Tiles read a panel from L2 about as fast as from L1
+// there.
 inline constexpr int64_t kElementPanelElements = 1024;
+inline constexpr int64_t kElementPanelFloats = kElementPanelElements * kPanelOutputs;
 // Rows an element tile reads the panel for: 24 accumulators, with three weight vectors and a
 // broadcast that is 28 of the 32 registers. packed_rows holds them two tiles at a time.
 inline constexpr int kElementTileRows = 8;
-// Rows whose elements for one panel stay in L2 (the block formats' activations, 1 MiB) or in the
-// last-level cache (the packed rows of the element formats, 4 MiB: 5% faster than 1 MiB at 512
-// rows and more on the AMD machine) while every panel of the slice passes over them.
+// Rows whose elements for one panel (the element formats' packed rows, the block formats'
+// activations) stay in the last-level cache while every panel of the slice passes over them:
+// 4 MiB, 5-8% faster at 512 rows than 1 MiB on the AMD machine of docs/benchmarks.md.
 template <class Elements>
-inline constexpr int64_t kRowsPerBlock = (Elements::kPacksRows ? int64_t{4} << 20
-                                                               : int64_t{1} << 20) /
-                                         (Elements::kPanelElements * 4);
+inline constexpr int64_t kRowsPerBlock = (int64_t{4} << 20) / (Elements::kPanelElements * 4);
 
 // The panel (and what else an Elements policy packs with it: Elements::kPanelFloats in all),
 // grown on a thread's first product (threads that never multiply hold none), from its first
 // 64-byte-aligned float: element e of output feature o + j at Panel()[e * kPanelOutputs + j].
 inline thread_local std::vector<float> panel_floats;
+// What panel_floats holds beyond Elements::kPanelFloats, so that Panel() starts on a cache line.
+inline constexpr int64_t kPanelAlignmentFloats = 64 / sizeof(float);
 inline float* Panel() {
   const auto at = reinterpret_cast<uintptr_t>(panel_floats.data());
   return reinterpret_cast<float*>((at + 63) / 64 * 64);
 }
 // The rows of a block, a panel's elements, tile by tile: element e of row r + rr of the tile
-// from r on at packed_rows[(r - row_begin) * kPanelElements + e * kElementTileRows + rr]. Grown on
-// a thread's first product, so that threads that never multiply hold none.
+// from r on at packed_rows[(r - row_begin) * Elements::kPanelElements + e * kElementTileRows + rr].
+// Grown on a thread's first product, so that threads that never multiply hold none.
 inline thread_local std::vector<float> packed_rows;
 
 // Stores a tile's sums into rows [r, r + kRows) of output features [o, o + width), or adds them
@@ -74,7 +76,7 @@ KVD_AVX512 inline __attribute__((always_inline)) void StoreTile(
 }
 
 // The cache lines of the weights the next panel packs, fetched a share at a time while the
-// current panel's row tiles run, so that packing finds them in L1 rather than in memory.
+// current panel's row tiles run, so that packing finds them in cache rather than in memory.
 struct NextPanelLines {
   const char* first = nullptr;  // the first feature's first input; null: no next panel
   int64_t row_bytes = 0;
@@ -124,8 +126,8 @@ KVD_AVX512 void Run(const MatmulArgs& a) {
   constexpr int64_t kPanelElements = Elements::kPanelElements;
   constexpr int64_t kPanelInputs = kPanelElements * Elements::kInputsPerElement;
   constexpr int64_t kBlockRows = kRowsPerBlock<Elements>;
-  if (panel_floats.size() < static_cast<size_t>(Elements::kPanelFloats + 16)) {
-    panel_floats.resize(Elements::kPanelFloats + 16);
+  if (panel_floats.size() < static_cast<size_t>(Elements::kPanelFloats + kPanelAlignmentFloats)) {
+    panel_floats.resize(Elements::kPanelFloats + kPanelAlignmentFloats);
   }
   const int64_t end = a.first + a.count;
   for (int64_t row_begin = 0; row_begin < a.rows; row_begin += kBlockRows) {

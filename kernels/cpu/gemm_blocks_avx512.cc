@@ -19,10 +19,10 @@ using namespace packed_gemm;  // NOLINT(google-build-using-namespace)
 // block's sums, eight vpdpbusd, are scaled into the f32 outputs once: weight scale × activation
 // scale, and for int4 its offset times the activations' scaled sum. int8's offset is taken
 // back exactly: each sum starts from -128 times the block's activation sum.
-// Panels of 4,096 inputs, as large as the element formats' (kElementPanelElements), and for the
-// same reason: a tile's sums cover most projections' every input.
-constexpr int64_t kPanelBlocks = 128;
-constexpr int64_t kBlockPanelElements = kPanelBlocks * kQuantBlock / 4;
+// Panels of as many elements as the element formats' (kElementPanelElements), and for the same
+// reason: 4,096 inputs, so that a tile's sums cover a projection's every input.
+constexpr int64_t kBlockPanelElements = kElementPanelElements;
+constexpr int64_t kPanelBlocks = kBlockPanelElements * 4 / kQuantBlock;
 // After the panel's weights, its scales and then int4's offsets as f32: [block][feature],
 // kPanelOutputs a block.
 inline float* PanelScales() { return Panel() + kBlockPanelElements * kPanelOutputs; }
@@ -90,13 +90,16 @@ struct BlockElements {
   }
 
   // Sixteen features at a time: two blocks of each as 64 bytes, transposed as 16 x 16 dwords so
-  // that vector i holds every feature's group i; the features' sixteen block scales likewise.
+  // that vector i holds every feature's group i; the features' block scales likewise, sixteen
+  // blocks at a time.
   KVD_AVX512 static void PackPanel(const MatmulArgs& a, int64_t o, int64_t width, int64_t k_begin,
                                    int64_t k_end) {
     const size_t row_bytes = RowBytes(a.dtype, a.in);
     const int64_t first_block = k_begin / kQuantBlock;
     const int64_t blocks = (k_end - k_begin) / kQuantBlock;
     auto* groups = reinterpret_cast<int32_t*>(Panel());
+    float* const panel_scales = PanelScales();
+    float* const panel_offsets = PanelOffsets();
     for (int64_t g = 0; g * 16 < width; ++g) {
       const int64_t features = std::min<int64_t>(16, width - g * 16);
       ConstQuantizedRow rows[16];
@@ -135,9 +138,9 @@ struct BlockElements {
         Transpose16(scales);
         if constexpr (Format::kHasOffset) Transpose16(offsets);
         for (int64_t b = c; b < std::min(blocks, c + 16); ++b) {
-          _mm512_store_ps(PanelScales() + b * kPanelOutputs + g * 16, scales[b - c]);
+          _mm512_store_ps(panel_scales + b * kPanelOutputs + g * 16, scales[b - c]);
           if constexpr (Format::kHasOffset) {
-            _mm512_store_ps(PanelOffsets() + b * kPanelOutputs + g * 16, offsets[b - c]);
+            _mm512_store_ps(panel_offsets + b * kPanelOutputs + g * 16, offsets[b - c]);
           }
         }
       }

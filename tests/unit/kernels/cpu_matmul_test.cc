@@ -1,8 +1,8 @@
 // Every matmul variant this CPU runs against the scalar reference, for each weight type, on
 // shapes with tails (inputs not a multiple of the vector width, slices not a multiple of the
 // tile), slices that start inside the matrix, enough rows for a packed GEMM (full and partial
-// tiles of rows, panels of output features and of inputs), and products larger than one pass
-// over the caches; and OpenBLAS's for f32. Quantized formats:
+// tiles of rows, panels of output features), and products larger than one pass over the caches
+// (the GEMM's blocks of rows and panels of inputs); and OpenBLAS's for f32. Quantized formats:
 // every variant against the scalar reference on the same quantized activations, and the whole
 // product against f32 within what quantization allows.
 #include <gtest/gtest.h>
@@ -148,8 +148,8 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
     for (DType format : {DType::kInt8, DType::kInt4}) {
       // Tiles of rows, and from 16 rows on a packed GEMM's (tiles of four and what is left).
       for (int64_t rows : {1, 2, 3, 5, 9, 15, 17, 18, 33, 47}) {
-        // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk or panel of
-        // 16 blocks.
+        // 1 to 19 blocks: steps of two or four blocks cut short, and a second chunk of 16 blocks
+        // (the tiles' combined scales, the GEMM's packed ones).
         for (int64_t in : {32, 64, 96, 256, 320, 608}) {
           // A whole panel of 48 features and part of one.
           const int64_t out_features = 53;
@@ -185,21 +185,23 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
 TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
   // Variants cut a large product into passes over blocks of rows and of inputs (whose partial
   // sums later passes add to) and tiles of several widths: more rows and inputs than one pass
-  // holds (the packed GEMM's blocks of 1,024 rows of f32 and bf16 and 256 of int8 and int4; its
-  // panels of 1,024 f32 or 2,048 bf16 inputs, an odd count past the last, and of 128 blocks, a
-  // few past the last), and output features that leave a remainder of every tile width; and the
-  // same inputs on a few rows, which the tiles (not a packed GEMM) cut into passes.
+  // holds (the packed GEMM's blocks of 1,024 rows; its panels of 1,024 f32 or 2,048 bf16 inputs,
+  // an odd count past the last, and of 128 blocks, a few past the last), and output features that
+  // leave a remainder of every tile width; and the same inputs on a few rows, which the tiles (not
+  // a packed GEMM) cut into passes.
   std::mt19937 random(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const int64_t out_features = 11;
+  // A panel of 48 features and 5 more (partial panels of three vectors and of one, each added to
+  // after the first panel of inputs); element types' tiles: 8 of 6 features, one of 4, one alone.
+  const int64_t out_features = 53;
   for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
     if (variant.name == "scalar") continue;
     for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{1030, DType::kF32},
                                       {1030, DType::kBF16},
                                       {9, DType::kBF16},
                                       {260, DType::kF16},
-                                      {260, DType::kInt8},
-                                      {260, DType::kInt4}}) {
+                                      {1030, DType::kInt8},
+                                      {1030, DType::kInt4}}) {
       const int64_t in = IsQuantized(dtype) ? 131 * kQuantBlock : 2501;
       std::vector<float> x(rows * in);
       for (float& v : x) v = normal(random);
