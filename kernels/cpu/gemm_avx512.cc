@@ -162,7 +162,8 @@ struct F32Elements {
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[rr][v] = _mm512_setzero_ps();
     }
-    const float* x = &packed_rows[(r % kRowsPerBlock<F32Elements>)*kPanelElements];
+    const int64_t row_in_block = r % kRowsPerBlock<F32Elements>;
+    const float* x = &packed_rows[row_in_block * kPanelElements];
     const float* w = Panel();
     for (int64_t e = 0; e < elements; ++e, w += kPanelOutputs, x += kElementTileRows) {
       __m512 weights[kVectors];
@@ -243,7 +244,8 @@ struct Bf16PairElements {
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) acc[rr][v] = _mm512_setzero_ps();
     }
-    const float* x = &packed_rows[(r % kRowsPerBlock<Bf16PairElements>)*kPanelElements];
+    const int64_t row_in_block = r % kRowsPerBlock<Bf16PairElements>;
+    const float* x = &packed_rows[row_in_block * kPanelElements];
     const float* w = Panel();
     for (int64_t e = 0; e < elements; ++e, w += kPanelOutputs, x += kElementTileRows) {
       __m512bh weights[kVectors];

@@ -1,8 +1,7 @@
 // The AVX-512 variants' product of many rows: a packed GEMM. Each panel of 48 output features
 // is transposed once into a thread's buffer (192 KiB, in L2; int8 and int4 add 48 KiB of scales
-// and offsets), where every tile of rows reads it,
-// sixteen output features a vector, so that each tile's outputs live in registers across the
-// panel's inputs:
+// and offsets), where every tile of rows reads it, sixteen output features a vector, so that each
+// tile's outputs live in registers across the panel's inputs:
 // - f32, bf16 and f16 weights: 1,024 inputs widened to f32, tiles of eight rows, each input of a
 //   row broadcast (24 FMAs for three vector loads and eight broadcasts). With AVX512-BF16, bf16
 //   weights can instead meet rows rounded to bf16: 2,048 inputs as pairs, each vdpbf16ps adding
