@@ -2,9 +2,9 @@
 # The CPU figures of docs/benchmarks.md's weight-format tables in one run: ROUNDS rounds, each
 # running every command in turn (so that a noisy host spreads over all of them), then every
 # figure's values and median. Per round: batch-1 decode of each weight format with the share of
-# the memory roofline its run measured (and its 128-token prefill, and the shares of the
-# bandwidth read's buffer and of the resident memory in huge pages), the default format's
-# 512-token prefill, 16-sequence decode of bf16, int8 and int4, and the bundled model at 1 and
+# the memory roofline its run measured (and its 128-token prefill in tokens and GFLOP a second,
+# the vector peaks the run measured, and the shares of the bandwidth read's buffer and of the
+# resident memory in huge pages), the default format's 512-token prefill, 16-sequence decode of bf16, int8 and int4, and the bundled model at 1 and
 # 16 sequences (twice in one process, and the ratio of each pair).
 #
 #   bench/cpu_formats.sh [ROUNDS (3)] [MODEL_DIR (/tmp/llama1b-bf16)] [KVD (build/kvd)]
@@ -23,12 +23,19 @@ threads=${THREADS:-2}
 figures=$(mktemp)
 trap 'rm -f "$figures"' EXIT
 
-# The rows of `kvd bench`'s table on stdin as "batch prefill_tok_s decode_tok_s roofline_share".
+# The rows of `kvd bench`'s table on stdin as "batch prefill_tok_s decode_tok_s roofline_share
+# prefill_gflop_s".
 table_rows() {
   awk -F'|' '$2 ~ /^ *[0-9]+ *$/ {
     for (i = 2; i <= NF; ++i) gsub(/[ %]/, "", $i)
-    print $2, $3, $5, $7
+    print $2, $3, $5, $7, $8
   }'
+}
+# Appends the vector peaks a run measured on all its threads at once (kvd bench's "vector peak"
+# line on stdin) to the figures, as "peak_<instruction>_gops VALUE".
+record_peaks() {
+  sed -n 's/.*vector peak on \(one thread\|[0-9]* threads at once (one thread alone)\): //p' |
+    tr ',' '\n' | awk '{ printf "peak_%s_%s_gops %s\n", $1, $2, $3 }' >>"$figures"
 }
 # Appends "NAME VALUE" to the figures (nothing for an empty value: a figure not reported).
 record() { [[ -z "$2" ]] || echo "$1 $2" >>"$figures"; }
@@ -38,10 +45,12 @@ for ((round = 1; round <= rounds; ++round)); do
   for dtype in f32 bf16 int8 int4; do
     out=$("$kvd" bench --model "$model" --dtype "$dtype" --batch 1 --prompt-tokens 128 \
       --decode-tokens 32 --threads "$threads" 2>/dev/null)
-    read -r _ prefill decode share < <(table_rows <<<"$out")
+    read -r _ prefill decode share gflops < <(table_rows <<<"$out")
     record "decode_tok_s_batch_1_$dtype" "$decode"
     record "roofline_share_batch_1_$dtype" "$share"
     record "prefill_tok_s_128_$dtype" "$prefill"
+    record "prefill_gflop_s_128_$dtype" "$gflops"
+    record_peaks <<<"$out"
     # How much of the bandwidth read's buffer and of the weights got huge pages: shares of the
     # roofline only compare where these are alike.
     record "read_buffer_huge_pages_$dtype" \
@@ -49,11 +58,12 @@ for ((round = 1; round <= rounds; ++round)); do
     record "resident_huge_pages_$dtype" \
       "$(sed -n 's/^resident anonymous memory .*, \([0-9]*\)% in huge pages$/\1/p' <<<"$out")"
   done
-  read -r _ prefill _ _ < <("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 \
+  read -r _ prefill _ _ gflops < <("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 \
     --decode-tokens 2 --threads "$threads" 2>/dev/null | table_rows)
   record "prefill_tok_s_512_default" "$prefill"
+  record "prefill_gflop_s_512_default" "$gflops"
   for dtype in bf16 int8 int4; do
-    read -r _ _ decode _ < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 16 \
+    read -r _ _ decode _ _ < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 16 \
       --prompt-tokens 16 --decode-tokens 16 --threads "$threads" 2>/dev/null | table_rows)
     record "decode_tok_s_batch_16_$dtype" "$decode"
   done

@@ -46,6 +46,8 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
   result.prefill_seconds = SecondsSince(prefill_start);
   result.prefill_tokens_per_second =
       static_cast<double>(batch_size) * options.prompt_tokens / result.prefill_seconds;
+  result.prefill_gflop_per_second =
+      result.prefill_tokens_per_second * PromptTokenFlops(config, options.prompt_tokens) / 1e9;
 
   std::vector<int32_t> next(batch_size);
   if (options.decode_phase) options.decode_phase(true);
@@ -71,6 +73,20 @@ absl::StatusOr<ThroughputResult> MeasureBatch(engine::Model& model, engine::KvBl
 }
 
 }  // namespace
+
+double PromptTokenFlops(const engine::ModelConfig& config, int32_t prompt_tokens) {
+  const double hidden = config.hidden_size;
+  const double query_width = static_cast<double>(config.num_heads) * config.head_dim;
+  const double kv_width = static_cast<double>(config.num_kv_heads) * config.head_dim;
+  // q, k and v; o; gate, up and down.
+  const double projections = hidden * (query_width + 2 * kv_width) + query_width * hidden +
+                             3 * hidden * config.intermediate_size;
+  // Token i of the prompt weighs i + 1 keys and values in every query head: (P + 1) / 2 each on
+  // average, a dot product and a weighted sum.
+  const double attention = 2 * query_width * (prompt_tokens + 1) / 2.0;
+  const double head = static_cast<double>(config.vocab_size) * hidden / prompt_tokens;
+  return 2 * (config.num_layers * (projections + attention) + head);
+}
 
 absl::StatusOr<std::vector<ThroughputResult>> MeasureThroughput(engine::Model& model,
                                                                 const ThroughputOptions& options) {

@@ -26,10 +26,16 @@ struct ThroughputResult {
   int32_t batch_size = 0;
   double prefill_seconds = 0.0;
   double prefill_tokens_per_second = 0.0;
+  double prefill_gflop_per_second = 0.0;  // PromptTokenFlops at prefill_tokens_per_second
   double decode_seconds = 0.0;
   double decode_tokens_per_second = 0.0;  // tokens of all sequences together
   double decode_step_ms = 0.0;
 };
+
+// Floating-point operations (a multiply-add counting two) a token of a `prompt_tokens`-token
+// prompt costs on average: its projections, its attention over the entries up to its own, and its
+// share of the one row of LM-head logits a prompt needs.
+double PromptTokenFlops(const engine::ModelConfig& config, int32_t prompt_tokens);
 
 // Prompts are seeded random token ids; each decode step feeds the greedy token back.
 [[nodiscard]] absl::StatusOr<std::vector<ThroughputResult>> MeasureThroughput(

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/attention_bench.h"
+#include "bench/compute_peak.h"
 #include "bench/constraint_mask_bench.h"
 #include "bench/document_bench.h"
 #include "bench/keepkv_bench.h"
@@ -310,15 +311,19 @@ absl::Status RunBench(const BenchOptions& options) {
       step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes,
       bench::HugePageNote(measured->huge_page_share).c_str());
   std::printf("%s\n", resident.c_str());
+  std::printf("a prompt token's work %.3f GFLOP; %s\n",
+              bench::PromptTokenFlops((*model)->config(), options.throughput.prompt_tokens) / 1e9,
+              bench::ComputePeakNote(bench::MeasureComputePeaks(options.threads)).c_str());
   std::printf(
-      "| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|\n");
+      "| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline | "
+      "prefill GFLOP/s |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
     const double roofline_ms = step_bytes / (bandwidth * 1e9) * 1e3;
-    std::printf("| %d | %.1f | %.3f | %.1f | %.2f | %.0f%% |\n", result.batch_size,
+    std::printf("| %d | %.1f | %.3f | %.1f | %.2f | %.0f%% | %.1f |\n", result.batch_size,
                 result.prefill_tokens_per_second, result.prefill_seconds,
                 result.decode_tokens_per_second, result.decode_step_ms,
-                100.0 * roofline_ms / result.decode_step_ms);
+                100.0 * roofline_ms / result.decode_step_ms, result.prefill_gflop_per_second);
   }
   return absl::OkStatus();
 }

@@ -211,6 +211,9 @@ TEST(CliTest, BenchPrintsAThroughputTable) {
   EXPECT_NE(result.out.find("| 1 |"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("| 2 |"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("of roofline"), std::string::npos) << result.out;
+  // Prefill's rate of work, against the cores' measured vector peak.
+  EXPECT_NE(result.out.find("prefill GFLOP/s"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("vector peak on "), std::string::npos) << result.out;
   // The read's buffer and the resident memory say how much of them is in huge pages.
   EXPECT_NE(result.out.find("huge pages)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("resident anonymous memory "), std::string::npos) << result.out;
