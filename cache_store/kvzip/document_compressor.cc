@@ -87,8 +87,24 @@ DocumentCompressor::DocumentCompressor(const engine::ModelConfig& config, Docume
 }
 
 int64_t DocumentCompressor::HeldBlocks() const {
-  return (document_kv_ != nullptr ? document_kv_->num_blocks() : 0) +
-         (pass_kv_ != nullptr ? pass_kv_->num_blocks() : 0);
+  int64_t held = document_kv_ != nullptr ? document_kv_->num_blocks() : 0;
+  if (pass_kv_ == nullptr) return held;
+  // A sharing pass's table starts with the document's own blocks: those are held once.
+  for (int32_t layer = 0; layer < config_.num_layers; ++layer) {
+    for (int32_t head = 0; head < config_.num_kv_heads; ++head) {
+      const std::vector<int32_t>& pass = pass_kv_->blocks(layer, head);
+      int64_t shared = 0;
+      if (document_kv_ != nullptr) {
+        const std::vector<int32_t>& document = document_kv_->blocks(layer, head);
+        while (shared < std::ssize(pass) && shared < std::ssize(document) &&
+               pass[shared] == document[shared]) {
+          ++shared;
+        }
+      }
+      held += std::ssize(pass) - shared;
+    }
+  }
+  return held;
 }
 
 int64_t DocumentCompressor::PeakBlocks(int32_t block_size) const {

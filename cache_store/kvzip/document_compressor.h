@@ -33,7 +33,8 @@ class DocumentCompressor {
   // Blocks of `block_size` entries the job holds at its peak: the document's cache and the
   // largest scoring cache beside it.
   int64_t PeakBlocks(int32_t block_size) const;
-  // Blocks the job holds now (the document's cache and the scoring pass's).
+  // Blocks the job holds now: the document's cache and the scoring pass's, each block once
+  // (a sharing pass's table holds the document's blocks too).
   int64_t HeldBlocks() const;
   // Positions the longest scoring pass reaches: it must fit the model's context.
   int32_t max_position() const;

@@ -26,6 +26,12 @@ int64_t CompressionJobs::NextBlocksWanted() const {
   return std::max<int64_t>(0, next.PeakBlocks(pool_.block_size()) - next.HeldBlocks());
 }
 
+int64_t CompressionJobs::HeldBlocks() const {
+  int64_t held = 0;
+  for (const Job& job : jobs_) held += job.compressor->HeldBlocks();
+  return held;
+}
+
 void CompressionJobs::DropCancelled() {
   for (Job& job : jobs_) {
     if (job.channel->cancelled()) End(job, absl::CancelledError("the compression was cancelled"));
@@ -41,7 +47,10 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
   bool one_started = std::any_of(jobs_.begin(), jobs_.end(),
                                  [](const Job& job) { return job.started.has_value(); });
   for (Job& job : jobs_) {
-    if (budget - planned <= 0 || pool_.num_free_blocks() <= keep_free) break;
+    if (budget - planned <= 0) break;
+    // Beside running sequences, only while more than their margin stays free; alone, it asks
+    // (a part may need no new block, and a part that finds none plans nothing).
+    if (keep_free > 0 && pool_.num_free_blocks() <= keep_free) break;
     if (one_started && !job.started) break;
     const absl::StatusOr<int32_t> count = job.compressor->Plan(budget - planned, pool_, steps);
     if (!count.ok()) {

@@ -29,6 +29,8 @@ class CompressionJobs {
   // Blocks the compression that runs next (the one started, else the first) may still take: its
   // peak less what it holds. 0 with none.
   int64_t NextBlocksWanted() const;
+  // Blocks the compressions hold now (only the one started holds any).
+  int64_t HeldBlocks() const;
   int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
 
   // Ends cancelled jobs (result Cancelled) and frees their blocks.

@@ -50,6 +50,9 @@ struct Sequence {
   std::vector<int32_t> tokens;                          // prompt, then output
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
+  // Preempted alone, short of blocks a compression held: admitted again once compressions hold
+  // none, so that it does not take them back while the compression still needs them.
+  bool waits_for_compressions = false;
   absl::Time last_token_time;
 
   const TenantPolicy& tenant() const { return request->request.tenant; }

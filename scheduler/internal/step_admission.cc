@@ -18,6 +18,14 @@ void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& schedule
         continue;
       }
       if (running_.size() == 1) {
+        if (jobs_.HeldBlocks() > 0) {
+          // Short of the blocks a compression holds, not of the cache: it recomputes once the
+          // compression has ended.
+          sequence->waits_for_compressions = true;
+          report.preempted.push_back(sequence->request->channel->id());
+          Preempt(TakeRunning(sequence));
+          return;
+        }
         // Alone and still out of blocks: the sequence has filled the whole cache.
         Close(TakeRunning(sequence), FinishReason::kLength, /*event_sent=*/false);
         return;
@@ -39,6 +47,10 @@ void StepLoop::AdmitWaiting(int32_t& budget, std::vector<Scheduled>& scheduled,
   while (budget > 0) {
     Sequence* candidate = waiting_.Next();
     if (candidate == nullptr) return;
+    if (candidate->waits_for_compressions) {
+      if (jobs_.HeldBlocks() > 0) return;
+      candidate->waits_for_compressions = false;
+    }
     const size_t slots = 1 + static_cast<size_t>(candidate->pending_forks);
     if (running_.size() + slots > static_cast<size_t>(config_.max_num_seqs)) return;
     if (!AttachDocument(*candidate)) return;

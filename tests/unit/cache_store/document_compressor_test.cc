@@ -454,6 +454,38 @@ TEST_F(DocumentCompressorTest, ReleaseMidwayReturnsEveryBlock) {
   compressor->Release(*pool_);
 }
 
+// What the job says it holds is what the pool lent it, each block once (a scoring pass that
+// shares the document's blocks holds them once), and never more than its peak: the scheduler
+// frees cached blocks for the difference.
+TEST_F(DocumentCompressorTest, HeldBlocksAreThePoolsUsedBlocksUpToThePeak) {
+  const auto document = Document(6);
+  for (const CompressionSpec& spec :
+       {CompressionSpec{.method = CompressionMethod::kKvzip, .ratio = 0.3},
+        CompressionSpec{.method = CompressionMethod::kSnapKv,
+        .ratio = 0.3,
+        .query = "Q:" + document.records[0].first},
+        CompressionSpec{.method = CompressionMethod::kNone}}) {
+    auto compressor = NewCompressor(document.text, spec);
+    const int64_t peak = compressor->PeakBlocks(pool_->block_size());
+    int64_t most = 0;
+    engine::StepLogits logits;
+    while (!compressor->scored()) {
+      std::vector<engine::SequenceStep> steps;
+      const absl::StatusOr<int32_t> planned = compressor->Plan(24, *pool_, steps);
+      ASSERT_TRUE(planned.ok() && *planned > 0) << planned.status();
+      EXPECT_EQ(compressor->HeldBlocks(), pool_->num_used_blocks());
+      ASSERT_TRUE(model_->Forward(steps, *pool_, logits).ok());
+      compressor->Commit(*pool_);
+      EXPECT_EQ(compressor->HeldBlocks(), pool_->num_used_blocks());
+      most = std::max(most, compressor->HeldBlocks());
+    }
+    EXPECT_LE(most, peak);
+    EXPECT_GT(most, 0);
+    compressor->Release(*pool_);
+    EXPECT_EQ(compressor->HeldBlocks(), 0);
+  }
+}
+
 // A KV move the backend fails (copying a scoring pass's entries, or the copy-on-write of a
 // shared block) ends the work with that error at the Plan that moved, instead of reading as
 // "no blocks now" forever; Release still returns every block.

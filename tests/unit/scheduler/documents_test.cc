@@ -260,6 +260,57 @@ TEST_F(DocumentsTest, RefusesWorkTheCacheCanNeverHold) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A request that runs out of blocks while a compression holds them waits for the compression to
+// end, then recomputes and finishes: it does not fill the cache alone, so its answer is whole.
+TEST_F(DocumentsTest, ARequestShortOfBlocksAnACompressionHoldsWaitsForThem) {
+  const cache_store::CompressionSpec spec{.method = cache_store::CompressionMethod::kKvzip,
+                                          .ratio = 0.3};
+  const int64_t peak = Compressor(spec)->PeakBlocks(16);
+  const auto& model = model_->config();
+  SchedulerConfig config = SmallConfig();
+  config.max_num_seqs = 8;
+  config.max_num_batched_tokens = 16;
+  config.compression_tokens_per_step = 4;
+  const int64_t blocks_per_token_block = int64_t{model.num_layers} * model.num_kv_heads;
+  // Room for the compression's peak and 32 tokens of the request: it fits alone, not beside it.
+  config.kv_cache_bytes = static_cast<size_t>(peak + 2 * blocks_per_token_block) *
+                          engine::KvBlockPool::BlockBytes(16, model.head_dim, kernels::DType::kF32);
+  std::mt19937 random(5);
+  const Request request = Greedy(RandomPrompt(random, 20), 150);
+
+  auto alone = NewScheduler(config);
+  auto reference = alone->Submit(request);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  RunUntilIdle(*alone);
+  Outcome expected;
+  testing::Drain(*reference, expected);
+  ASSERT_EQ(expected.tokens.size(), 1u);
+  ASSERT_EQ(expected.tokens[0].size(), 150u) << "the request fits the cache alone";
+
+  auto scheduler = NewScheduler(config);
+  auto live = scheduler->Submit(request);
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_TRUE(scheduler->Step().ok());  // the request's prompt
+  auto compression = scheduler->SubmitCompression(Compressor(spec));
+  ASSERT_TRUE(compression.ok()) << compression.status();
+  bool preempted = false;
+  for (int32_t step = 0; step < 5000 && scheduler->HasWork(); ++step) {
+    auto report = scheduler->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    preempted = preempted || !report->preempted.empty();
+  }
+  ASSERT_FALSE(scheduler->HasWork()) << "the request or the compression stalled";
+  EXPECT_TRUE(preempted) << "the request should have run short of blocks beside the compression";
+  Outcome outcome;
+  testing::Drain(*live, outcome);
+  EXPECT_TRUE(outcome.ended && outcome.status.ok()) << outcome.status;
+  EXPECT_EQ(outcome.tokens, expected.tokens) << "the whole answer, as when it runs alone";
+  auto result = compression->TakeResult(absl::ZeroDuration());
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(result->ok()) << result->status();
+  EXPECT_EQ(scheduler->Metrics().kv_blocks_free, scheduler->Metrics().kv_blocks_total);
+}
+
 // Cached prompt prefixes no request uses fill the pool as requests come and go; a compression,
 // which reserves its blocks as it goes, still gets them.
 TEST_F(DocumentsTest, IdleCachedPrefixesMakeWayForACompression) {
