@@ -1,7 +1,9 @@
 #include "server/api/completion_start.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "documents/document_service.h"
 #include "server/api/completion_rules.h"
 #include "server/http/error_response.h"
@@ -33,6 +35,19 @@ absl::StatusOr<DocumentContext> DocumentContextOf(
   const cache_store::DocumentFraming& framing = context.documents->framing();
   return DocumentContext{std::move(resolved->prefix), std::move(resolved->text), framing.kind,
                          framing.role};
+}
+
+// Each prompt waits in the queue as a request of its own: more prompts than the queue (or the
+// tenant's share of it) holds could never all be queued, whatever the load.
+absl::Status CheckPromptsFitTheQueue(size_t prompts, const ServingContext& context,
+                                     Tenant& tenant) {
+  int64_t most = context.scheduler->config().max_queued_requests;
+  const int32_t tenant_limit = tenant.policy().max_queued_requests;
+  if (tenant_limit > 0) most = std::min<int64_t>(most, tenant_limit);
+  if (static_cast<int64_t>(prompts) <= most) return absl::OkStatus();
+  return WithParam(absl::InvalidArgumentError(absl::StrCat(
+                       prompts, " prompts in one request; at most ", most, " can wait at once")),
+                   "prompt");
 }
 
 CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
@@ -85,6 +100,10 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
   auto params = ResolveCompletionParams(request, context.model, document, &keepkv,
                                         context.constraints, context.tool_call_syntax);
   if (!params.ok()) return CompletionRefusal{params.status()};
+  if (absl::Status fits = CheckPromptsFitTheQueue(params->prompts.size(), context, tenant);
+      !fits.ok()) {
+    return CompletionRefusal{std::move(fits)};
+  }
 
   int64_t tokens = 0;
   for (const auto& prompt : params->prompts) {

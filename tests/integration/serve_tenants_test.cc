@@ -202,8 +202,8 @@ TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
   std::filesystem::remove_all(dir);
 }
 
-// A full global queue answers 503 with Retry-After; oversized headers 431; and with
-// `logging.format: json` every log line is a JSON object.
+// A full global queue answers 503 with Retry-After, more prompts than it holds 400; oversized
+// headers 431; and with `logging.format: json` every log line is a JSON object.
 TEST(ServeOverloadTest, FullQueueHugeHeadersAndJsonLogs) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("kvd_overload_" + std::to_string(getpid()));
@@ -229,6 +229,14 @@ TEST(ServeOverloadTest, FullQueueHugeHeadersAndJsonLogs) {
   EXPECT_EQ(json::parse(overloaded.body, nullptr, false)["error"]["type"],
             "service_unavailable_error");
   EXPECT_TRUE(overloaded.headers.count("retry-after"));
+  // Two prompts wait as two requests: a queue of one never holds them, busy or idle, so that is
+  // the client's error, not a reason to retry.
+  const HttpResult too_many =
+      Curl("POST", server.url("/v1/completions"),
+           json{{"model", "kvd-tiny"}, {"prompt", {"a", "b"}}, {"max_tokens", 1}}.dump());
+  EXPECT_EQ(too_many.status, 400) << too_many.body;
+  EXPECT_EQ(json::parse(too_many.body, nullptr, false)["error"]["param"], "prompt");
+  EXPECT_FALSE(too_many.headers.count("retry-after"));
 
   const HttpResult huge_header =
       Curl("GET", server.url("/v1/models"), "", "-H 'X-Padding: " + std::string(4096, 'p') + "'");
