@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "cache_store/store/kv_storage.h"
+#include "engine/utf8.h"
 
 namespace kvd::server {
 namespace {
@@ -32,6 +33,8 @@ absl::Status CheckBudget(int64_t budget_tokens, const std::string& param) {
 
 absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     DocumentUploadRequest request, const documents::DocumentsConfig& config) {
+  // JSON has refused text that is not UTF-8 already; gRPC's text arrives as bytes.
+  if (!engine::IsValidUtf8(request.text)) return Invalid("text", "the text is not valid UTF-8");
   documents::DocumentUpload upload;
   upload.text = std::move(request.text);
   cache_store::CompressionSpec& spec = upload.compression;
@@ -64,9 +67,12 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
   upload.keep_full = request.keep_full;
   if (request.ttl_seconds) {
     const double ttl = *request.ttl_seconds;
-    // A positive number too small for a Duration (1e-300) would round to none at all.
-    if (!(ttl > 0.0) || !std::isfinite(ttl) || absl::Seconds(ttl) <= absl::ZeroDuration()) {
-      return Invalid("ttl_seconds", "'ttl_seconds' must be a positive number of seconds");
+    // A positive number too small for a Duration (1e-300) would round to none at all, and one
+    // too large (1e300) to a Duration that never ends: no expiry, which is leaving ttl out.
+    if (!(ttl > 0.0) || !std::isfinite(ttl) || absl::Seconds(ttl) <= absl::ZeroDuration() ||
+        absl::Seconds(ttl) == absl::InfiniteDuration()) {
+      return Invalid("ttl_seconds",
+                     "'ttl_seconds' must be a positive number of seconds a duration can hold");
     }
     upload.ttl = absl::Seconds(ttl);
   }

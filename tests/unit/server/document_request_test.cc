@@ -115,8 +115,9 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
     EXPECT_EQ(ErrorFields(grpc), ErrorFields(http));
     EXPECT_EQ(ParamOf(grpc), c.param);
   }
-  // A ttl too small for a duration is refused, not stored as "expires at once".
-  for (const double ttl : {1e-300, 0.0, -1.0}) {
+  // A ttl too small for a duration is refused, not stored as "expires at once", and one too large
+  // for a duration is refused, not stored as "never expires".
+  for (const double ttl : {1e-300, 0.0, -1.0, 1e300}) {
     v1::UploadHeader header;
     header.set_ttl_seconds(ttl);
     const absl::Status tiny = FromGrpc(header, "x", config).status();
@@ -129,6 +130,21 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
   EXPECT_EQ(ParamOf(metadata), "metadata");
   EXPECT_EQ(metadata,
             ParseDocumentUpload({{"text", "x"}, {"metadata", json::array({1})}}, config).status());
+}
+
+// gRPC's text arrives as bytes, where JSON's parser has refused what is not UTF-8: the upload
+// refuses it too, with the same param.
+TEST(DocumentRequestTest, TextThatIsNotUtf8IsRefusedFromGrpcAsFromHttp) {
+  const documents::DocumentsConfig config;
+  for (const std::string text : {"ab\xff"
+                                 "cd",
+                                 "\xc0\x80", "\xed\xa0\x80", "caf\xc3"}) {
+    const absl::Status grpc = FromGrpc(v1::UploadHeader(), text, config).status();
+    EXPECT_EQ(grpc.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_EQ(ParamOf(grpc), "text");
+  }
+  EXPECT_TRUE(
+      FromGrpc(v1::UploadHeader(), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82", config).ok());
 }
 
 TEST(DocumentRequestTest, ARecutTakesExactlyOneOfRatioAndBudget) {
