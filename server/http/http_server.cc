@@ -132,6 +132,10 @@ class Session : public std::enable_shared_from_this<Session> {
         ArmReadDeadline();
         read_deadline_set = true;
       }
+      if (parser.AwaitsContinue()) {
+        parser.ContinueSent();
+        if (!co_await WriteContinue()) co_return ReadOutcome::kClosed;
+      }
       beast::error_code ec;
       const size_t room = std::min(RequestParser::kReadBytes, buffer_.max_size() - buffer_.size());
       const size_t read = co_await stream_.async_read_some(buffer_.prepare(room),
@@ -187,6 +191,18 @@ class Session : public std::enable_shared_from_this<Session> {
     stream_.expires_after(Chrono(options_.write_timeout));
     beast::error_code ec;
     co_await http::async_write(stream_, message, net::redirect_error(use_awaitable, ec));
+    co_return !ec;
+  }
+
+  // The interim reply a client that sent `Expect: 100-continue` waits for before its body (curl
+  // waits a second for bodies over 1 MiB). The read deadline keeps running meanwhile.
+  awaitable<bool> WriteContinue() {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    stream_.expires_after(Chrono(options_.write_timeout));
+    beast::error_code ec;
+    co_await net::async_write(stream_, net::buffer(kContinue.data(), kContinue.size()),
+                              net::redirect_error(use_awaitable, ec));
+    stream_.expires_never();
     co_return !ec;
   }
 

@@ -107,6 +107,14 @@ RequestParser::Progress RequestParser::Put(std::string_view input, size_t& consu
   }
 }
 
+bool RequestParser::AwaitsContinue() const {
+  const auto& parser = beast_->parser;
+  if (continue_sent_ || !parser.is_header_done() || parser.is_done()) return false;
+  const auto& request = parser.get();
+  return request.version() >= 11 && request.body().empty() &&
+         beast::iequals(request[http::field::expect], "100-continue");
+}
+
 RequestParser::Progress RequestParser::Fail(HttpResponse response) {
   error_ = std::move(response);
   return Progress::kFailed;

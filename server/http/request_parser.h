@@ -38,6 +38,11 @@ class RequestParser {
 
   // Whether a byte of this request has arrived (an idle connection has none).
   bool started() const { return started_; }
+  // Whether the client waits for an interim "100 Continue" before it sends the body: an HTTP/1.1
+  // head with `Expect: 100-continue` is read and the body has not come. The connection sends it
+  // once and calls ContinueSent.
+  bool AwaitsContinue() const;
+  void ContinueSent() { continue_sent_ = true; }
   // The largest input Put may be handed: what can stay unconsumed plus one read.
   static size_t MaxBufferedBytes(const RequestLimits& limits) {
     return limits.max_header_bytes + kReadBytes;
@@ -57,6 +62,7 @@ class RequestParser {
   const RequestLimits limits_;
   std::unique_ptr<Beast> beast_;
   bool started_ = false;
+  bool continue_sent_ = false;
   size_t head_bytes_ = 0;  // consumed before the head was complete
   bool keep_alive_ = false;
   HttpRequest request_;

@@ -46,6 +46,16 @@ class RawConnection {
     return true;
   }
 
+  // What arrives until `marker` has (or the peer closes, a read fails or times out).
+  std::string ReadUntil(std::string_view marker) {
+    std::string received;
+    char byte;
+    while (received.find(marker) == std::string::npos && recv(fd_, &byte, 1, 0) == 1) {
+      received.push_back(byte);
+    }
+    return received;
+  }
+
   // Everything until the peer closes, a read fails or times out.
   std::string ReadUntilClosed() {
     std::string received;

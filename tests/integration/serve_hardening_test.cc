@@ -263,6 +263,25 @@ TEST(ServeHardeningTest, AClientThatSendsAByteMoreAndLeavesIsCancelled) {
   EXPECT_NE(server.logs().find("status=499"), std::string::npos) << server.logs();
 }
 
+// A client that asks `Expect: 100-continue` (curl, for bodies over 1 MiB) gets the interim reply
+// to its head, and the answer once its body follows, instead of waiting out its own timeout.
+TEST(ServeHardeningTest, AHeadThatExpectsContinueGetsIt) {
+  ConfiguredServer configured("");
+  KvdServer& server = configured.server();
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const std::string body = json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 2}}.dump();
+  const std::string request =
+      JsonPost("/v1/completions", body, "Expect: 100-continue\r\nConnection: close\r\n");
+  RawConnection connection(server.port(), /*read_timeout_seconds=*/5);
+  ASSERT_TRUE(connection.connected());
+  ASSERT_TRUE(connection.Send(request.substr(0, request.size() - body.size())));
+  EXPECT_EQ(connection.ReadUntil("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(connection.Send(body));
+  const std::string response = connection.ReadUntilClosed();
+  EXPECT_EQ(StatusOf(response), 200) << response;
+  EXPECT_NE(response.find("\"text_completion\""), std::string::npos) << response;
+}
+
 TEST(ServeHardeningTest, AReloadKeepsAuthenticationUnlessTheFileDisablesIt) {
   const std::string tenants = "tenants:\n  - id: alpha\n    key_sha256: [\"" +
                               Digest("key-alpha") + "\"]\n";

@@ -168,5 +168,40 @@ TEST(RequestParserTest, GarbageIs400) {
   EXPECT_EQ(outcome.error.status, 400);
 }
 
+// A client that sends `Expect: 100-continue` waits for the interim reply once its head is read;
+// one that sent its body with the head, or speaks HTTP/1.0, waits for nothing.
+TEST(RequestParserTest, AnHttp11HeadThatExpectsContinueAwaitsItUntilTheBodyComes) {
+  const std::string body = "{\"a\": 1}";
+  const std::string head =
+      "POST /v1/documents HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  RequestParser parser({});
+  size_t consumed = 0;
+  EXPECT_FALSE(parser.AwaitsContinue());
+  ASSERT_EQ(parser.Put(head, consumed), Progress::kNeedMore);
+  EXPECT_EQ(consumed, head.size());
+  EXPECT_TRUE(parser.AwaitsContinue());
+  parser.ContinueSent();
+  EXPECT_FALSE(parser.AwaitsContinue());
+  ASSERT_EQ(parser.Put(body, consumed), Progress::kDone);
+  EXPECT_EQ(parser.TakeRequest().body, body);
+
+  RequestParser whole({});
+  EXPECT_EQ(whole.Put(head + body, consumed), Progress::kDone);
+  EXPECT_FALSE(whole.AwaitsContinue());
+
+  RequestParser old({});
+  std::string old_head = head;
+  old_head.replace(old_head.find("HTTP/1.1"), 8, "HTTP/1.0");
+  ASSERT_EQ(old.Put(old_head, consumed), Progress::kNeedMore);
+  EXPECT_FALSE(old.AwaitsContinue());
+
+  RequestParser plain({});
+  ASSERT_EQ(plain.Put(Post("", body).substr(0, Post("", body).size() - body.size()), consumed),
+            Progress::kNeedMore);
+  EXPECT_FALSE(plain.AwaitsContinue());
+}
+
 }  // namespace
 }  // namespace kvd::server
