@@ -335,7 +335,9 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
                          "model_not_found");
   }
   scheduler::Request& request = params.request;
-  KVD_RETURN_IF_ERROR(InRange<int64_t>(in.n, "n", 1, 128, request.n));
+  // The server's own bound (scheduler.max_n) is checked before this, where the scheduler is known.
+  KVD_RETURN_IF_ERROR(
+      InRange<int64_t>(in.n, "n", 1, std::numeric_limits<int32_t>::max(), request.n));
   params.stream = in.stream;
   params.include_usage = in.include_usage;
   KVD_ASSIGN_OR_RETURN(request.keepkv,

@@ -37,6 +37,15 @@ absl::StatusOr<DocumentContext> DocumentContextOf(
                          framing.role};
 }
 
+// `n` within what the scheduler runs of one request at once.
+absl::Status CheckChoices(std::optional<int64_t> n, const ServingContext& context) {
+  const scheduler::SchedulerConfig& config = context.scheduler->config();
+  const int64_t most = std::min(config.max_n, config.max_num_seqs);
+  if (!n || (*n >= 1 && *n <= most)) return absl::OkStatus();
+  return WithParam(
+      absl::InvalidArgumentError(absl::StrCat("'n' must be in [1, ", most, "], got ", *n)), "n");
+}
+
 // Each prompt waits in the queue as a request of its own: more prompts than the queue (or the
 // tenant's share of it) holds could never all be queued, whatever the load.
 absl::Status CheckPromptsFitTheQueue(size_t prompts, const ServingContext& context,
@@ -96,6 +105,7 @@ namespace {
 
 CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
                                const CompletionRequest& request, const DocumentContext* document) {
+  if (absl::Status n = CheckChoices(request.n, context); !n.ok()) return CompletionRefusal{n};
   const KeepKvConfig keepkv = tenant.keepkv();
   auto params = ResolveCompletionParams(request, context.model, document, &keepkv,
                                         context.constraints, context.tool_call_syntax);

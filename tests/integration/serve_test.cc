@@ -215,8 +215,13 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
       400, "invalid_request_error", "temperature");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"temperature", 3}}),
               400, "invalid_request_error", "temperature");
-  ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"n", 0}}), 400,
-              "invalid_request_error", "n");
+  // Every n out of range names n and the bound the server runs (scheduler.max_n).
+  for (const int n : {0, 17, 500}) {
+    const HttpResult result =
+        Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", "x"}, {"n", n}});
+    ExpectError(result, 400, "invalid_request_error", "n");
+    EXPECT_NE(result.body.find("[1, 16]"), std::string::npos) << result.body;
+  }
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}}), 400, "invalid_request_error",
               "prompt");
   ExpectError(Post("/v1/completions", {{"model", "kvd-tiny"}, {"prompt", {1, 2, 99999}}}), 400,
