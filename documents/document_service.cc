@@ -267,6 +267,10 @@ absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
   }
   absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
   if (!meta.ok()) return meta.status();
+  // Gone from its expiry on, for every read and question; the writer's sweep deletes it later.
+  if (meta->expires <= absl::Now()) {
+    return absl::NotFoundError(absl::StrCat("document ", id, " not found"));
+  }
   const double progress = meta->status == DocumentStatus::kReady ? 1.0 : 0.0;
   return DocumentView{*std::move(meta), progress};
 }
@@ -278,7 +282,9 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
   if (!page.ok()) return page.status();
   DocumentViewPage views;
   views.next_page_token = page->next_page_token;
+  const absl::Time now = absl::Now();
   for (DocumentMeta& meta : page->documents) {
+    if (meta.expires <= now) continue;  // gone, as Get says
     double progress = meta.status == DocumentStatus::kReady ? 1.0 : 0.0;
     if (auto running = jobs_.Progress(tenant, meta.id)) progress = *running;
     views.documents.push_back({std::move(meta), progress});

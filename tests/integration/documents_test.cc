@@ -5,9 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <future>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -486,7 +488,8 @@ TEST_F(DocumentsTest, SlowCompressionAnswers202AndReportsProgressUntilReady) {
 }
 
 TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
-  Start("  expiry_sweep_seconds: 0.1\n");
+  // A sweep far off: an expired document must be gone without it.
+  Start("  expiry_sweep_seconds: 3600\n");
   std::vector<std::string> ids;
   for (uint32_t seed = 10; seed < 13; ++seed) {
     ids.push_back(
@@ -512,14 +515,26 @@ TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
   ExpectError(Call("GET", "/v1/documents/" + ids[0]), 404);
   ExpectError(Call("DELETE", "/v1/documents/" + ids[0]), 404);
 
+  // Past its expiry a document is gone at once, to every read and question, whenever the sweep
+  // deletes it.
+  const KeyValueDocument brief = Document(20, 200);
   const json short_lived =
-      Upload(Document(20, 200).text, {{"method", "none"}}, "key-alpha", {{"ttl_seconds", 0.5}});
-  EXPECT_TRUE(short_lived["expires_at"].is_number());
-  int status = 200;
-  for (int i = 0; i < 3000 && status == 200; ++i) {
-    status = Call("GET", "/v1/documents/" + short_lived["id"].get<std::string>()).status;
-  }
-  EXPECT_EQ(status, 404) << "an expired document is swept";
+      Upload(brief.text, {{"method", "none"}}, "key-alpha", {{"ttl_seconds", 1.5}});
+  ASSERT_TRUE(short_lived["expires_at"].is_number());
+  const std::string brief_id = short_lived["id"];
+  EXPECT_EQ(Call("GET", "/v1/documents/" + brief_id).status, 200);
+  std::this_thread::sleep_until(
+      std::chrono::system_clock::from_time_t(short_lived["expires_at"].get<int64_t>()) +
+      std::chrono::milliseconds(1100));
+  ExpectError(Call("GET", "/v1/documents/" + brief_id), 404);
+  const json page = json::parse(Call("GET", "/v1/documents?limit=100").body);
+  for (const json& listed_document : page["data"]) EXPECT_NE(listed_document["id"], brief_id);
+  ExpectError(
+      Call("POST", "/v1/chat/completions",
+           {{"model", "kvd-tiny"},
+            {"documents", {brief_id}},
+            {"messages", {{{"role", "user"}, {"content", "Q:" + brief.records[0].first}}}}}),
+      404);
 }
 
 TEST_F(DocumentsTest, IdsNameTheirReplicaAndOtherReplicasIdsAreMisdirected) {
