@@ -71,11 +71,14 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
       }
       keep_alive = parser.keep_alive();
+      chunked_ = parser.http11();
       HttpRequest request = parser.TakeRequest();
       HandlerResult result = Dispatch(request);
       if (auto* response = std::get_if<HttpResponse>(&result)) {
         if (!co_await WriteResponse(*response, keep_alive)) break;
       } else {
+        // An HTTP/1.0 client's stream ends where the connection does.
+        keep_alive = keep_alive && chunked_;
         keep_alive =
             co_await RunAsyncReply(*std::get<std::unique_ptr<AsyncReply>>(result), keep_alive) &&
             keep_alive;
@@ -206,11 +209,17 @@ class Session : public std::enable_shared_from_this<Session> {
     co_return !ec;
   }
 
+  // A piece of a streamed body: a chunk, or the bytes as they are for an HTTP/1.0 client.
   awaitable<bool> WriteChunk(std::string_view data) {
     stream_.expires_after(Chrono(options_.write_timeout));
     beast::error_code ec;
-    co_await net::async_write(stream_, http::make_chunk(net::buffer(data.data(), data.size())),
-                              net::redirect_error(use_awaitable, ec));
+    const net::const_buffer bytes = net::buffer(data.data(), data.size());
+    if (chunked_) {
+      co_await net::async_write(stream_, http::make_chunk(bytes),
+                                net::redirect_error(use_awaitable, ec));
+    } else {
+      co_await net::async_write(stream_, bytes, net::redirect_error(use_awaitable, ec));
+    }
     co_return !ec;
   }
 
@@ -308,7 +317,7 @@ class Session : public std::enable_shared_from_this<Session> {
     header.set(http::field::cache_control, "no-cache");
     header.set("X-Accel-Buffering", "no");
     header.keep_alive(keep_alive);
-    header.chunked(true);
+    header.chunked(chunked_);
     http::response_serializer<http::empty_body> serializer{header};
     stream_.expires_after(Chrono(options_.write_timeout));
     beast::error_code ec;
@@ -317,6 +326,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   awaitable<bool> FinishStream() {
+    if (!chunked_) co_return true;  // the connection's close ends the body
     stream_.expires_after(Chrono(options_.write_timeout));
     beast::error_code ec;
     co_await net::async_write(stream_, http::make_chunk_last(),
@@ -325,6 +335,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
+  // Whether the request being answered takes a chunked body (HTTP/1.1), else a streamed body is
+  // sent as it is and ends with the connection.
+  bool chunked_ = true;
   // The read timeout of the request being read, and which request that is; touched only on the
   // connection's strand.
   net::steady_timer read_deadline_;

@@ -123,6 +123,7 @@ RequestParser::Progress RequestParser::Fail(HttpResponse response) {
 RequestParser::Progress RequestParser::Finish() {
   http::request<http::string_body> message = beast_->parser.release();
   keep_alive_ = message.keep_alive();
+  http11_ = message.version() >= 11;
   request_.method = std::string(message.method_string());
   const std::string_view target = View(message.target());
   const size_t question = target.find('?');

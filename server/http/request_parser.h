@@ -50,8 +50,10 @@ class RequestParser {
 
   // After kFailed: the error reply (400, 413 or 431); the connection closes after sending it.
   const HttpResponse& error() const { return error_; }
-  // After kDone: whether the client asked to keep the connection, and the request itself.
+  // After kDone: whether the client asked to keep the connection, whether it speaks HTTP/1.1
+  // (an HTTP/1.0 client takes no chunked body), and the request itself.
   bool keep_alive() const { return keep_alive_; }
+  bool http11() const { return http11_; }
   HttpRequest TakeRequest();
 
  private:
@@ -65,6 +67,7 @@ class RequestParser {
   bool continue_sent_ = false;
   size_t head_bytes_ = 0;  // consumed before the head was complete
   bool keep_alive_ = false;
+  bool http11_ = false;
   HttpRequest request_;
   HttpResponse error_;
 };

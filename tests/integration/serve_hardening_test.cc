@@ -282,6 +282,34 @@ TEST(ServeHardeningTest, AHeadThatExpectsContinueGetsIt) {
   EXPECT_NE(response.find("\"text_completion\""), std::string::npos) << response;
 }
 
+// An HTTP/1.0 client takes no chunked body: a stream comes as it is and ends with the
+// connection; an HTTP/1.1 client's comes in chunks.
+TEST(ServeHardeningTest, AStreamToAnHttp10ClientIsUnframedAndEndsWithTheConnection) {
+  ConfiguredServer configured("");
+  KvdServer& server = configured.server();
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const std::string body =
+      json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", 3}, {"stream", true}}.dump();
+  for (const std::string version : {"HTTP/1.0", "HTTP/1.1"}) {
+    SCOPED_TRACE(version);
+    std::string request = JsonPost("/v1/completions", body, "Connection: close\r\n");
+    request.replace(request.find("HTTP/1.1"), 8, version);
+    RawConnection connection(server.port());
+    ASSERT_TRUE(connection.connected());
+    ASSERT_TRUE(connection.Send(request));
+    const std::string response = connection.ReadUntilClosed();
+    const size_t head_end = response.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << response;
+    const std::string head = response.substr(0, head_end);
+    const std::string events = response.substr(head_end + 4);
+    EXPECT_EQ(StatusOf(response), 200) << response;
+    const bool chunked = head.find("Transfer-Encoding: chunked") != std::string::npos;
+    EXPECT_EQ(chunked, version == "HTTP/1.1") << head;
+    EXPECT_NE(events.find("data: [DONE]"), std::string::npos) << events;
+    if (!chunked) EXPECT_EQ(events.rfind("data: ", 0), 0u) << "no chunk sizes: " << events;
+  }
+}
+
 TEST(ServeHardeningTest, AReloadKeepsAuthenticationUnlessTheFileDisablesIt) {
   const std::string tenants = "tenants:\n  - id: alpha\n    key_sha256: [\"" +
                               Digest("key-alpha") + "\"]\n";
