@@ -37,6 +37,25 @@ absl::StatusOr<DocumentContext> DocumentContextOf(
                          framing.role};
 }
 
+bool MaxTokensGiven(const CompletionRequest& request) {
+  return request.max_tokens || (request.kind == ApiKind::kChat && request.max_completion_tokens);
+}
+
+// A request that gives no max_tokens is charged its default (for chat, the rest of the context)
+// up front: within a tenant's tokens_per_minute, the default is what the minute leaves after the
+// prompts, so that a tenant whose minute holds less than the context can still chat.
+void FitDefaultMaxTokens(int64_t tokens_per_minute, CompletionParams& params) {
+  if (tokens_per_minute <= 0) return;
+  scheduler::Request& request = params.request;
+  int64_t prompt_tokens = 0;
+  for (const auto& prompt : params.prompts) prompt_tokens += std::ssize(prompt);
+  const int64_t completions = std::ssize(params.prompts) * int64_t{request.n};
+  const int64_t room = (tokens_per_minute - prompt_tokens) / completions;
+  // Too little room even for min_tokens: the charge stays, and Admit says no retry can pass.
+  if (room < std::max(1, request.min_tokens)) return;
+  request.max_tokens = static_cast<int32_t>(std::min<int64_t>(request.max_tokens, room));
+}
+
 // `n` within what the scheduler runs of one request at once.
 absl::Status CheckChoices(std::optional<int64_t> n, const ServingContext& context) {
   const scheduler::SchedulerConfig& config = context.scheduler->config();
@@ -115,6 +134,7 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
     return CompletionRefusal{std::move(fits)};
   }
 
+  if (!MaxTokensGiven(request)) FitDefaultMaxTokens(tenant.tokens_per_minute(), *params);
   int64_t tokens = 0;
   for (const auto& prompt : params->prompts) {
     tokens += static_cast<int64_t>(prompt.size()) +

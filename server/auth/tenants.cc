@@ -115,6 +115,11 @@ KeepKvConfig Tenant::keepkv() {
   return keepkv_;
 }
 
+int64_t Tenant::tokens_per_minute() {
+  base::MutexLock lock(mu_);
+  return static_cast<int64_t>(tokens_bucket_.capacity());
+}
+
 absl::StatusOr<std::unique_ptr<TenantPermit>> Tenant::Admit(int64_t tokens, Refusal& refusal) {
   base::MutexLock lock(mu_);
   const absl::Time now = clock_.Now();

@@ -59,6 +59,8 @@ class Tenant : public std::enable_shared_from_this<Tenant> {
   int64_t max_stored_bytes();
   // Its KeepKV defaults (TenantConfig::keepkv: the server's section under its own keys).
   KeepKvConfig keepkv();
+  // Tokens it may use a minute (TenantConfig::tokens_per_minute); 0: unlimited.
+  int64_t tokens_per_minute();
 
   // Takes a concurrent slot, one request and `tokens` (prompt plus max_tokens) from the
   // tenant's limits, or refuses with ResourceExhausted carrying Retry-After; `refusal` says

@@ -114,6 +114,24 @@ TEST_F(ServeTenantsTest, ARequestOverTheWholeTokenLimitIs400NotARetryForever) {
   EXPECT_TRUE(later.headers.count("retry-after"));
 }
 
+// A chat without max_tokens may use the rest of the context: for a tenant whose minute holds
+// fewer tokens, the default is what the minute leaves after the prompt, not a refusal.
+TEST_F(ServeTenantsTest, AChatWithoutMaxTokensFitsTheTenantsMinute) {
+  const json body = {{"model", "kvd-tiny"},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  const HttpResult served = Curl("POST", server_->url("/v1/chat/completions"), body.dump(),
+                                 "-H 'Authorization: Bearer key-delta'");
+  ASSERT_EQ(served.status, 200) << served.body;
+  const json usage = json::parse(served.body)["usage"];
+  EXPECT_EQ(usage["total_tokens"], 64) << "the whole minute, the output to its end";
+  // The minute is spent: the next one waits, it is not refused for good.
+  const HttpResult next = Curl("POST", server_->url("/v1/chat/completions"), body.dump(),
+                               "-H 'Authorization: Bearer key-delta'");
+  EXPECT_EQ(next.status, 429) << next.body;
+}
+
 TEST_F(ServeTenantsTest, SighupReloadsTenants) {
   std::ofstream(config_) << TenantsYaml({{"beta", "key-beta"}, {"gamma", "key-gamma"}}, "");
   kill(server_->pid(), SIGHUP);
