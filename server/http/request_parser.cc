@@ -141,6 +141,20 @@ RequestParser::Progress RequestParser::Finish() {
     // A list-valued header sent as several lines means the same as one line joined by commas.
     it->second.append(", ").append(value);
   }
+  if (http11_ && !request_.headers.contains("host")) {
+    return Fail(
+        ErrorResponse(absl::InvalidArgumentError("an HTTP/1.1 request must carry a Host header")));
+  }
+  // Chunked is the one transfer coding read: a body also in another (gzip, chunked) would be
+  // taken as if it were plain.
+  if (const auto coding = request_.headers.find("transfer-encoding");
+      coding != request_.headers.end() && !beast::iequals(coding->second, "chunked")) {
+    HttpResponse response = ErrorResponse(absl::UnimplementedError(
+        absl::StrCat("transfer coding '", coding->second,
+                     "' is not supported; send the body plain or chunked")));
+    response.status = 501;
+    return Fail(std::move(response));
+  }
   request_.body = std::move(message.body());
   return Progress::kDone;
 }

@@ -203,5 +203,24 @@ TEST(RequestParserTest, AnHttp11HeadThatExpectsContinueAwaitsItUntilTheBodyComes
   EXPECT_FALSE(plain.AwaitsContinue());
 }
 
+// HTTP/1.1 requires a Host header (HTTP/1.0 has none), and a transfer coding other than chunked
+// is not read as if it were plain: 501.
+TEST(RequestParserTest, Http11WithoutHostIs400AndAnUnknownTransferCodingIs501) {
+  const Outcome no_host = Feed("GET /v1/models HTTP/1.1\r\n\r\n", 64);
+  EXPECT_EQ(no_host.progress, Progress::kFailed);
+  EXPECT_EQ(no_host.error.status, 400);
+  EXPECT_NE(no_host.error.body.find("Host"), std::string::npos) << no_host.error.body;
+  EXPECT_EQ(Feed("GET /v1/models HTTP/1.0\r\n\r\n", 64).progress, Progress::kDone);
+
+  const std::string gzip =
+      "POST /tokenize HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+      "2\r\n{}\r\n0\r\n\r\n";
+  const Outcome coded = Feed(gzip, 64);
+  EXPECT_EQ(coded.progress, Progress::kFailed);
+  EXPECT_EQ(coded.error.status, 501);
+  EXPECT_NE(coded.error.body.find("gzip"), std::string::npos) << coded.error.body;
+  EXPECT_EQ(Feed(Chunked("{}", ""), 64).progress, Progress::kDone);
+}
+
 }  // namespace
 }  // namespace kvd::server
