@@ -1,6 +1,7 @@
 #include "server/http/router.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "server/http/error_response.h"
 
@@ -45,19 +46,20 @@ bool Router::Match(const Route& route, const std::vector<std::string>& segments,
 
 HandlerResult Router::Dispatch(HttpRequest& request) const {
   const std::vector<std::string> segments = Segments(request.path);
-  bool path_known = false;
+  std::vector<std::string> allowed;  // the path's methods
   for (const Route& route : routes_) {
     std::map<std::string, std::string> params;
     if (!Match(route, segments, params)) continue;
-    path_known = true;
+    allowed.push_back(route.method);
     if (route.method != request.method) continue;
     request.path_params = std::move(params);
     return route.handler(request);
   }
-  if (path_known) {
+  if (!allowed.empty()) {
     HttpResponse response = ErrorResponse(absl::InvalidArgumentError(
         absl::StrCat("method ", request.method, " is not allowed on ", request.path)));
     response.status = 405;
+    response.headers.emplace_back("Allow", absl::StrJoin(allowed, ", "));
     return response;
   }
   return ErrorResponse(WithErrorCode(

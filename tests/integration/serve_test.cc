@@ -252,7 +252,10 @@ TEST_F(ServeTest, BadRequestsGetOpenAiErrors) {
            {{"model", "kvd-tiny"}, {"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}),
       400, "invalid_request_error", "stream_options");
   ExpectError(Curl("GET", server_->url("/v1/nothing-here")), 404, "not_found_error");
-  EXPECT_EQ(Curl("GET", server_->url("/v1/completions")).status, 405);
+  const HttpResult wrong_method = Curl("GET", server_->url("/v1/completions"));
+  EXPECT_EQ(wrong_method.status, 405);
+  ASSERT_TRUE(wrong_method.headers.count("allow")) << wrong_method.body;
+  EXPECT_EQ(wrong_method.headers.at("allow"), "POST");
   // Nothing leaked: the server still answers.
   EXPECT_EQ(Curl("GET", server_->url("/ready")).status, 200);
 }
