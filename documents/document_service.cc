@@ -259,18 +259,25 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   return job;
 }
 
+absl::StatusOr<DocumentMeta> DocumentService::LiveMeta(const std::string& tenant,
+                                                       const std::string& id) const {
+  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  // Gone from its expiry on, for every read and question; the writer's sweep deletes it later.
+  if (meta.ok() && meta->expires <= absl::Now()) {
+    meta = absl::NotFoundError(absl::StrCat("document ", id, " not found"));
+  }
+  if (absl::IsNotFound(meta.status())) return WithErrorCode(meta.status(), "document_not_found");
+  return meta;
+}
+
 absl::StatusOr<DocumentView> DocumentService::Get(const std::string& tenant,
                                                   const std::string& id) const {
   if (auto status = CheckReplica(id); !status.ok()) return status;
   if (auto running = jobs_.Running(tenant, id)) {
     return DocumentView{std::move(running->first), running->second};
   }
-  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = LiveMeta(tenant, id);
   if (!meta.ok()) return meta.status();
-  // Gone from its expiry on, for every read and question; the writer's sweep deletes it later.
-  if (meta->expires <= absl::Now()) {
-    return absl::NotFoundError(absl::StrCat("document ", id, " not found"));
-  }
   const double progress = meta->status == DocumentStatus::kReady ? 1.0 : 0.0;
   return DocumentView{*std::move(meta), progress};
 }
@@ -294,7 +301,7 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
 
 absl::Status DocumentService::Delete(const std::string& tenant, const std::string& id) {
   if (auto status = CheckReplica(id); !status.ok()) return status;
-  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = LiveMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   // A running compression is cancelled and its reservation released; one the writer has
   // already stored is a stored document like any other.
@@ -317,7 +324,7 @@ absl::StatusOr<DocumentView> DocumentService::Recut(const std::string& tenant,
                                                     std::optional<double> ratio,
                                                     std::optional<int64_t> budget_tokens) {
   if (auto status = CheckReplica(id); !status.ok()) return status;
-  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = LiveMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   if (meta->status != DocumentStatus::kReady) {
     return absl::FailedPreconditionError(absl::StrCat("document ", id, " is ",

@@ -79,7 +79,8 @@ class DocumentService {
   // tenant's quota, Unavailable while shutting down.
   void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
               UploadCallback done);
-  // NotFound for another tenant's document exactly as for a missing one. Without a shared tier,
+  // NotFound (code document_not_found) for another tenant's document exactly as for a missing
+  // one, and for a document from its expiry on (the sweep deletes it later). Without a shared tier,
   // every call that takes an id answers FailedPrecondition with code misdirected_request (HTTP
   // 421) when the id names another replica than this one: the gateway sent it to the wrong
   // place. With one, calls that write answer Unavailable with a retry hint while it cannot be
@@ -128,6 +129,9 @@ class DocumentService {
                                                               const DocumentQuota& quota,
                                                               DocumentUpload upload);
   absl::Status CheckReplica(const std::string& id) const;
+  // The tenant's stored document `id`, unless it has expired: NotFound as Get says.
+  absl::StatusOr<cache_store::DocumentMeta> LiveMeta(const std::string& tenant,
+                                                     const std::string& id) const;
   absl::StatusOr<ResolvedDocument> ResolveNow(const std::string& tenant, const std::string& id);
 
   const DocumentsConfig config_;

@@ -512,7 +512,9 @@ TEST_F(DocumentsTest, ListPagesDeleteAndExpiry) {
   const HttpResult deleted = Call("DELETE", "/v1/documents/" + ids[0]);
   ASSERT_EQ(deleted.status, 200) << deleted.body;
   EXPECT_EQ(json::parse(deleted.body)["deleted"], true);
-  ExpectError(Call("GET", "/v1/documents/" + ids[0]), 404);
+  const HttpResult gone = Call("GET", "/v1/documents/" + ids[0]);
+  ExpectError(gone, 404);
+  EXPECT_EQ(json::parse(gone.body)["error"]["code"], "document_not_found") << gone.body;
   ExpectError(Call("DELETE", "/v1/documents/" + ids[0]), 404);
 
   // Past its expiry a document is gone at once, to every read and question, whenever the sweep
