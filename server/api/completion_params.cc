@@ -201,8 +201,14 @@ absl::Status ResolveLogitBias(const CompletionRequest& request, int32_t vocab_si
 
 absl::Status ResolveSampling(const CompletionRequest& request, engine::SamplingParams& sampling) {
   KVD_RETURN_IF_ERROR(InRange(request.temperature, "temperature", 0.0, 2.0, sampling.temperature));
-  KVD_RETURN_IF_ERROR(InRange(request.top_p, "top_p", 0.0, 1.0, sampling.top_p));
-  if (sampling.top_p <= 0.0f) return Invalid("top_p", "'top_p' must be in (0, 1]");
+  if (request.top_p) {
+    // In (0, 1] as the sampler keeps it: a positive value too small for a float is 0.
+    const float top_p = static_cast<float>(*request.top_p);
+    if (!(top_p > 0.0f && *request.top_p <= 1.0)) {
+      return Invalid("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", *request.top_p));
+    }
+    sampling.top_p = top_p;
+  }
   KVD_RETURN_IF_ERROR(InRange<int64_t>(request.top_k, "top_k", -1,
                                        std::numeric_limits<int32_t>::max(), sampling.top_k));
   KVD_RETURN_IF_ERROR(InRange(request.min_p, "min_p", 0.0, 1.0, sampling.min_p));

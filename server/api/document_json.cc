@@ -92,9 +92,8 @@ absl::StatusOr<DocumentUploadRequest> ReadDocumentUploadJson(const json& body) {
   }
   DocumentUploadRequest request;
   const json* text = Member(body, "text");
-  if (text == nullptr || !text->is_string()) {
-    return Invalid("text", "'text' is required: the document, as a string");
-  }
+  if (text == nullptr) return Invalid("text", "'text' is required: the document, as a string");
+  if (!text->is_string()) return Invalid("text", "'text' must be a string: the document");
   request.text = text->get<std::string>();
   if (const json* compression = Member(body, "compression")) {
     if (auto status = ReadCompression(*compression, request); !status.ok()) return status;

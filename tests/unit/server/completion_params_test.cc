@@ -184,6 +184,21 @@ TEST_F(CompletionParamsTest, CacheSaltIsANonEmptyStringOfBoundedSize) {
   }
 }
 
+// top_p's message names the range the sampler takes: 0 is out, as is a value that is 0 as a
+// float.
+TEST_F(CompletionParamsTest, TopPIsInTheHalfOpenUnitRange) {
+  auto whole = Completion({{"top_p", 1}});
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->request.sampling.top_p, 1.0f);
+  for (const json& top_p : {json(0), json(1e-50), json(1.1), json(-0.5)}) {
+    auto refused = Completion({{"top_p", top_p}});
+    const ErrorShape error = ErrorOf(refused);
+    EXPECT_EQ(error.status, 400) << top_p;
+    EXPECT_EQ(error.param, "top_p") << top_p;
+    EXPECT_NE(error.message.find("(0, 1]"), std::string::npos) << error.message;
+  }
+}
+
 TEST_F(CompletionParamsTest, BadKeepKvIsA400NamingTheField) {
   const struct {
     json keepkv;

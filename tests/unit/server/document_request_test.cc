@@ -132,6 +132,17 @@ TEST(DocumentRequestTest, BadValuesAreTheSameErrorFromEitherProtocol) {
             ParseDocumentUpload({{"text", "x"}, {"metadata", json::array({1})}}, config).status());
 }
 
+// A text of the wrong type says so, not that it is missing.
+TEST(DocumentRequestTest, TextMustBeAString) {
+  const documents::DocumentsConfig config;
+  const absl::Status missing = ParseDocumentUpload(json::object(), config).status();
+  EXPECT_EQ(ParamOf(missing), "text");
+  EXPECT_NE(missing.message().find("required"), std::string::npos) << missing;
+  const absl::Status number = ParseDocumentUpload({{"text", 5}}, config).status();
+  EXPECT_EQ(ParamOf(number), "text");
+  EXPECT_NE(number.message().find("must be a string"), std::string::npos) << number;
+}
+
 // gRPC's text arrives as bytes, where JSON's parser has refused what is not UTF-8: the upload
 // refuses it too, with the same param.
 TEST(DocumentRequestTest, TextThatIsNotUtf8IsRefusedFromGrpcAsFromHttp) {
