@@ -325,6 +325,15 @@ absl::Status ResolveTools(const CompletionRequest& in,
 
 }  // namespace
 
+absl::Status CheckModelName(std::string_view name, const engine::ServedModel& model) {
+  if (name == model.name) return absl::OkStatus();
+  return WithErrorCode(WithParam(absl::NotFoundError(absl::StrCat(
+                                     "the model '", std::string(name),
+                                     "' does not exist; this server serves '", model.name, "'")),
+                                 "model"),
+                       "model_not_found");
+}
+
 absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& in, const engine::ServedModel& model, const DocumentContext* document,
     const KeepKvConfig* keepkv, structured::ConstraintCache* constraints,
@@ -333,13 +342,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   params.kind = in.kind;
   params.model = in.model;
   if (params.model.empty()) return Invalid("model", "'model' is required");
-  if (params.model != model.name) {
-    return WithErrorCode(WithParam(absl::NotFoundError(absl::StrCat(
-                                       "the model '", params.model,
-                                       "' does not exist; this server serves '", model.name, "'")),
-                                   "model"),
-                         "model_not_found");
-  }
+  KVD_RETURN_IF_ERROR(CheckModelName(params.model, model));
   scheduler::Request& request = params.request;
   // The server's own bound (scheduler.max_n) is checked before this, where the scheduler is known.
   KVD_RETURN_IF_ERROR(

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,9 @@ struct DocumentContext {
 // (request.keepkv->protected_prefix). A structured output is compiled through `constraints`
 // (null: structured outputs are refused). `tool_syntax` is how the model writes tool calls
 // (empty: `tools` is refused).
+// NotFound (code model_not_found, param model) unless `name` is the served model's.
+absl::Status CheckModelName(std::string_view name, const engine::ServedModel& model);
+
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& request, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr,

@@ -119,6 +119,7 @@ class Api {
     if (!tenant.ok()) return ErrorResponse(tenant.status());
     auto body = ParseBody(request);
     if (!body.ok()) return ErrorResponse(body.status());
+    if (absl::Status model = CheckModel(*body); !model.ok()) return ErrorResponse(model);
     std::vector<int32_t> tokens;
     if (body->contains("messages")) {
       json chat = {{"model", context_.model.name}, {"messages", (*body)["messages"]}};
@@ -157,6 +158,7 @@ class Api {
     if (!tenant.ok()) return ErrorResponse(tenant.status());
     auto body = ParseBody(request);
     if (!body.ok()) return ErrorResponse(body.status());
+    if (absl::Status model = CheckModel(*body); !model.ok()) return ErrorResponse(model);
     const auto tokens = body->find("tokens");
     if (tokens == body->end() || !tokens->is_array()) {
       return ErrorResponse(WithParam(
@@ -190,6 +192,16 @@ class Api {
   }
 
  private:
+  // A `model` the body names must be the one served (the field itself is optional here).
+  absl::Status CheckModel(const json& body) const {
+    const auto model = body.find("model");
+    if (model == body.end()) return absl::OkStatus();
+    if (!model->is_string()) {
+      return WithParam(absl::InvalidArgumentError("'model' must be a string"), "model");
+    }
+    return CheckModelName(model->get<std::string>(), context_.model);
+  }
+
   json ModelJson() const {
     return {{"id", context_.model.name},
             {"object", "model"},

@@ -520,10 +520,16 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
                                                  v1::TokenizeResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  // The model is optional here; one named must be the one served, as over HTTP.
+  if (!request->model().empty()) {
+    if (absl::Status model = CheckModelName(request->model(), context_.model); !model.ok()) {
+      return FinishUnary(call, model);
+    }
+  }
   std::vector<int32_t> tokens;
   if (request->has_messages()) {
     v1::GenerateRequest chat;
-    chat.set_model(context_.model.name);  // as HTTP's /tokenize, whatever model it names
+    chat.set_model(context_.model.name);
     *chat.mutable_messages() = request->messages();
     if (request->has_add_generation_prompt()) {
       chat.set_add_generation_prompt(request->add_generation_prompt());
@@ -549,6 +555,11 @@ grpc::ServerUnaryReactor* InferenceRpc::Detokenize(grpc::CallbackServerContext* 
                                                    v1::DetokenizeResponse* response) {
   auto tenant = AuthenticateCall(context_, *call);
   if (!tenant.ok()) return FinishUnary(call, tenant.status());
+  if (!request->model().empty()) {
+    if (absl::Status model = CheckModelName(request->model(), context_.model); !model.ok()) {
+      return FinishUnary(call, model);
+    }
+  }
   std::vector<int32_t> ids(request->tokens().begin(), request->tokens().end());
   for (int32_t id : ids) {
     if (id < 0 || id >= context_.model.tokenizer->vocab_size()) {

@@ -195,6 +195,12 @@ TEST_F(ServeTest, SeveralPromptsAndCompletionsAreIndexedPromptMajor) {
 }
 
 TEST_F(ServeTest, TokenizeAndDetokenizeRoundTrip) {
+  // The model, where named, is the one served.
+  ExpectError(Post("/tokenize", {{"model", "gpt-5"}, {"prompt", "x"}}), 404, "not_found_error",
+              "model");
+  ExpectError(Post("/detokenize", {{"model", 7}, {"tokens", {1}}}), 400, "invalid_request_error",
+              "model");
+  EXPECT_EQ(Post("/tokenize", {{"model", "kvd-tiny"}, {"prompt", "x"}}).status, 200);
   const HttpResult tokens = Post("/tokenize", {{"prompt", "the old river"}});
   ASSERT_EQ(tokens.status, 200) << tokens.body;
   const json ids = json::parse(tokens.body)["tokens"];

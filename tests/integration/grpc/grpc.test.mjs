@@ -533,6 +533,11 @@ test('errors are gRPC statuses with the HTTP error fields as trailing metadata',
   // NOT_FOUND: an unknown model; another tenant's document, for Get and for Generate.
   await assert.rejects(generate(server, { ...chat, model: 'no-such-model' }).done,
                        grpcError(Status.NOT_FOUND, { 'kvd-error-code': 'model_not_found' }));
+  for (const call of ['Tokenize', 'Detokenize']) {
+    await assert.rejects(
+      unary(server.inference, call, { model: 'no-such-model', prompt: 'x', tokens: [1] }),
+      grpcError(Status.NOT_FOUND, { 'kvd-error-code': 'model_not_found', 'kvd-error-param': 'model' }));
+  }
   const document = await upload(server, documentPieces, {
     compression: { method: 'kvzip', ratio: 0.5 },
   });
