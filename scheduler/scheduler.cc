@@ -138,6 +138,12 @@ absl::Status Scheduler::Validate(const Request& request) const {
     return invalid("the prompt has ", prompt, " tokens; the KV cache holds at most ",
                    max_sequence_tokens_, " tokens per sequence");
   }
+  // Without a KV budget or a document, a sequence keeps every token it computes: one longer
+  // than the whole cache could only be cut short.
+  if (!request.keepkv && !request.document && prompt + request.max_tokens > max_sequence_tokens_) {
+    return invalid("the prompt has ", prompt, " tokens and max_tokens is ", request.max_tokens,
+                   "; the KV cache holds at most ", max_sequence_tokens_, " tokens per sequence");
+  }
   if (auto status = request.sampling.Validate(config.vocab_size); !status.ok()) return status;
   if (request.keepkv) {
     if (auto status = request.keepkv->Validate(); !status.ok()) return status;

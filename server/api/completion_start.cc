@@ -41,10 +41,24 @@ bool MaxTokensGiven(const CompletionRequest& request) {
   return request.max_tokens || (request.kind == ApiKind::kChat && request.max_completion_tokens);
 }
 
+// A request that gives no max_tokens (for chat, the rest of the context) and holds every token it
+// computes (no KV budget, no document) gets at most what one sequence of the KV cache holds
+// after its longest prompt.
+void FitDefaultMaxTokensToTheCache(const ServingContext& context, bool has_document,
+                                   CompletionParams& params) {
+  scheduler::Request& request = params.request;
+  if (request.keepkv || has_document) return;
+  size_t longest = 0;
+  for (const auto& prompt : params.prompts) longest = std::max(longest, prompt.size());
+  const int64_t room = int64_t{context.max_model_len()} - static_cast<int64_t>(longest);
+  if (room < std::max(1, request.min_tokens)) return;  // the scheduler refuses it, naming why
+  request.max_tokens = static_cast<int32_t>(std::min<int64_t>(request.max_tokens, room));
+}
+
 // A request that gives no max_tokens is charged its default (for chat, the rest of the context)
 // up front: within a tenant's tokens_per_minute, the default is what the minute leaves after the
 // prompts, so that a tenant whose minute holds less than the context can still chat.
-void FitDefaultMaxTokens(int64_t tokens_per_minute, CompletionParams& params) {
+void FitDefaultMaxTokensToTheMinute(int64_t tokens_per_minute, CompletionParams& params) {
   if (tokens_per_minute <= 0) return;
   scheduler::Request& request = params.request;
   int64_t prompt_tokens = 0;
@@ -134,7 +148,10 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
     return CompletionRefusal{std::move(fits)};
   }
 
-  if (!MaxTokensGiven(request)) FitDefaultMaxTokens(tenant.tokens_per_minute(), *params);
+  if (!MaxTokensGiven(request)) {
+    FitDefaultMaxTokensToTheCache(context, document != nullptr, *params);
+    FitDefaultMaxTokensToTheMinute(tenant.tokens_per_minute(), *params);
+  }
   int64_t tokens = 0;
   for (const auto& prompt : params->prompts) {
     tokens += static_cast<int64_t>(prompt.size()) +

@@ -150,7 +150,7 @@ class Api {
     }
     return JsonResponse({{"tokens", tokens},
                          {"count", tokens.size()},
-                         {"max_model_len", context_.model.config->max_position_embeddings}});
+                         {"max_model_len", context_.max_model_len()}});
   }
 
   HandlerResult Detokenize(HttpRequest& request) {
@@ -207,7 +207,7 @@ class Api {
             {"object", "model"},
             {"created", 0},
             {"owned_by", "kvd"},
-            {"max_model_len", context_.model.config->max_position_embeddings}};
+            {"max_model_len", context_.max_model_len()}};
   }
 
   HttpResponse Refuse(const std::string& method, const std::string& path, const std::string& tenant,

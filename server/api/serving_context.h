@@ -2,6 +2,7 @@
 // the server's lifecycle flags. Built by `kvd serve`; handlers borrow it.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <optional>
@@ -35,6 +36,14 @@ struct ServingContext {
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests
   std::atomic<int32_t> replies_in_flight = 0;  // completions starting or replying
+
+  // The longest sequence (prompt plus max_tokens) a request may ask for: the model's context,
+  // or less where the KV cache holds fewer tokens of one sequence (a request with a KV budget
+  // or a document may go past the cache's limit, not the context's).
+  int32_t max_model_len() const {
+    const int32_t context = model.config->max_position_embeddings;
+    return scheduler == nullptr ? context : std::min(context, scheduler->max_sequence_tokens());
+  }
 };
 
 }  // namespace kvd::server

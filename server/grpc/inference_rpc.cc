@@ -546,7 +546,7 @@ grpc::ServerUnaryReactor* InferenceRpc::Tokenize(grpc::CallbackServerContext* ca
   }
   response->mutable_tokens()->Assign(tokens.begin(), tokens.end());
   response->set_count(static_cast<int32_t>(tokens.size()));
-  response->set_max_model_len(context_.model.config->max_position_embeddings);
+  response->set_max_model_len(context_.max_model_len());
   return FinishUnary(call, absl::OkStatus());
 }
 
@@ -581,7 +581,7 @@ grpc::ServerUnaryReactor* InferenceRpc::ListModels(grpc::CallbackServerContext* 
   if (!tenant.ok()) return FinishUnary(call, tenant.status());
   v1::Model& model = *response->add_models();
   model.set_id(context_.model.name);
-  model.set_max_model_len(context_.model.config->max_position_embeddings);
+  model.set_max_model_len(context_.max_model_len());
   model.set_owned_by("kvd");
   return FinishUnary(call, absl::OkStatus());
 }

@@ -220,6 +220,40 @@ TEST(ServeKeepAliveTest, QueuedStreamGetsKeepAliveComments) {
   std::filesystem::remove_all(dir);
 }
 
+// A KV cache that holds fewer tokens of one sequence than the model's context is the longest
+// sequence a request may ask for: advertised, the default max_tokens fitted to it, and a request
+// past it refused rather than cut short.
+TEST(ServeSmallCacheTest, TheCachesLongestSequenceIsTheModelLength) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kvd_small_cache_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config.yaml") << "scheduler:\n  kv_cache_bytes: 2MiB\n";
+  KvdServer server({"--model", kModel, "--config", (dir / "config.yaml").string()});
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const json models = json::parse(Curl("GET", server.url("/v1/models")).body);
+  const int64_t longest = models["data"][0]["max_model_len"];
+  EXPECT_LT(longest, 2048) << "the bundled model's context is 2048";
+  EXPECT_GT(longest, 64);
+
+  const json chat = {{"model", "kvd-tiny"},
+                     {"temperature", 0},
+                     {"ignore_eos", true},
+                     {"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  const HttpResult served = Curl("POST", server.url("/v1/chat/completions"), chat.dump());
+  ASSERT_EQ(served.status, 200) << served.body;
+  const json reply = json::parse(served.body);
+  EXPECT_EQ(reply["usage"]["total_tokens"], longest) << "the default runs to the cache's end";
+  EXPECT_EQ(reply["choices"][0]["finish_reason"], "length");
+
+  const HttpResult refused =
+      Curl("POST", server.url("/v1/completions"),
+           json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", longest}}.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("tokens per sequence"), std::string::npos) << refused.body;
+  EXPECT_EQ(server.Stop(SIGTERM), 0);
+  std::filesystem::remove_all(dir);
+}
+
 // A full global queue answers 503 with Retry-After, more prompts than it holds 400; oversized
 // headers 431; and with `logging.format: json` every log line is a JSON object.
 TEST(ServeOverloadTest, FullQueueHugeHeadersAndJsonLogs) {

@@ -390,6 +390,9 @@ TEST_F(SchedulerTest, InvalidRequestsAreRefusedAtSubmit) {
   EXPECT_EQ(code(Greedy(RandomPrompt(random, 10), 0)), kInvalid);
   EXPECT_EQ(code(Greedy(RandomPrompt(random, 10), 2048)), kInvalid);  // beyond the context
   EXPECT_EQ(code(Greedy(RandomPrompt(random, 300), 4)), kInvalid);    // beyond the KV cache
+  // With its output: a sequence the cache could only cut short.
+  EXPECT_EQ(code(Greedy(RandomPrompt(random, 200), 57)), kInvalid);
+  EXPECT_TRUE(scheduler->Submit(Greedy(RandomPrompt(random, 200), 56)).ok());
   Request request = Greedy(RandomPrompt(random, 10), 4);
   request.n = 0;
   EXPECT_EQ(code(request), kInvalid);
@@ -411,6 +414,7 @@ TEST_F(SchedulerTest, InvalidRequestsAreRefusedAtSubmit) {
   request.tenant.weight = 1.0;
   EXPECT_TRUE(scheduler->Submit(request).ok());
   EXPECT_EQ(scheduler->Metrics().num_waiting, 0);  // nothing stepped yet; nothing leaked either
+  RunUntilIdle(*scheduler);
 }
 
 TEST_F(SchedulerTest, QueueLimitsRefuseWithDistinctCodes) {
