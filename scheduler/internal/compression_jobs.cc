@@ -39,7 +39,7 @@ void CompressionJobs::DropCancelled() {
   std::erase_if(jobs_, [](const Job& job) { return job.channel->cancelled(); });
 }
 
-int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
+int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, bool may_start, absl::Time now,
                               std::vector<engine::SequenceStep>& steps) {
   int32_t planned = 0;
   // One compression at a time holds blocks: two half-done ones could each wait forever for
@@ -51,7 +51,7 @@ int32_t CompressionJobs::Plan(int32_t budget, int64_t keep_free, absl::Time now,
     // Beside running sequences, only while more than their margin stays free; alone, it asks
     // (a part may need no new block, and a part that finds none plans nothing).
     if (keep_free > 0 && pool_.num_free_blocks() <= keep_free) break;
-    if (one_started && !job.started) break;
+    if (!job.started && (one_started || !may_start)) break;
     const absl::StatusOr<int32_t> count = job.compressor->Plan(budget - planned, pool_, steps);
     if (!count.ok()) {
       End(job, count.status());

@@ -29,17 +29,17 @@ class CompressionJobs {
   // Blocks the compression that runs next (the one started, else the first) may still take: its
   // peak less what it holds. 0 with none.
   int64_t NextBlocksWanted() const;
-  // Blocks the compressions hold now (only the one started holds any).
+  // Blocks the compressions hold now.
   int64_t HeldBlocks() const;
   int32_t size() const { return static_cast<int32_t>(jobs_.size()); }
 
   // Ends cancelled jobs (result Cancelled) and frees their blocks.
   void DropCancelled();
-  // Adds the running job's next part to `steps` (starting the next job when none runs), at
-  // most `budget` tokens, while more than `keep_free` blocks stay free; a job's clock starts
-  // with its first part (`now`). Returns the tokens planned. A job whose part could not be set
-  // up (the backend failed to copy its entries) ends with that error.
-  int32_t Plan(int32_t budget, int64_t keep_free, absl::Time now,
+  // Adds the running job's next part to `steps` (starting the next job when none runs and
+  // `may_start`), at most `budget` tokens, while more than `keep_free` blocks stay free; a job's
+  // clock starts with its first part (`now`). Returns the tokens planned. A job whose part could
+  // not be set up (the backend failed to copy its entries) ends with that error.
+  int32_t Plan(int32_t budget, int64_t keep_free, bool may_start, absl::Time now,
                std::vector<engine::SequenceStep>& steps);
   // After the planned parts ran: records them, and finishes the jobs that are done.
   void Commit(absl::Time now);

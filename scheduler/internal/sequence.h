@@ -51,8 +51,10 @@ struct Sequence {
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   // Preempted alone, short of blocks a compression held: admitted again once compressions hold
-  // none, so that it does not take them back while the compression still needs them.
+  // none, so that it does not take them back while the compression still needs them; and,
+  // until it ends, holding StepLoop's token that keeps new compressions from starting.
   bool waits_for_compressions = false;
+  std::shared_ptr<const bool> holds_back_compressions;
   absl::Time last_token_time;
 
   const TenantPolicy& tenant() const { return request->request.tenant; }

@@ -18,10 +18,13 @@ void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& schedule
         continue;
       }
       if (running_.size() == 1) {
-        if (jobs_.HeldBlocks() > 0) {
+        if (const int64_t held = jobs_.HeldBlocks();
+            held > 0 && sequence->kv->BlocksToReserve(*pool_, count) <=
+                            pool_->num_free_blocks() + IdleBlocks() + held) {
           // Short of the blocks a compression holds, not of the cache: it recomputes once the
           // compression has ended.
           sequence->waits_for_compressions = true;
+          sequence->holds_back_compressions = compressions_held_back_;
           report.preempted.push_back(sequence->request->channel->id());
           Preempt(TakeRunning(sequence));
           return;
@@ -126,11 +129,14 @@ void StepLoop::AttachPrefix(Sequence& candidate) {
   if (candidate.keepkv != nullptr) candidate.keepkv = NewKeepKv(request, candidate.num_computed);
 }
 
+int64_t StepLoop::IdleBlocks() const {
+  return documents_.IdleBlocks() +
+         (prefix_cache_ != nullptr ? prefix_cache_->Stats().idle_blocks : 0);
+}
+
 bool StepLoop::MakeRoom(int64_t blocks) {
   if (pool_->num_free_blocks() >= blocks) return true;
-  const int64_t idle =
-      documents_.IdleBlocks() + (prefix_cache_ != nullptr ? prefix_cache_->Stats().idle_blocks : 0);
-  if (pool_->num_free_blocks() + idle < blocks) return false;
+  if (pool_->num_free_blocks() + IdleBlocks() < blocks) return false;
   FreeIdle(blocks);
   return pool_->num_free_blocks() >= blocks;
 }

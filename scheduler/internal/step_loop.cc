@@ -144,8 +144,9 @@ absl::StatusOr<StepReport> StepLoop::Step() {
     const int64_t keep_free = running_.empty() ? 0 : watermark_blocks_;
     // Compressions reserve as they go: cached blocks nobody uses make way for their peak.
     if (!jobs_.empty()) FreeIdle(jobs_.NextBlocksWanted() + keep_free);
-    report.num_compression_tokens =
-        jobs_.Plan(budget + compression_share, keep_free, clock_.Now(), compression);
+    report.num_compression_tokens = jobs_.Plan(
+        budget + compression_share, keep_free,
+        /*may_start=*/compressions_held_back_.use_count() == 1, clock_.Now(), compression);
   }
   absl::Status status = RunForward(scheduled, compression, report);
   if (status.ok()) {

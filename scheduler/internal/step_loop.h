@@ -65,6 +65,8 @@ class StepLoop {
   // Shares the longest cached prefix of a fresh candidate's tokens (prefix cache); a KeepKV
   // candidate protects it, as it does a document.
   void AttachPrefix(Sequence& candidate);
+  // Blocks of idle documents and idle cached prefixes: free to take.
+  int64_t IdleBlocks() const;
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free, and
   // frees nothing when that cannot reach it. Returns whether they are free.
   bool MakeRoom(int64_t blocks);
@@ -127,6 +129,10 @@ class StepLoop {
   std::vector<KvEvent> step_events_;           // the prefix cache's events of the running step
   std::unique_ptr<PrefixCache> prefix_cache_;  // null when prefix caching is off
   CompressionJobs jobs_;
+  // Shared by every sequence that a compression's blocks once preempted, until it ends: no new
+  // compression starts while another holder exists, so a stream of uploads cannot preempt the
+  // sequence again and again.
+  std::shared_ptr<const bool> compressions_held_back_ = std::make_shared<const bool>(true);
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;
   engine::LogitsRequest logits_request_;
