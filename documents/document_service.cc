@@ -259,14 +259,21 @@ absl::StatusOr<std::shared_ptr<CompressionJob>> DocumentService::StartUpload(
   return job;
 }
 
+absl::StatusOr<DocumentMeta> DocumentService::StoredMeta(const std::string& tenant,
+                                                         const std::string& id) const {
+  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  if (absl::IsNotFound(meta.status())) return WithErrorCode(meta.status(), "document_not_found");
+  return meta;
+}
+
 absl::StatusOr<DocumentMeta> DocumentService::LiveMeta(const std::string& tenant,
                                                        const std::string& id) const {
-  absl::StatusOr<DocumentMeta> meta = storage_->GetMeta(tenant, id);
+  absl::StatusOr<DocumentMeta> meta = StoredMeta(tenant, id);
   // Gone from its expiry on, for every read and question; the writer's sweep deletes it later.
   if (meta.ok() && meta->expires <= absl::Now()) {
-    meta = absl::NotFoundError(absl::StrCat("document ", id, " not found"));
+    return WithErrorCode(absl::NotFoundError(absl::StrCat("document ", id, " not found")),
+                         "document_not_found");
   }
-  if (absl::IsNotFound(meta.status())) return WithErrorCode(meta.status(), "document_not_found");
   return meta;
 }
 
@@ -301,7 +308,9 @@ absl::StatusOr<DocumentViewPage> DocumentService::List(const std::string& tenant
 
 absl::Status DocumentService::Delete(const std::string& tenant, const std::string& id) {
   if (auto status = CheckReplica(id); !status.ok()) return status;
-  absl::StatusOr<DocumentMeta> meta = LiveMeta(tenant, id);
+  // An expired document not swept yet is deleted too: its compression cancelled, its quota
+  // freed at once.
+  absl::StatusOr<DocumentMeta> meta = StoredMeta(tenant, id);
   if (!meta.ok()) return meta.status();
   // A running compression is cancelled and its reservation released; one the writer has
   // already stored is a stored document like any other.

@@ -80,11 +80,11 @@ class DocumentService {
   void Upload(const std::string& tenant, const DocumentQuota& quota, DocumentUpload upload,
               UploadCallback done);
   // NotFound (code document_not_found) for another tenant's document exactly as for a missing
-  // one, and for a document from its expiry on (the sweep deletes it later). Without a shared tier,
-  // every call that takes an id answers FailedPrecondition with code misdirected_request (HTTP
-  // 421) when the id names another replica than this one: the gateway sent it to the wrong
-  // place. With one, calls that write answer Unavailable with a retry hint while it cannot be
-  // reached (code shared_tier_unavailable).
+  // one, and (except to Delete) for a document from its expiry on: the sweep deletes it later.
+  // Without a shared tier, every call that takes an id answers FailedPrecondition with code
+  // misdirected_request (HTTP 421) when the id names another replica than this one: the gateway
+  // sent it to the wrong place. With one, calls that write answer Unavailable with a retry hint
+  // while it cannot be reached (code shared_tier_unavailable).
   [[nodiscard]] absl::StatusOr<DocumentView> Get(const std::string& tenant,
                                                  const std::string& id) const;
   [[nodiscard]] absl::StatusOr<DocumentViewPage> List(const std::string& tenant,
@@ -129,7 +129,10 @@ class DocumentService {
                                                               const DocumentQuota& quota,
                                                               DocumentUpload upload);
   absl::Status CheckReplica(const std::string& id) const;
-  // The tenant's stored document `id`, unless it has expired: NotFound as Get says.
+  // The tenant's stored document `id`: NotFound (code document_not_found) when it has none;
+  // LiveMeta also when it has expired.
+  absl::StatusOr<cache_store::DocumentMeta> StoredMeta(const std::string& tenant,
+                                                       const std::string& id) const;
   absl::StatusOr<cache_store::DocumentMeta> LiveMeta(const std::string& tenant,
                                                      const std::string& id) const;
   absl::StatusOr<ResolvedDocument> ResolveNow(const std::string& tenant, const std::string& id);
