@@ -41,18 +41,47 @@ bool MaxTokensGiven(const CompletionRequest& request) {
   return request.max_tokens || (request.kind == ApiKind::kChat && request.max_completion_tokens);
 }
 
-// A request that gives no max_tokens (for chat, the rest of the context) and holds every token it
-// computes (no KV budget, no document) gets at most what one sequence of the KV cache holds
-// after its longest prompt.
+int64_t LongestPrompt(const CompletionParams& params) {
+  size_t longest = 0;
+  for (const auto& prompt : params.prompts) longest = std::max(longest, prompt.size());
+  return static_cast<int64_t>(longest);
+}
+
+// Whether a sequence keeps every token it computes (no KV budget, no document), and so must fit
+// the KV cache's longest sequence (ServingContext::max_model_len).
+bool KeepsEveryToken(const CompletionParams& params, bool has_document) {
+  return !params.request.keepkv && !has_document;
+}
+
+// A request that gives no max_tokens (for chat, the rest of the context) and keeps every token
+// gets at most what the longest sequence leaves after its longest prompt.
 void FitDefaultMaxTokensToTheCache(const ServingContext& context, bool has_document,
                                    CompletionParams& params) {
   scheduler::Request& request = params.request;
-  if (request.keepkv || has_document) return;
-  size_t longest = 0;
-  for (const auto& prompt : params.prompts) longest = std::max(longest, prompt.size());
-  const int64_t room = int64_t{context.max_model_len()} - static_cast<int64_t>(longest);
-  if (room < std::max(1, request.min_tokens)) return;  // the scheduler refuses it, naming why
+  if (!KeepsEveryToken(params, has_document)) return;
+  const int64_t room = int64_t{context.max_model_len()} - LongestPrompt(params);
+  if (room < std::max(1, request.min_tokens)) return;  // CheckFitsTheCache refuses it
   request.max_tokens = static_cast<int32_t>(std::min<int64_t>(request.max_tokens, room));
+}
+
+// A request that keeps every token, past the longest sequence, is refused as one past the
+// model's context is (same code and param), before it takes anything from its tenant.
+absl::Status CheckFitsTheCache(const ServingContext& context, bool has_document, ApiKind kind,
+                               const CompletionParams& params) {
+  const int64_t longest = LongestPrompt(params);
+  const int64_t requested = longest + params.request.max_tokens;
+  if (!KeepsEveryToken(params, has_document) || requested <= context.max_model_len()) {
+    return absl::OkStatus();
+  }
+  const bool chat = kind == ApiKind::kChat;
+  return WithErrorCode(
+      WithParam(absl::InvalidArgumentError(absl::StrCat(
+                    "this server's longest sequence is ", context.max_model_len(),
+                    " tokens (what its KV cache holds of one); you requested ", requested,
+                    " tokens (", longest, " in the ", chat ? "messages" : "prompt", ", ",
+                    params.request.max_tokens, " in the completion)")),
+                chat ? "messages" : "prompt"),
+      "context_length_exceeded");
 }
 
 // A request that gives no max_tokens is charged its default (for chat, the rest of the context)
@@ -151,6 +180,10 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
   if (!MaxTokensGiven(request)) {
     FitDefaultMaxTokensToTheCache(context, document != nullptr, *params);
     FitDefaultMaxTokensToTheMinute(tenant.tokens_per_minute(), *params);
+  }
+  if (absl::Status fits = CheckFitsTheCache(context, document != nullptr, request.kind, *params);
+      !fits.ok()) {
+    return CompletionRefusal{std::move(fits)};
   }
   int64_t tokens = 0;
   for (const auto& prompt : params->prompts) {

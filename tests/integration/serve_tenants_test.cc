@@ -249,7 +249,9 @@ TEST(ServeSmallCacheTest, TheCachesLongestSequenceIsTheModelLength) {
       Curl("POST", server.url("/v1/completions"),
            json{{"model", "kvd-tiny"}, {"prompt", "the"}, {"max_tokens", longest}}.dump());
   EXPECT_EQ(refused.status, 400) << refused.body;
-  EXPECT_NE(refused.body.find("tokens per sequence"), std::string::npos) << refused.body;
+  const json error = json::parse(refused.body)["error"];
+  EXPECT_EQ(error["code"], "context_length_exceeded") << refused.body;
+  EXPECT_EQ(error["param"], "prompt") << refused.body;
   EXPECT_EQ(server.Stop(SIGTERM), 0);
   std::filesystem::remove_all(dir);
 }
