@@ -43,8 +43,12 @@ __attribute__((target("avx2,fma"))) float FmaAvx2(int64_t steps) {
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx2Chains; ++c) chains[c] = _mm256_fmadd_ps(chains[c], scale, add);
   }
+  alignas(32) float lanes[8];
   float sum = 0.0f;
-  for (const __m256& chain : chains) sum += _mm256_cvtss_f32(chain);
+  for (const __m256& chain : chains) {
+    _mm256_store_ps(lanes, chain);
+    for (const float lane : lanes) sum += lane;
+  }
   return sum;
 }
 
@@ -60,8 +64,12 @@ __attribute__((target("avx512f"))) float FmaAvx512(int64_t steps) {
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx512Chains; ++c) chains[c] = _mm512_fmadd_ps(chains[c], scale, add);
   }
+  alignas(64) float lanes[16];
   float sum = 0.0f;
-  for (const __m512& chain : chains) sum += _mm512_cvtss_f32(chain);
+  for (const __m512& chain : chains) {
+    _mm512_store_ps(lanes, chain);
+    for (const float lane : lanes) sum += lane;
+  }
   return sum;
 }
 
@@ -75,8 +83,12 @@ __attribute__((target("avx512f,avx512bf16"))) float Bf16DotAvx512(int64_t steps)
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx512Chains; ++c) chains[c] = _mm512_dpbf16_ps(chains[c], left, right);
   }
+  alignas(64) float lanes[16];
   float sum = 0.0f;
-  for (const __m512& chain : chains) sum += _mm512_cvtss_f32(chain);
+  for (const __m512& chain : chains) {
+    _mm512_store_ps(lanes, chain);
+    for (const float lane : lanes) sum += lane;
+  }
   return sum;
 }
 
@@ -92,11 +104,11 @@ __attribute__((target("avx512f,avx512vnni"))) float Int8DotAvx512(int64_t steps)
       chains[c] = _mm512_dpbusd_epi32(chains[c], unsigned_bytes, signed_bytes);
     }
   }
-  int32_t sum = 0;
+  uint32_t sum = 0;  // the sums wrap, as vpdpbusd's do
   for (const __m512i& chain : chains) {
-    alignas(64) int32_t lanes[16];
+    alignas(64) uint32_t lanes[16];
     _mm512_store_si512(lanes, chain);
-    sum += lanes[0];
+    for (const uint32_t lane : lanes) sum += lane;
   }
   return static_cast<float>(sum);
 }
@@ -121,7 +133,9 @@ double RunTogether(const Kernel& kernel, int32_t threads) {
   results[0] = kernel.run(kSteps);
   for (std::thread& other : others) other.join();
   const double seconds = SecondsSince(start);
-  volatile float keep = results[0];  // the chains are used, so they stay
+  float all = 0.0f;
+  for (const float result : results) all += result;
+  volatile float keep = all;  // every thread's chains are used, so they stay
   (void)keep;
   return seconds;
 }

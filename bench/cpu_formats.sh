@@ -4,8 +4,10 @@
 # figure's values and median. Per round: batch-1 decode of each weight format with the share of
 # the memory roofline its run measured (and its 128-token prefill in tokens and GFLOP a second,
 # the vector peaks the run measured, and the shares of the bandwidth read's buffer and of the
-# resident memory in huge pages), the default format's 512-token prefill, 16-sequence decode of bf16, int8 and int4, and the bundled model at 1 and
-# 16 sequences (twice in one process, and the ratio of each pair).
+# resident memory in huge pages), the default format's 512-token prefill, 16-sequence decode
+# of bf16, int8 and int4, and the bundled model at 1 and 16 sequences (twice in one process, and
+# the ratio of each pair). Each run's prefill is also divided by that run's own peak of the
+# format's product (f32 FMA; bf16 dot; int8 dot for int8 and int4), as a share.
 #
 #   bench/cpu_formats.sh [ROUNDS (3)] [MODEL_DIR (/tmp/llama1b-bf16)] [KVD (build/kvd)]
 #
@@ -34,8 +36,25 @@ table_rows() {
 # Appends the vector peaks a run measured on all its threads at once (kvd bench's "vector peak"
 # line on stdin) to the figures, as "peak_<instruction>_gops VALUE".
 record_peaks() {
-  sed -n 's/.*vector peak on \(one thread\|[0-9]* threads at once (one thread alone)\): //p' |
-    tr ',' '\n' | awk '{ printf "peak_%s_%s_gops %s\n", $1, $2, $3 }' >>"$figures"
+  sed -n 's/.*vector peak on [^:]*: //p' | tr ',' '\n' |
+    awk '{ printf "peak_%s_%s_gops %s\n", $1, $2, $3 }' >>"$figures"
+}
+# The percentage of `kvd bench`'s output on stdin that its prefill GFLOP/s ($1) is of the peak it
+# measured of the product a weight format ($2) runs on: f32 FMAs, bf16 or int8 dot products where
+# the CPU has them ("default": the checkpoint's format, bf16 for the model this script makes).
+share_of_peak() {
+  local product="f32 fma"
+  case "$2" in
+    bf16 | default) product="bf16 dot" ;;
+    int8 | int4) product="int8 dot" ;;
+  esac
+  sed -n 's/.*vector peak on [^:]*: //p' | tr ',' '\n' |
+    awk -v gflops="$1" -v want="$product" '
+      { peaks[$1 " " $2] = $3 }
+      END {
+        peak = (want in peaks) ? peaks[want] : peaks["f32 fma"]
+        if (gflops != "" && peak > 0) printf "%.0f\n", 100 * gflops / peak
+      }'
 }
 # Appends "NAME VALUE" to the figures (nothing for an empty value: a figure not reported).
 record() { [[ -z "$2" ]] || echo "$1 $2" >>"$figures"; }
@@ -50,6 +69,7 @@ for ((round = 1; round <= rounds; ++round)); do
     record "roofline_share_batch_1_$dtype" "$share"
     record "prefill_tok_s_128_$dtype" "$prefill"
     record "prefill_gflop_s_128_$dtype" "$gflops"
+    record "prefill_share_of_peak_128_$dtype" "$(share_of_peak "$gflops" "$dtype" <<<"$out")"
     record_peaks <<<"$out"
     # How much of the bandwidth read's buffer and of the weights got huge pages: shares of the
     # roofline only compare where these are alike.
@@ -58,10 +78,12 @@ for ((round = 1; round <= rounds; ++round)); do
     record "resident_huge_pages_$dtype" \
       "$(sed -n 's/^resident anonymous memory .*, \([0-9]*\)% in huge pages$/\1/p' <<<"$out")"
   done
-  read -r _ prefill _ _ gflops < <("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 \
-    --decode-tokens 2 --threads "$threads" 2>/dev/null | table_rows)
+  out=$("$kvd" bench --model "$model" --batch 1 --prompt-tokens 512 --decode-tokens 2 \
+    --threads "$threads" 2>/dev/null)
+  read -r _ prefill _ _ gflops < <(table_rows <<<"$out")
   record "prefill_tok_s_512_default" "$prefill"
   record "prefill_gflop_s_512_default" "$gflops"
+  record "prefill_share_of_peak_512_default" "$(share_of_peak "$gflops" default <<<"$out")"
   for dtype in bf16 int8 int4; do
     read -r _ _ decode _ _ < <("$kvd" bench --model "$model" --dtype "$dtype" --batch 16 \
       --prompt-tokens 16 --decode-tokens 16 --threads "$threads" 2>/dev/null | table_rows)

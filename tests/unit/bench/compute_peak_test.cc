@@ -61,7 +61,6 @@ TEST(ComputePeakTest, MeasuresEveryProductInstructionTheCpuHasOnEveryThread) {
         << peak.instruction;
   }
   EXPECT_EQ(instructions, expected);
-  EXPECT_GE(MeasureComputePeaks(0).threads, 1);  // every core
 }
 
 TEST(ComputePeakTest, TheNoteNamesTheThreadsAndEachRate) {
