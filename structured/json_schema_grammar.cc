@@ -225,8 +225,9 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddSchema(const json& schema, const std
     std::vector<json> values;
     if (const auto it = schema.find("const"); it != schema.end()) values.push_back(*it);
     if (const auto it = schema.find("enum"); it != schema.end()) {
-      if (!it->is_array() || it->empty())
+      if (!it->is_array() || it->empty()) {
         return Unsupported("enum", path, "must be a non-empty list");
+      }
       if (schema.contains("const")) {
         if (std::find(it->begin(), it->end(), values[0]) == it->end()) values.clear();
       } else {

@@ -203,11 +203,11 @@ absl::Status ResolveSampling(const CompletionRequest& request, engine::SamplingP
   KVD_RETURN_IF_ERROR(InRange(request.temperature, "temperature", 0.0, 2.0, sampling.temperature));
   if (request.top_p) {
     // In (0, 1] as the sampler keeps it: a positive value too small for a float is 0.
-    const float top_p = static_cast<float>(*request.top_p);
-    if (!(top_p > 0.0f && *request.top_p <= 1.0)) {
-      return Invalid("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", *request.top_p));
+    const double top_p = *request.top_p;
+    if (!(top_p > 0.0 && top_p <= 1.0 && static_cast<float>(top_p) > 0.0f)) {
+      return Invalid("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", top_p));
     }
-    sampling.top_p = top_p;
+    sampling.top_p = static_cast<float>(top_p);
   }
   KVD_RETURN_IF_ERROR(InRange<int64_t>(request.top_k, "top_k", -1,
                                        std::numeric_limits<int32_t>::max(), sampling.top_k));

@@ -53,6 +53,9 @@ struct DocumentContext {
   engine::DocumentRole role = engine::DocumentRole::kUser;
 };
 
+// NotFound (code model_not_found, param model) unless `name` is the served model's.
+[[nodiscard]] absl::Status CheckModelName(std::string_view name, const engine::ServedModel& model);
+
 // Checks `request` and builds its scheduler requests. InvalidArgument with a param payload for
 // every problem; NotFound when `model` names another model. With `document`, the prompts
 // continue it. `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the
@@ -60,8 +63,6 @@ struct DocumentContext {
 // (request.keepkv->protected_prefix). A structured output is compiled through `constraints`
 // (null: structured outputs are refused). `tool_syntax` is how the model writes tool calls
 // (empty: `tools` is refused).
-// NotFound (code model_not_found, param model) unless `name` is the served model's.
-absl::Status CheckModelName(std::string_view name, const engine::ServedModel& model);
 
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& request, const engine::ServedModel& model,

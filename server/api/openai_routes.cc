@@ -199,7 +199,9 @@ class Api {
     if (!model->is_string()) {
       return WithParam(absl::InvalidArgumentError("'model' must be a string"), "model");
     }
-    return CheckModelName(model->get<std::string>(), context_.model);
+    // Empty, as gRPC's unset field: no model named.
+    const std::string name = model->get<std::string>();
+    return name.empty() ? absl::OkStatus() : CheckModelName(name, context_.model);
   }
 
   json ModelJson() const {

@@ -77,8 +77,6 @@ class Session : public std::enable_shared_from_this<Session> {
       if (auto* response = std::get_if<HttpResponse>(&result)) {
         if (!co_await WriteResponse(*response, keep_alive)) break;
       } else {
-        // An HTTP/1.0 client's stream ends where the connection does.
-        keep_alive = keep_alive && chunked_;
         keep_alive =
             co_await RunAsyncReply(*std::get<std::unique_ptr<AsyncReply>>(result), keep_alive) &&
             keep_alive;
@@ -263,7 +261,8 @@ class Session : public std::enable_shared_from_this<Session> {
     while (connection_usable) {
       if (!streaming && reply.streaming()) {
         streaming = true;
-        connection_usable = co_await StartStream(keep_alive);
+        // An HTTP/1.0 client's stream ends where the connection does.
+        connection_usable = co_await StartStream(keep_alive && chunked_);
         if (!connection_usable) break;
       }
       ReplyProgress progress = reply.Poll();
@@ -307,7 +306,7 @@ class Session : public std::enable_shared_from_this<Session> {
       state->timer.expires_after(std::chrono::seconds(1));
       co_await state->timer.async_wait(net::redirect_error(use_awaitable, ignored));
     }
-    co_return connection_usable && !state->client_gone;
+    co_return connection_usable && !state->client_gone && (chunked_ || !streaming);
   }
 
   awaitable<bool> StartStream(bool keep_alive) {

@@ -48,7 +48,8 @@ class RequestParser {
     return limits.max_header_bytes + kReadBytes;
   }
 
-  // After kFailed: the error reply (400, 413 or 431); the connection closes after sending it.
+  // After kFailed: the error reply (400, 413, 431 or 501); the connection closes after sending
+  // it.
   const HttpResponse& error() const { return error_; }
   // After kDone: whether the client asked to keep the connection, whether it speaks HTTP/1.1
   // (an HTTP/1.0 client takes no chunked body), and the request itself.

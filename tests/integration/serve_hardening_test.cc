@@ -306,7 +306,9 @@ TEST(ServeHardeningTest, AStreamToAnHttp10ClientIsUnframedAndEndsWithTheConnecti
     const bool chunked = head.find("Transfer-Encoding: chunked") != std::string::npos;
     EXPECT_EQ(chunked, version == "HTTP/1.1") << head;
     EXPECT_NE(events.find("data: [DONE]"), std::string::npos) << events;
-    if (!chunked) EXPECT_EQ(events.rfind("data: ", 0), 0u) << "no chunk sizes: " << events;
+    if (!chunked) {
+      EXPECT_EQ(events.rfind("data: ", 0), 0u) << "no chunk sizes: " << events;
+    }
   }
 }
 

@@ -190,7 +190,7 @@ TEST_F(CompletionParamsTest, TopPIsInTheHalfOpenUnitRange) {
   auto whole = Completion({{"top_p", 1}});
   ASSERT_TRUE(whole.ok()) << whole.status();
   EXPECT_EQ(whole->request.sampling.top_p, 1.0f);
-  for (const json& top_p : {json(0), json(1e-50), json(1.1), json(-0.5)}) {
+  for (const json& top_p : {json(0), json(1e-50), json(1.1), json(-0.5), json(1e300)}) {
     auto refused = Completion({{"top_p", top_p}});
     const ErrorShape error = ErrorOf(refused);
     EXPECT_EQ(error.status, 400) << top_p;
