@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (progress == RequestParser::Progress::kFailed) {
       const int status = parser.error().status;
-      Require(status == 400 || status == 413 || status == 431, "unexpected error status");
+      Require(status == 400 || status == 413 || status == 431 || status == 501,
+              "unexpected error status");
       return 0;
     }
     if (progress != RequestParser::Progress::kDone) return 0;
