@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,18 @@ struct Kernel {
   const char* unit = "GFLOP/s";
 };
 
+// The sum of every lane of a kernel's chains (`bytes` of them), so that all of them are kept.
+template <class Lane>
+Lane SumOfLanes(const void* chains, size_t bytes) {
+  Lane sum = 0;
+  for (size_t at = 0; at < bytes; at += sizeof(Lane)) {
+    Lane lane;
+    std::memcpy(&lane, static_cast<const char*>(chains) + at, sizeof(Lane));
+    sum += lane;
+  }
+  return sum;
+}
+
 constexpr int kAvx2Chains = 12;    // of 16 vector registers
 constexpr int kAvx512Chains = 16;  // of 32
 
@@ -43,13 +56,7 @@ __attribute__((target("avx2,fma"))) float FmaAvx2(int64_t steps) {
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx2Chains; ++c) chains[c] = _mm256_fmadd_ps(chains[c], scale, add);
   }
-  alignas(32) float lanes[8];
-  float sum = 0.0f;
-  for (const __m256& chain : chains) {
-    _mm256_store_ps(lanes, chain);
-    for (const float lane : lanes) sum += lane;
-  }
-  return sum;
+  return SumOfLanes<float>(chains, sizeof(chains));
 }
 
 __attribute__((target("avx512f"))) float FmaAvx512(int64_t steps) {
@@ -64,13 +71,7 @@ __attribute__((target("avx512f"))) float FmaAvx512(int64_t steps) {
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx512Chains; ++c) chains[c] = _mm512_fmadd_ps(chains[c], scale, add);
   }
-  alignas(64) float lanes[16];
-  float sum = 0.0f;
-  for (const __m512& chain : chains) {
-    _mm512_store_ps(lanes, chain);
-    for (const float lane : lanes) sum += lane;
-  }
-  return sum;
+  return SumOfLanes<float>(chains, sizeof(chains));
 }
 
 __attribute__((target("avx512f,avx512bf16"))) float Bf16DotAvx512(int64_t steps) {
@@ -83,13 +84,7 @@ __attribute__((target("avx512f,avx512bf16"))) float Bf16DotAvx512(int64_t steps)
 #pragma GCC unroll 16
     for (int c = 0; c < kAvx512Chains; ++c) chains[c] = _mm512_dpbf16_ps(chains[c], left, right);
   }
-  alignas(64) float lanes[16];
-  float sum = 0.0f;
-  for (const __m512& chain : chains) {
-    _mm512_store_ps(lanes, chain);
-    for (const float lane : lanes) sum += lane;
-  }
-  return sum;
+  return SumOfLanes<float>(chains, sizeof(chains));
 }
 
 __attribute__((target("avx512f,avx512vnni"))) float Int8DotAvx512(int64_t steps) {
@@ -104,13 +99,8 @@ __attribute__((target("avx512f,avx512vnni"))) float Int8DotAvx512(int64_t steps)
       chains[c] = _mm512_dpbusd_epi32(chains[c], unsigned_bytes, signed_bytes);
     }
   }
-  uint32_t sum = 0;  // the sums wrap, as vpdpbusd's do
-  for (const __m512i& chain : chains) {
-    alignas(64) uint32_t lanes[16];
-    _mm512_store_si512(lanes, chain);
-    for (const uint32_t lane : lanes) sum += lane;
-  }
-  return static_cast<float>(sum);
+  // Unsigned, so that the sum wraps as vpdpbusd's lanes do.
+  return static_cast<float>(SumOfLanes<uint32_t>(chains, sizeof(chains)));
 }
 
 // Seconds of `kernel` run on `threads` threads started together (the calling thread one of
