@@ -30,7 +30,7 @@ trap 'rm -f "$figures"' EXIT
 table_rows() {
   awk -F'|' '$2 ~ /^ *[0-9]+ *$/ {
     for (i = 2; i <= NF; ++i) gsub(/[ %]/, "", $i)
-    print $2, $3, $5, $7, $8
+    print $2, $3, $5, $7, $9
   }'
 }
 # Appends the vector peaks a run measured on all its threads at once (kvd bench's "vector peak"

@@ -42,7 +42,9 @@ std::string CpuKernelSummary() {
   const MatmulVariant matmul = MatmulVariants(features).front();
   const std::vector<NamedAttentionRowKernel> attention = VectorAttentionRows(features);
   return absl::StrCat(
-      "cpu: features ", features.ToString(), "; matmul ", std::string(matmul.name),
+      "cpu: ", features.brand.empty() ? "" : absl::StrCat(features.brand, ", "),
+      std::thread::hardware_concurrency(), " threads; features ", features.ToString(), "; matmul ",
+      std::string(matmul.name),
       matmul.f32_gemm ? "" : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32, " rows: OpenBLAS)"),
       "; attention ", attention.empty() ? "scalar" : attention.front().name);
 }

@@ -8,7 +8,8 @@
 namespace kvd::kernels::cpu {
 
 struct CpuFeatures {
-  bool avx2 = false;  // with FMA and F16C, which every AVX2 CPU kvd targets has
+  std::string brand;    // the processor's name as it reports it ("AMD EPYC"), or empty
+  bool avx2 = false;    // with FMA and F16C, which every AVX2 CPU kvd targets has
   bool avx512 = false;  // AVX-512 F, BW, DQ and VL
   bool avx512_bf16 = false;
   bool avx512_fp16 = false;

@@ -307,23 +307,25 @@ absl::Status RunBench(const BenchOptions& options) {
               options.throughput.prompt_tokens, options.throughput.decode_tokens);
   std::printf(
       "weights read per step %.1f MB; measured read bandwidth %.1f GB/s (roofline %.1f "
-      "steps/s; the read's buffer %s)\n",
+      "steps/s; the read's buffer %s), STREAM triad %.1f GB/s\n",
       step_bytes / 1e6, bandwidth, bandwidth * 1e9 / step_bytes,
-      bench::HugePageNote(measured->huge_page_share).c_str());
+      bench::HugePageNote(measured->huge_page_share).c_str(), measured->triad_gb_per_second);
   std::printf("%s\n", resident.c_str());
   std::printf("a prompt token's work %.3f GFLOP; %s\n",
               bench::PromptTokenFlops((*model)->config(), options.throughput.prompt_tokens) / 1e9,
               bench::ComputePeakNote(bench::MeasureComputePeaks(options.threads)).c_str());
   std::printf(
       "| batch | prefill tok/s | prefill s | decode tok/s | decode ms/step | of roofline | "
-      "prefill GFLOP/s |\n");
-  std::printf("|---:|---:|---:|---:|---:|---:|---:|\n");
+      "of triad | prefill GFLOP/s |\n");
+  std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& result : *results) {
     const double roofline_ms = step_bytes / (bandwidth * 1e9) * 1e3;
-    std::printf("| %d | %.1f | %.3f | %.1f | %.2f | %.0f%% | %.1f |\n", result.batch_size,
+    const double triad_ms = step_bytes / (measured->triad_gb_per_second * 1e9) * 1e3;
+    std::printf("| %d | %.1f | %.3f | %.1f | %.2f | %.0f%% | %.0f%% | %.1f |\n", result.batch_size,
                 result.prefill_tokens_per_second, result.prefill_seconds,
                 result.decode_tokens_per_second, result.decode_step_ms,
-                100.0 * roofline_ms / result.decode_step_ms, result.prefill_gflop_per_second);
+                100.0 * roofline_ms / result.decode_step_ms,
+                100.0 * triad_ms / result.decode_step_ms, result.prefill_gflop_per_second);
   }
   return absl::OkStatus();
 }

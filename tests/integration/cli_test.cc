@@ -177,7 +177,9 @@ TEST(CliTest, HalfPrecisionAndQuantizedWeightsAnswerAsF32Does) {
 TEST(CliTest, InfoAndBenchSayWhichKernelsRun) {
   const Result info = RunKvd("info");
   EXPECT_EQ(info.exit_code, 0) << info.err;
-  EXPECT_NE(info.out.find("cpu: features "), std::string::npos) << info.out;
+  // The machine's name and threads come first: they tell the machine kinds apart in a record.
+  EXPECT_NE(info.out.find("cpu: "), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find(" threads; features "), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("; matmul "), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("; attention "), std::string::npos) << info.out;
   const Result bench = RunKvd(
@@ -211,6 +213,9 @@ TEST(CliTest, BenchPrintsAThroughputTable) {
   EXPECT_NE(result.out.find("| 1 |"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("| 2 |"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("of roofline"), std::string::npos) << result.out;
+  // The step against STREAM's triad measured in the same run, the figure peers quote.
+  EXPECT_NE(result.out.find("| of triad |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(", STREAM triad "), std::string::npos) << result.out;
   // Prefill's rate of work, against the cores' measured vector peak.
   EXPECT_NE(result.out.find("prefill GFLOP/s"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("vector peak on "), std::string::npos) << result.out;
