@@ -10,6 +10,13 @@
 namespace kvd::kernels::cpu {
 namespace {
 
+// OpenBLAS runs each call on the calling thread alone from the first call of this on;
+// ParallelMatmul spreads slices over the pool instead.
+void KeepOpenBlasSingleThreaded() {
+  static const bool single_threaded = (openblas_set_num_threads(1), true);
+  (void)single_threaded;
+}
+
 // Σ over block b of row o of the integer products, and the block's scale (and offset) term:
 // the sum is scale_w · scale_x · Σ q_w q_x (+ offset_w · scale_x · Σ q_x).
 float QuantizedBlockProduct(const MatmulArgs& a, int64_t r, int64_t o, int64_t b) {
@@ -51,11 +58,8 @@ void RunScalar(const MatmulArgs& a) {
 
 void RunOpenBlas(const MatmulArgs& a) {
   KVD_CHECK(a.dtype == DType::kF32);
-
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(a.rows),
-              static_cast<int>(a.count), static_cast<int>(a.in), 1.0f, a.x, static_cast<int>(a.in),
-              static_cast<const float*>(a.weight) + a.first * a.in, static_cast<int>(a.in), 0.0f,
-              a.out + a.first, static_cast<int>(a.out_stride));
+  SingleThreadedSgemm(a.x, a.rows, a.in, static_cast<const float*>(a.weight) + a.first * a.in,
+                      a.count, a.out + a.first, a.out_stride);
 }
 
 // Multiply-adds below which a product runs on one thread: a hand-off to the pool's spinning
@@ -113,10 +117,16 @@ const QuantizedActivations& QuantizeInput(const MatmulArgs& whole, ThreadPool& p
 
 MatmulVariant ScalarMatmul() { return {"scalar", RunScalar}; }
 MatmulVariant OpenBlasMatmul() {
-  // Each call runs on one thread; ParallelMatmul spreads slices over the pool instead.
-  static const bool single_threaded = (openblas_set_num_threads(1), true);
-  (void)single_threaded;
+  KeepOpenBlasSingleThreaded();
   return {"openblas", RunOpenBlas};
+}
+
+void SingleThreadedSgemm(const float* x, int64_t rows, int64_t in, const float* weight,
+                         int64_t count, float* out, int64_t out_stride) {
+  KeepOpenBlasSingleThreaded();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(rows),
+              static_cast<int>(count), static_cast<int>(in), 1.0f, x, static_cast<int>(in), weight,
+              static_cast<int>(in), 0.0f, out, static_cast<int>(out_stride));
 }
 
 void ParallelMatmul(std::span<const MatmulProduct> group, ThreadPool& pool, MatmulSliceDone done) {

@@ -67,6 +67,10 @@ MatmulVariant Avx512Matmul();
 MatmulVariant Avx512Bf16Matmul();
 // OpenBLAS's single-threaded SGEMM: f32 weights only.
 MatmulVariant OpenBlasMatmul();
+// OpenBLAS's SGEMM on the calling thread alone: out[r * out_stride + o] = Σ_i x[r][i] · w[o][i]
+// for the `count` f32 rows of `weight` ([count, in]) and the `rows` rows of x ([rows, in]).
+void SingleThreadedSgemm(const float* x, int64_t rows, int64_t in, const float* weight,
+                         int64_t count, float* out, int64_t out_stride);
 
 // For the variants' block-format tiles: the quantized rows of output features [o, o + kOuts)
 // and of the tile after them, which a tile prefetches as it goes (the same rows when it does

@@ -99,9 +99,21 @@ TEST_F(CpuBackendTest, LinearGroupEqualsEachLinearAlone) {
                        View(alone[w], rows, widths[w]));
       }
       backend.LinearGroup(View(x, rows, kIn), projections);
+      // f32 products of many rows run on OpenBLAS where this CPU has no GEMM of ours, and
+      // OpenBLAS's sums change in their last bits with how wide a slice it is handed: a group is
+      // cut by its widest product. Everywhere else the sums are the same bits.
+      const bool on_openblas =
+          format == DType::kF32 && rows > 16 && !MatmulVariants(HostCpuFeatures()).front().f32_gemm;
       for (int64_t w = 0; w < 3; ++w) {
-        EXPECT_EQ(grouped[w], alone[w])
-            << DTypeName(format) << " rows " << rows << " product " << w;
+        if (!on_openblas) {
+          EXPECT_EQ(grouped[w], alone[w])
+              << DTypeName(format) << " rows " << rows << " product " << w;
+          continue;
+        }
+        for (size_t i = 0; i < alone[w].size(); ++i) {
+          EXPECT_NEAR(grouped[w][i], alone[w][i], 1e-5f * (1.0f + std::fabs(alone[w][i])))
+              << "rows " << rows << " product " << w << " element " << i;
+        }
       }
     }
   }
