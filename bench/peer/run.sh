@@ -28,7 +28,13 @@ usage() { sed -n '5,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 summarize() {
   local out=$1
   [[ -d "$out" ]] || { echo "no such directory: $out" >&2; exit 2; }
-  [[ -f "$out/cpu.txt" ]] && echo "machine: $(cat "$out/cpu.txt")"
+  if [[ -f "$out/cpu.txt" ]]; then echo "machine: $(cat "$out/cpu.txt")"; fi
+  if [[ -f "$out/setup.txt" ]]; then cat "$out/setup.txt"; fi
+  # The llama.cpp build its own JSON lines name.
+  local commit
+  commit=$(cat "$out"/r*.llama.*.txt 2>/dev/null | grep -o '"build_commit": *"[^"]*"' | head -1 |
+    sed 's/.*"\([^"]*\)"$/\1/' || true)
+  if [[ -n "$commit" ]]; then echo "llama.cpp build: $commit"; fi
   "$here/figures.sh" "$out" | awk -f "$here/summarize.awk"
 }
 
@@ -66,8 +72,8 @@ wants() { [[ ",$only," == *",$1,"* ]]; }
 
 "$kvd" info --model "$model" 2>/dev/null | sed -n "s/^cpu: //p" | head -1 >"$out/cpu.txt" || true
 {
-  echo "kvd $kvd ($(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown))"
-  echo "llama.cpp $llama_bin: $("$llama_bin/llama-bench" --version 2>&1 | head -1)"
+  echo "kvd: $kvd, $("$kvd" info 2>/dev/null | head -1)"
+  echo "llama.cpp: $llama_bin"
   echo "threads $threads, rounds $rounds, contexts ${contexts:-none}"
 } >"$out/setup.txt"
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/peer/run.sh: its summary of recorded runs (kvd bench tables and llama.cpp's JSON lines of
-# two rounds, one run that failed) is the expected table, and it refuses incomplete arguments
-# with its usage and status 2 before running anything.
+# two rounds, one run that failed) is the expected table, a directory without runs still gives
+# the table's head, and it refuses incomplete arguments with its usage and status 2 before
+# running anything.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 run=$here/../../bench/peer/run.sh
@@ -10,6 +11,11 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 summary=$("$run" --summarize "$here/data") || fail "--summarize exited $?"
 diff -u "$here/expected_summary.md" <(echo "$summary") || fail "the summary differs from expected_summary.md"
+
+# A directory whose runs all failed still gives the table's head, and status 0.
+empty=$(mktemp -d)
+trap 'rm -rf "$empty"' EXIT
+"$run" --summarize "$empty" | grep -q '^| figure | kvd |' || fail "no table for a directory without runs"
 
 expect_refusal() {
   local want=$1; shift
