@@ -21,6 +21,10 @@ absl::Status WithParam(absl::Status status, std::string_view param) {
   return status;
 }
 
+absl::Status InvalidParam(std::string_view param, std::string_view message) {
+  return WithParam(absl::InvalidArgumentError(std::string(message)), param);
+}
+
 absl::Status WithErrorCode(absl::Status status, std::string_view code) {
   status.SetPayload(kCodeUrl, absl::Cord(std::string(code)));
   return status;

@@ -13,6 +13,8 @@ namespace kvd {
 
 // Attach the request parameter at fault (OpenAI's `param`).
 absl::Status WithParam(absl::Status status, std::string_view param);
+// An InvalidArgument saying `message` about the request parameter `param`.
+absl::Status InvalidParam(std::string_view param, std::string_view message);
 // Attach a machine-readable `code` (e.g. "context_length_exceeded", "rate_limit_exceeded").
 absl::Status WithErrorCode(absl::Status status, std::string_view code);
 // Attach the seconds after which a retry may succeed (429 and 503 get a Retry-After header).

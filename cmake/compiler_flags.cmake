@@ -56,14 +56,16 @@ function(kvd_library folder)
   add_library(kvd_${folder} STATIC ${arg_SOURCES})
   add_library(kvd::${folder} ALIAS kvd_${folder})
   target_link_libraries(kvd_${folder} PUBLIC kvd_build_flags ${arg_DEPS})
+  set_target_properties(kvd_${folder} PROPERTIES UNITY_BUILD ${KVD_UNITY_BUILD}
+                                                 UNITY_BUILD_BATCH_SIZE 8)
 endfunction()
 
 # kvd_test(<name> SOURCES ... DEPS ... [LABELS ...]): one GoogleTest binary registered with CTest.
 function(kvd_test name)
   cmake_parse_arguments(arg "" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${arg_SOURCES})
-  target_link_libraries(${name} PRIVATE kvd_build_flags ${arg_DEPS} GTest::gmock GTest::gtest_main)
-  target_compile_definitions(${name} PRIVATE KVD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_link_libraries(${name} PRIVATE kvd_build_flags ${arg_DEPS} kvd_test_source_dir GTest::gmock
+                                        GTest::gtest_main)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   if(arg_LABELS)

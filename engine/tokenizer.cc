@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "engine/internal/absl_string_view.h"
 #include "engine/internal/added_tokens.h"
 #include "engine/internal/bpe_model.h"
 #include "engine/internal/bpe_tokenizer_json.h"
@@ -15,13 +16,6 @@
 #include "engine/internal/utf8.h"
 
 namespace kvd::engine {
-namespace {
-
-// Debian's Abseil has its own string_view; its hash maps look std::string keys up by that one.
-absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
-
-}  // namespace
-
 Tokenizer::Tokenizer() = default;
 Tokenizer::~Tokenizer() = default;
 
@@ -233,7 +227,8 @@ absl::StatusOr<std::string> Tokenizer::Decode(std::span<const int32_t> ids,
 }
 
 std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
-  if (const auto it = added_by_content_.find(AsAbsl(token)); it != added_by_content_.end()) {
+  if (const auto it = added_by_content_.find(internal::AsAbsl(token));
+      it != added_by_content_.end()) {
     return it->second;
   }
   return model_->SymbolToId(token);

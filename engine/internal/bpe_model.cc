@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/internal/absl_string_view.h"
 #include "engine/internal/byte_level.h"
 #include "engine/internal/utf8.h"
 
@@ -17,9 +18,6 @@ namespace {
 // priority queue so that pathological inputs stay O(n log n).
 constexpr size_t kMaxScanSymbols = 64;
 constexpr int32_t kNoRank = std::numeric_limits<int32_t>::max();
-
-// Debian's Abseil has its own string_view; its hash maps look std::string keys up by that one.
-absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
 
 }  // namespace
 

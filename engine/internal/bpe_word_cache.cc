@@ -3,14 +3,9 @@
 #include <functional>
 #include <mutex>
 
+#include "engine/internal/absl_string_view.h"
+
 namespace kvd::engine::internal {
-namespace {
-
-// Debian's Abseil has its own string_view; its hash maps look std::string keys up by that one.
-absl::string_view AsAbsl(std::string_view s) { return {s.data(), s.size()}; }
-
-}  // namespace
-
 BpeWordCache::Shard& BpeWordCache::ShardFor(std::string_view word) const {
   // std::hash, not absl::Hash: the shard must not correlate with the map's own hash bits.
   return shards_[std::hash<std::string_view>()(word) % kShards];

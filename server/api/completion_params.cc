@@ -23,10 +23,6 @@ using json = nlohmann::json;
 // A request's cache_salt, at most: a salt names a group of users, not a document.
 constexpr size_t kMaxCacheSaltBytes = 256;
 
-absl::Status Invalid(std::string_view param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 // `value`, when given, into `out` if it lies in [min, max].
 template <typename Value, typename Out>
 absl::Status InRange(const std::optional<Value>& value, std::string_view param, Value min,
@@ -34,8 +30,8 @@ absl::Status InRange(const std::optional<Value>& value, std::string_view param, 
   if (!value) return absl::OkStatus();
   if (!(*value >= min && *value <= max)) {
     const std::string name(param);
-    return Invalid(param,
-                   absl::StrCat("'", name, "' must be in [", min, ", ", max, "], got ", *value));
+    return InvalidParam(
+        param, absl::StrCat("'", name, "' must be in [", min, ", ", max, "], got ", *value));
   }
   out = static_cast<Out>(*value);
   return absl::OkStatus();
@@ -47,8 +43,8 @@ absl::StatusOr<std::vector<int32_t>> TokenIds(const std::vector<int64_t>& ids,
   tokens.reserve(ids.size());
   for (int64_t id : ids) {
     if (id < 0 || id >= vocab_size) {
-      return Invalid(param, absl::StrCat("token id ", id, " in '", std::string(param),
-                                         "' is outside the vocabulary of ", vocab_size));
+      return InvalidParam(param, absl::StrCat("token id ", id, " in '", std::string(param),
+                                              "' is outside the vocabulary of ", vocab_size));
     }
     tokens.push_back(static_cast<int32_t>(id));
   }
@@ -57,7 +53,7 @@ absl::StatusOr<std::vector<int32_t>> TokenIds(const std::vector<int64_t>& ids,
 
 absl::Status TokenizePrompts(const CompletionRequest& request, const engine::ServedModel& model,
                              bool continues_document, CompletionParams& params) {
-  if (request.prompts.empty()) return Invalid("prompt", "'prompt' is required");
+  if (request.prompts.empty()) return InvalidParam("prompt", "'prompt' is required");
   for (const PromptInput& prompt : request.prompts) {
     if (const auto* text = std::get_if<std::string>(&prompt)) {
       // After a document the text goes on from its cache: no second BOS.
@@ -73,7 +69,7 @@ absl::Status TokenizePrompts(const CompletionRequest& request, const engine::Ser
     params.prompts.push_back(std::move(tokens));
   }
   for (const auto& tokens : params.prompts) {
-    if (tokens.empty()) return Invalid("prompt", "a prompt has no tokens");
+    if (tokens.empty()) return InvalidParam("prompt", "a prompt has no tokens");
   }
   return absl::OkStatus();
 }
@@ -104,39 +100,41 @@ structured::JsonValue TemplateExtra(const CompletionRequest& request) {
 absl::Status RenderMessages(const CompletionRequest& request, const engine::ServedModel& model,
                             const DocumentContext* document, CompletionParams& params) {
   if (model.chat_template == nullptr) {
-    return Invalid("messages", "this model has no chat template; use /v1/completions");
+    return InvalidParam("messages", "this model has no chat template; use /v1/completions");
   }
   static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   const json& messages = request.messages;
   if (!messages.is_array() || messages.empty()) {
-    return Invalid("messages", "'messages' must be a non-empty array");
+    return InvalidParam("messages", "'messages' must be a non-empty array");
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string param = absl::StrCat("messages[", i, "]");
     if (kRoles.count(messages[i].value("role", std::string())) == 0) {
-      return Invalid(param + ".role", RoleRule(param));
+      return InvalidParam(param + ".role", RoleRule(param));
     }
   }
   const bool add_generation_prompt = request.add_generation_prompt.value_or(true);
   const structured::JsonValue extra = TemplateExtra(request);
   const int64_t last_system = LastSystemMessage(messages);
   if (document != nullptr && document->framing == cache_store::FramingKind::kPlain) {
-    return Invalid("documents",
-                   "documents on this server are plain text after BOS (documents.framing: "
-                   "plain), which chat cannot place in a conversation; ask with /v1/completions");
+    return InvalidParam(
+        "documents",
+        "documents on this server are plain text after BOS (documents.framing: "
+        "plain), which chat cannot place in a conversation; ask with /v1/completions");
   }
   if (document != nullptr) {
     auto split =
         engine::SplitDocumentChat(*model.chat_template, document->text, TemplateMessages(messages),
                                   add_generation_prompt, extra, document->role);
     if (!split.ok()) {
-      return Invalid("messages", absl::StrCat("cannot place the document in this conversation: ",
-                                              std::string(split.status().message())));
+      return InvalidParam("messages",
+                          absl::StrCat("cannot place the document in this conversation: ",
+                                       std::string(split.status().message())));
     }
     if (split->prefix != document->prefix.payload->prefix_text) {
-      return Invalid("messages",
-                     "the conversation renders the text before the document differently from "
-                     "when the document was uploaded (chat_template_kwargs change it)");
+      return InvalidParam("messages",
+                          "the conversation renders the text before the document differently from "
+                          "when the document was uploaded (chat_template_kwargs change it)");
     }
     params.prompts.push_back(model.tokenizer->Encode(split->suffix, /*add_special=*/false));
     params.prompt_texts.push_back(split->suffix);
@@ -156,8 +154,8 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
   auto rendered =
       model.chat_template->Render(TemplateMessages(messages), add_generation_prompt, extra);
   if (!rendered.ok()) {
-    return Invalid("messages", absl::StrCat("the chat template refused the messages: ",
-                                            std::string(rendered.status().message())));
+    return InvalidParam("messages", absl::StrCat("the chat template refused the messages: ",
+                                                 std::string(rendered.status().message())));
   }
   params.prompts.push_back(model.tokenizer->Encode(*rendered, /*add_special=*/false));
   params.prompt_texts.push_back(*rendered);
@@ -175,9 +173,9 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
 
 absl::Status ResolveStop(const CompletionRequest& request, const engine::ServedModel& model,
                          scheduler::Request& out) {
-  if (request.stop.size() > scheduler::kMaxStopStrings) return Invalid("stop", StopRule());
+  if (request.stop.size() > scheduler::kMaxStopStrings) return InvalidParam("stop", StopRule());
   for (const std::string& entry : request.stop) {
-    if (entry.empty()) return Invalid("stop", "stop strings must not be empty");
+    if (entry.empty()) return InvalidParam("stop", "stop strings must not be empty");
   }
   out.stop = request.stop;
   KVD_ASSIGN_OR_RETURN(out.stop_token_ids, TokenIds(request.stop_token_ids, "stop_token_ids",
@@ -190,10 +188,10 @@ absl::Status ResolveLogitBias(const CompletionRequest& request, int32_t vocab_si
   for (const auto& [key, bias] : request.logit_bias) {
     int32_t token = 0;
     if (!absl::SimpleAtoi(key, &token) || token < 0 || token >= vocab_size) {
-      return Invalid("logit_bias", absl::StrCat("logit_bias key '", key,
-                                                "' is not a token id of the vocabulary"));
+      return InvalidParam("logit_bias", absl::StrCat("logit_bias key '", key,
+                                                     "' is not a token id of the vocabulary"));
     }
-    if (!(bias >= -100.0 && bias <= 100.0)) return Invalid("logit_bias", LogitBiasRule(key));
+    if (!(bias >= -100.0 && bias <= 100.0)) return InvalidParam("logit_bias", LogitBiasRule(key));
     sampling.logit_bias.emplace_back(token, static_cast<float>(bias));
   }
   return absl::OkStatus();
@@ -205,7 +203,7 @@ absl::Status ResolveSampling(const CompletionRequest& request, engine::SamplingP
     // In (0, 1] as the sampler keeps it: a positive value too small for a float is 0.
     const double top_p = *request.top_p;
     if (!(top_p > 0.0 && top_p <= 1.0 && static_cast<float>(top_p) > 0.0f)) {
-      return Invalid("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", top_p));
+      return InvalidParam("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", top_p));
     }
     sampling.top_p = static_cast<float>(top_p);
   }
@@ -231,7 +229,8 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
     sampling.logprobs = logprobs >= 0;
     sampling.top_logprobs = std::max(0, logprobs);
     if (params.echo && logprobs >= 0) {
-      return Invalid("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported");
+      return InvalidParam("echo",
+                          "'echo' together with 'logprobs' (prompt logprobs) is not supported");
     }
     return absl::OkStatus();
   }
@@ -239,7 +238,7 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
   int32_t top = 0;
   KVD_RETURN_IF_ERROR(InRange<int64_t>(request.top_logprobs, "top_logprobs", 0, kMaxLogprobs, top));
   if (top > 0 && !params.chat_logprobs) {
-    return Invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    return InvalidParam("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   }
   sampling.logprobs = params.chat_logprobs;
   sampling.top_logprobs = top;
@@ -250,9 +249,9 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
 // with end-of-sequence, which must end it.
 absl::Status CheckConstraintEndsOutput(const CompletionRequest& in, const std::string& param) {
   if (in.ignore_eos)
-    return Invalid("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
+    return InvalidParam("ignore_eos", "'ignore_eos' cannot be combined with '" + param + "'");
   if (in.min_tokens.value_or(0) > 0) {
-    return Invalid("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
+    return InvalidParam("min_tokens", "'min_tokens' cannot be combined with '" + param + "'");
   }
   return absl::OkStatus();
 }
@@ -263,13 +262,13 @@ absl::Status ResolveStructuredOutput(const CompletionRequest& in,
   if (!in.structured_output) return absl::OkStatus();
   const std::string& param = in.structured_output_param;
   if (constraints == nullptr) {
-    return Invalid(param, "structured outputs are not available on this endpoint");
+    return InvalidParam(param, "structured outputs are not available on this endpoint");
   }
   KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, param));
   absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint =
       constraints->Get(*in.structured_output);
   if (!constraint.ok()) {
-    return Invalid(param, absl::StrCat("'", param, "': ", constraint.status().message()));
+    return InvalidParam(param, absl::StrCat("'", param, "': ", constraint.status().message()));
   }
   request.constraint = *std::move(constraint);
   return absl::OkStatus();
@@ -285,7 +284,7 @@ absl::Status ResolveTools(const CompletionRequest& in,
       in.tool_choice.value_or(ToolChoice{in.tools.empty() ? Kind::kNone : Kind::kAuto, ""});
   if (in.tools.empty()) {
     if (choice.kind == Kind::kRequired || choice.kind == Kind::kFunction) {
-      return Invalid("tool_choice", "'tool_choice' needs functions in 'tools'");
+      return InvalidParam("tool_choice", "'tool_choice' needs functions in 'tools'");
     }
     return absl::OkStatus();
   }
@@ -295,13 +294,13 @@ absl::Status ResolveTools(const CompletionRequest& in,
   if (choice.kind == Kind::kAuto) return absl::OkStatus();
 
   if (in.structured_output) {
-    return Invalid("tool_choice", absl::StrCat("a 'tool_choice' that forces a call cannot be "
-                                               "combined with '",
-                                               in.structured_output_param, "'"));
+    return InvalidParam("tool_choice", absl::StrCat("a 'tool_choice' that forces a call cannot be "
+                                                    "combined with '",
+                                                    in.structured_output_param, "'"));
   }
   KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, "tool_choice"));
   if (constraints == nullptr) {
-    return Invalid("tool_choice", "structured outputs are not available on this endpoint");
+    return InvalidParam("tool_choice", "structured outputs are not available on this endpoint");
   }
   structured::ToolCallGrammarSpec spec;
   spec.syntax = *syntax;
@@ -311,13 +310,13 @@ absl::Status ResolveTools(const CompletionRequest& in,
     spec.functions.push_back({tool.name, tool.parameters});
   }
   if (spec.functions.empty()) {
-    return Invalid("tool_choice",
-                   absl::StrCat("'tool_choice' names '", choice.function, "', not in 'tools'"));
+    return InvalidParam(
+        "tool_choice", absl::StrCat("'tool_choice' names '", choice.function, "', not in 'tools'"));
   }
   auto constraint = constraints->Get(structured::ConstraintSpec{
       structured::ConstraintSpec::Kind::kToolCalls, structured::ToolCallGrammarText(spec)});
   if (!constraint.ok()) {
-    return Invalid("tools", absl::StrCat("'tools': ", constraint.status().message()));
+    return InvalidParam("tools", absl::StrCat("'tools': ", constraint.status().message()));
   }
   params.request.constraint = *std::move(constraint);
   return absl::OkStatus();
@@ -341,7 +340,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   CompletionParams params;
   params.kind = in.kind;
   params.model = in.model;
-  if (params.model.empty()) return Invalid("model", "'model' is required");
+  if (params.model.empty()) return InvalidParam("model", "'model' is required");
   KVD_RETURN_IF_ERROR(CheckModelName(params.model, model));
   scheduler::Request& request = params.request;
   // The server's own bound (scheduler.max_n) is checked before this, where the scheduler is known.
@@ -356,7 +355,7 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
     KVD_RETURN_IF_ERROR(TokenizePrompts(in, model, document != nullptr, params));
   } else {
     if (!in.tools.empty() && !tool_syntax) {
-      return Invalid("tools", "this model's chat template does not support tools");
+      return InvalidParam("tools", "this model's chat template does not support tools");
     }
     KVD_RETURN_IF_ERROR(RenderMessages(in, model, document, params));
   }
@@ -374,9 +373,9 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   params.user = in.user;
   if (in.cache_salt) {
     if (in.cache_salt->empty() || in.cache_salt->size() > kMaxCacheSaltBytes) {
-      return Invalid("cache_salt",
-                     absl::StrCat("'cache_salt' must be a non-empty string of at most ",
-                                  kMaxCacheSaltBytes, " bytes, got ", in.cache_salt->size()));
+      return InvalidParam("cache_salt",
+                          absl::StrCat("'cache_salt' must be a non-empty string of at most ",
+                                       kMaxCacheSaltBytes, " bytes, got ", in.cache_salt->size()));
     }
     request.cache_salt = *in.cache_salt;
   }

@@ -70,10 +70,6 @@ const std::set<std::string>& ChatKeys() {
   return keys;
 }
 
-absl::Status Invalid(std::string_view param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 // An integer JSON value as int64_t, the largest ones clamped (parsed non-negative integers are
 // unsigned), so that a range check refuses them.
 int64_t IntegerOf(const json& value) {
@@ -137,8 +133,8 @@ class Fields {
  private:
   absl::Status Mistyped(const std::string& key, std::string_view type, const json& value) const {
     const std::string param = prefix_ + key;
-    return Invalid(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
-                                       std::string(value.type_name())));
+    return InvalidParam(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
+                                            std::string(value.type_name())));
   }
 
   const json& object_;
@@ -149,7 +145,7 @@ absl::Status CheckKeys(const json& body, ApiKind kind) {
   const auto& own = kind == ApiKind::kChat ? ChatKeys() : CompletionKeys();
   for (const auto& [key, value] : body.items()) {
     if (CommonKeys().count(key) == 0 && own.count(key) == 0) {
-      return Invalid(key, absl::StrCat("unsupported parameter '", key, "'"));
+      return InvalidParam(key, absl::StrCat("unsupported parameter '", key, "'"));
     }
   }
   return absl::OkStatus();
@@ -158,7 +154,8 @@ absl::Status CheckKeys(const json& body, ApiKind kind) {
 absl::Status ReadTokenIds(const json& array, std::string_view param, std::vector<int64_t>& out) {
   for (const json& id : array) {
     if (!id.is_number_integer()) {
-      return Invalid(param, absl::StrCat("'", std::string(param), "' token ids must be integers"));
+      return InvalidParam(param,
+                          absl::StrCat("'", std::string(param), "' token ids must be integers"));
     }
     out.push_back(IntegerOf(id));
   }
@@ -168,7 +165,7 @@ absl::Status ReadTokenIds(const json& array, std::string_view param, std::vector
 // `prompt`: a string, strings, token ids, or lists of token ids.
 absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
   const auto it = body.find("prompt");
-  if (it == body.end() || it->is_null()) return Invalid("prompt", "'prompt' is required");
+  if (it == body.end() || it->is_null()) return InvalidParam("prompt", "'prompt' is required");
   const json& prompt = *it;
   auto add_ids = [&](const json& ids) -> absl::Status {
     std::vector<int64_t> tokens;
@@ -181,8 +178,8 @@ absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
     return absl::OkStatus();
   }
   if (!prompt.is_array() || prompt.empty()) {
-    return Invalid("prompt",
-                   "'prompt' must be a non-empty string, array of strings or array of token ids");
+    return InvalidParam(
+        "prompt", "'prompt' must be a non-empty string, array of strings or array of token ids");
   }
   if (prompt.front().is_number_integer()) return add_ids(prompt);
   for (const json& entry : prompt) {
@@ -191,9 +188,10 @@ absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
     } else if (entry.is_array() && !entry.empty()) {
       KVD_RETURN_IF_ERROR(add_ids(entry));
     } else {
-      return Invalid("prompt",
-                     "'prompt' must be a string, an array of strings, an array of token ids, or "
-                     "an array of arrays of token ids");
+      return InvalidParam(
+          "prompt",
+          "'prompt' must be a string, an array of strings, an array of token ids, or "
+          "an array of arrays of token ids");
     }
   }
   return absl::OkStatus();
@@ -205,15 +203,16 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
   if (content.is_string()) return content.get<std::string>();
   if (content.is_null()) return std::string();
   if (!content.is_array()) {
-    return Invalid(param, absl::StrCat("'", param, "' must be a string or an array of parts"));
+    return InvalidParam(param, absl::StrCat("'", param, "' must be a string or an array of parts"));
   }
   std::string text;
   for (const json& part : content) {
     if (!StringFieldIs(part, "type", "text") || !part.contains("text") ||
         !part["text"].is_string()) {
-      return Invalid(param, absl::StrCat("'", param,
-                                         "' supports only parts of type \"text\" with a string "
-                                         "\"text\""));
+      return InvalidParam(param,
+                          absl::StrCat("'", param,
+                                       "' supports only parts of type \"text\" with a string "
+                                       "\"text\""));
     }
     text += part["text"].get<std::string>();
   }
@@ -223,17 +222,17 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
 absl::Status ReadMessages(const json& body, CompletionRequest& request) {
   const auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty()) {
-    return Invalid("messages", "'messages' must be a non-empty array");
+    return InvalidParam("messages", "'messages' must be a non-empty array");
   }
   for (size_t i = 0; i < it->size(); ++i) {
     const json& message = (*it)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!message.is_object()) {
-      return Invalid(param, absl::StrCat("'", param, "' must be an object"));
+      return InvalidParam(param, absl::StrCat("'", param, "' must be an object"));
     }
     const auto role = message.find("role");
     if (role == message.end() || !role->is_string()) {
-      return Invalid(param + ".role", RoleRule(param));
+      return InvalidParam(param + ".role", RoleRule(param));
     }
     KVD_RETURN_IF_ERROR(CheckMessageToolFields(message, i));
     json normalized = message;
@@ -245,7 +244,7 @@ absl::Status ReadMessages(const json& body, CompletionRequest& request) {
   KVD_RETURN_IF_ERROR(fields.Boolean("add_generation_prompt", request.add_generation_prompt));
   if (const json* kwargs = fields.Get("chat_template_kwargs")) {
     if (!kwargs->is_object()) {
-      return Invalid("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+      return InvalidParam("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     }
     request.chat_template_kwargs = *kwargs;
   }
@@ -258,15 +257,16 @@ absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
       request.stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
       for (const json& entry : *stop) {
-        if (!entry.is_string()) return Invalid("stop", "'stop' must hold strings");
+        if (!entry.is_string()) return InvalidParam("stop", "'stop' must hold strings");
         request.stop.push_back(entry.get<std::string>());
       }
     } else {
-      return Invalid("stop", StopRule());
+      return InvalidParam("stop", StopRule());
     }
   }
   if (const json* ids = fields.Get("stop_token_ids")) {
-    if (!ids->is_array()) return Invalid("stop_token_ids", "'stop_token_ids' must be an array");
+    if (!ids->is_array())
+      return InvalidParam("stop_token_ids", "'stop_token_ids' must be an array");
     KVD_RETURN_IF_ERROR(ReadTokenIds(*ids, "stop_token_ids", request.stop_token_ids));
   }
   return absl::OkStatus();
@@ -275,10 +275,10 @@ absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
 absl::Status ReadLogitBias(const Fields& fields, CompletionRequest& request) {
   const json* bias = fields.Get("logit_bias");
   if (bias == nullptr) return absl::OkStatus();
-  if (!bias->is_object()) return Invalid("logit_bias", "'logit_bias' must be an object");
+  if (!bias->is_object()) return InvalidParam("logit_bias", "'logit_bias' must be an object");
   for (const auto& [key, value] : bias->items()) {
     if (!value.is_number()) {
-      return Invalid("logit_bias", LogitBiasRule(key));
+      return InvalidParam("logit_bias", LogitBiasRule(key));
     }
     request.logit_bias.emplace_back(key, value.get<double>());
   }
@@ -308,17 +308,18 @@ absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request)
   const json* options = fields.Get("stream_options");
   if (options == nullptr) return absl::OkStatus();
   if (!request.stream) {
-    return Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    return InvalidParam("stream_options", "'stream_options' is only allowed when 'stream' is true");
   }
-  if (!options->is_object()) return Invalid("stream_options", "'stream_options' must be an object");
+  if (!options->is_object())
+    return InvalidParam("stream_options", "'stream_options' must be an object");
   for (const auto& [key, value] : options->items()) {
     if (key != "include_usage" && key != "continuous_usage_stats") {
-      return Invalid("stream_options", absl::StrCat("unsupported stream option '", key, "'"));
+      return InvalidParam("stream_options", absl::StrCat("unsupported stream option '", key, "'"));
     }
   }
   const json& usage = options->value("include_usage", json(false));
   if (!usage.is_boolean()) {
-    return Invalid("stream_options", "'stream_options.include_usage' must be a boolean");
+    return InvalidParam("stream_options", "'stream_options.include_usage' must be a boolean");
   }
   request.include_usage = usage.get<bool>();
   return absl::OkStatus();
@@ -327,9 +328,9 @@ absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request)
 absl::Status ReadDocuments(const Fields& fields, CompletionRequest& request) {
   const json* documents = fields.Get("documents");
   if (documents == nullptr) return absl::OkStatus();
-  if (!documents->is_array()) return Invalid("documents", DocumentsRule());
+  if (!documents->is_array()) return InvalidParam("documents", DocumentsRule());
   for (const json& id : *documents) {
-    if (!id.is_string()) return Invalid("documents", DocumentsRule());
+    if (!id.is_string()) return InvalidParam("documents", DocumentsRule());
     request.documents.push_back(id.get<std::string>());
   }
   return absl::OkStatus();
@@ -341,10 +342,10 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
   if (kind == ApiKind::kCompletion) {
     if (const json* best_of = fields.Get("best_of")) {
       if (!best_of->is_number_integer() || IntegerOf(*best_of) != request.n.value_or(1)) {
-        return Invalid("best_of", "'best_of' other than n is not supported");
+        return InvalidParam("best_of", "'best_of' other than n is not supported");
       }
     }
-    if (fields.Get("suffix") != nullptr) return Invalid("suffix", "'suffix' is not supported");
+    if (fields.Get("suffix") != nullptr) return InvalidParam("suffix", "'suffix' is not supported");
   }
   return absl::OkStatus();
 }
@@ -354,8 +355,8 @@ absl::StatusOr<cache_store::KeepKvValue> KeepKvValueOf(const cache_store::KeepKv
                                                        const json& value) {
   const std::string param = "keepkv." + std::string(field.name);
   auto mistyped = [&](std::string_view type) {
-    return Invalid(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
-                                       std::string(value.type_name())));
+    return InvalidParam(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
+                                            std::string(value.type_name())));
   };
   switch (cache_store::ValueTypeOf(field)) {
     case cache_store::KeepKvValueType::kBudget:
@@ -388,13 +389,13 @@ absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
     return keepkv;
   }
   if (!it->is_object()) {
-    return Invalid("keepkv", absl::StrCat("'keepkv' must be an object or null, got ",
-                                          std::string(it->type_name())));
+    return InvalidParam("keepkv", absl::StrCat("'keepkv' must be an object or null, got ",
+                                               std::string(it->type_name())));
   }
   for (const auto& [key, value] : it->items()) {
     const cache_store::KeepKvField* field = cache_store::FindKeepKvField(key);
     if (field == nullptr || !cache_store::MaySet(cache_store::KeepKvScope::kRequest, *field)) {
-      return Invalid(
+      return InvalidParam(
           "keepkv." + key,
           absl::StrCat("unsupported parameter 'keepkv.", key, "' (keepkv takes ",
                        cache_store::KeepKvKeys(cache_store::KeepKvScope::kRequest), ")"));

@@ -13,15 +13,11 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::Status Invalid(const std::string& param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 absl::Status RefuseUnknownKeys(const json& object, const std::set<std::string>& known,
                                const std::string& prefix) {
   for (const auto& [key, value] : object.items()) {
     if (known.count(key) == 0) {
-      return Invalid(prefix + key, absl::StrCat("unsupported parameter '", prefix + key, "'"));
+      return InvalidParam(prefix + key, absl::StrCat("unsupported parameter '", prefix + key, "'"));
     }
   }
   return absl::OkStatus();
@@ -44,7 +40,7 @@ int64_t IntegerOr(const json& value) {
 }
 
 absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) {
-  if (!value.is_object()) return Invalid("compression", "'compression' must be an object");
+  if (!value.is_object()) return InvalidParam("compression", "'compression' must be an object");
   if (auto status = RefuseUnknownKeys(
           value, {"method", "ratio", "budget_tokens", "query", "kv_dtype", "merge"},
           "compression.");
@@ -53,7 +49,7 @@ absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) 
   }
   if (const json* method = Member(value, "method")) {
     if (!method->is_string()) {
-      return Invalid("compression.method", "'compression.method' must be a string");
+      return InvalidParam("compression.method", "'compression.method' must be a string");
     }
     request.method = method->get<std::string>();
   }
@@ -63,19 +59,19 @@ absl::Status ReadCompression(const json& value, DocumentUploadRequest& request) 
   }
   if (const json* query = Member(value, "query")) {
     if (!query->is_string()) {
-      return Invalid("compression.query", "'compression.query' must be a string");
+      return InvalidParam("compression.query", "'compression.query' must be a string");
     }
     request.query = query->get<std::string>();
   }
   if (const json* kv_dtype = Member(value, "kv_dtype")) {
     if (!kv_dtype->is_string()) {
-      return Invalid("compression.kv_dtype", "'compression.kv_dtype' must be a string");
+      return InvalidParam("compression.kv_dtype", "'compression.kv_dtype' must be a string");
     }
     request.kv_dtype = kv_dtype->get<std::string>();
   }
   if (const json* merge = Member(value, "merge")) {
     if (!merge->is_boolean()) {
-      return Invalid("compression.merge", "'compression.merge' must be a boolean");
+      return InvalidParam("compression.merge", "'compression.merge' must be a boolean");
     }
     request.merge = merge->get<bool>();
   }
@@ -92,14 +88,14 @@ absl::StatusOr<DocumentUploadRequest> ReadDocumentUploadJson(const json& body) {
   }
   DocumentUploadRequest request;
   const json* text = Member(body, "text");
-  if (text == nullptr) return Invalid("text", "'text' is required: the document, as a string");
-  if (!text->is_string()) return Invalid("text", "'text' must be a string: the document");
+  if (text == nullptr) return InvalidParam("text", "'text' is required: the document, as a string");
+  if (!text->is_string()) return InvalidParam("text", "'text' must be a string: the document");
   request.text = text->get<std::string>();
   if (const json* compression = Member(body, "compression")) {
     if (auto status = ReadCompression(*compression, request); !status.ok()) return status;
   }
   if (const json* keep_full = Member(body, "keep_full")) {
-    if (!keep_full->is_boolean()) return Invalid("keep_full", "'keep_full' must be a boolean");
+    if (!keep_full->is_boolean()) return InvalidParam("keep_full", "'keep_full' must be a boolean");
     request.keep_full = keep_full->get<bool>();
   }
   if (const json* ttl = Member(body, "ttl_seconds")) request.ttl_seconds = NumberOr(*ttl);

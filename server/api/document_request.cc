@@ -13,20 +13,16 @@ namespace {
 
 constexpr size_t kMaxMetadataBytes = 16 * 1024;
 
-absl::Status Invalid(const std::string& param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 absl::Status CheckRatio(double ratio, const std::string& param) {
   if (ratio > 0.0 && ratio <= 1.0) return absl::OkStatus();
-  return Invalid(param, absl::StrCat("'", param,
-                                     "' must be a number in (0, 1]: the fraction of the "
-                                     "document's KV entries kept"));
+  return InvalidParam(param, absl::StrCat("'", param,
+                                          "' must be a number in (0, 1]: the fraction of the "
+                                          "document's KV entries kept"));
 }
 
 absl::Status CheckBudget(int64_t budget_tokens, const std::string& param) {
   if (budget_tokens >= 1) return absl::OkStatus();
-  return Invalid(param, absl::StrCat("'", param, "' must be an integer of at least 1"));
+  return InvalidParam(param, absl::StrCat("'", param, "' must be an integer of at least 1"));
 }
 
 }  // namespace
@@ -34,7 +30,8 @@ absl::Status CheckBudget(int64_t budget_tokens, const std::string& param) {
 absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     DocumentUploadRequest request, const documents::DocumentsConfig& config) {
   // JSON has refused text that is not UTF-8 already; gRPC's text arrives as bytes.
-  if (!engine::IsValidUtf8(request.text)) return Invalid("text", "the text is not valid UTF-8");
+  if (!engine::IsValidUtf8(request.text))
+    return InvalidParam("text", "the text is not valid UTF-8");
   documents::DocumentUpload upload;
   upload.text = std::move(request.text);
   cache_store::CompressionSpec& spec = upload.compression;
@@ -43,7 +40,8 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
   if (!method.ok()) return WithParam(method.status(), "compression.method");
   spec.method = *method;
   if (request.ratio && request.budget_tokens) {
-    return Invalid("compression.ratio", "give 'compression.ratio' or 'budget_tokens', not both");
+    return InvalidParam("compression.ratio",
+                        "give 'compression.ratio' or 'budget_tokens', not both");
   }
   if (request.ratio) {
     if (auto status = CheckRatio(*request.ratio, "compression.ratio"); !status.ok()) {
@@ -71,15 +69,16 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     // too large (1e300) to a Duration that never ends: no expiry, which is leaving ttl out.
     if (!(ttl > 0.0) || !std::isfinite(ttl) || absl::Seconds(ttl) <= absl::ZeroDuration() ||
         absl::Seconds(ttl) == absl::InfiniteDuration()) {
-      return Invalid("ttl_seconds",
-                     "'ttl_seconds' must be a positive number of seconds a duration can hold");
+      return InvalidParam("ttl_seconds",
+                          "'ttl_seconds' must be a positive number of seconds a duration can hold");
     }
     upload.ttl = absl::Seconds(ttl);
   }
   if (request.metadata) {
-    if (!request.metadata->is_object()) return Invalid("metadata", "'metadata' must be an object");
+    if (!request.metadata->is_object())
+      return InvalidParam("metadata", "'metadata' must be an object");
     if (request.metadata->dump().size() > kMaxMetadataBytes) {
-      return Invalid("metadata", "'metadata' must encode to at most 16 KiB");
+      return InvalidParam("metadata", "'metadata' must encode to at most 16 KiB");
     }
     upload.metadata = *std::move(request.metadata);
   }
@@ -88,7 +87,7 @@ absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
 
 absl::Status CheckRecut(const RecutRequest& request) {
   if (request.ratio.has_value() == request.budget_tokens.has_value()) {
-    return Invalid("ratio", "give exactly one of 'ratio' and 'budget_tokens'");
+    return InvalidParam("ratio", "give exactly one of 'ratio' and 'budget_tokens'");
   }
   return request.ratio ? CheckRatio(*request.ratio, "ratio")
                        : CheckBudget(*request.budget_tokens, "budget_tokens");

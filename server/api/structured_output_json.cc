@@ -16,10 +16,6 @@ namespace {
 using json = nlohmann::json;
 using Kind = structured::ConstraintSpec::Kind;
 
-absl::Status Invalid(std::string_view param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 // The JSON text of the value at `path` in the body, keys in the order the client wrote them.
 std::string OrderedText(const json& value, std::string_view raw_body,
                         const std::vector<std::string>& path) {
@@ -47,19 +43,20 @@ absl::StatusOr<std::string> SchemaText(const json& value, std::string_view raw_b
                                        std::string_view param) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_object() || value.is_boolean()) return OrderedText(value, raw_body, path);
-  return Invalid(param, absl::StrCat("'", std::string(param), "' must be a JSON Schema object"));
+  return InvalidParam(param,
+                      absl::StrCat("'", std::string(param), "' must be a JSON Schema object"));
 }
 
 absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
                                 CompletionRequest& request) {
   const std::string param = "response_format";
   if (!format.is_object() || !format.contains("type") || !format["type"].is_string()) {
-    return Invalid(param, "'response_format' must be an object with a string 'type'");
+    return InvalidParam(param, "'response_format' must be an object with a string 'type'");
   }
   const std::string type = format["type"].get<std::string>();
   for (const auto& [key, value] : format.items()) {
     if (key != "type" && !(type == "json_schema" && key == "json_schema")) {
-      return Invalid(param, absl::StrCat("unexpected key 'response_format.", key, "'"));
+      return InvalidParam(param, absl::StrCat("unexpected key 'response_format.", key, "'"));
     }
   }
   if (type == "text") return absl::OkStatus();
@@ -69,34 +66,37 @@ absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
     return absl::OkStatus();
   }
   if (type != "json_schema") {
-    return Invalid(param, absl::StrCat("'response_format.type' must be one of text, json_object, "
-                                       "json_schema; got '", type, "'"));
+    return InvalidParam(param,
+                        absl::StrCat("'response_format.type' must be one of text, json_object, "
+                                     "json_schema; got '",
+                                     type, "'"));
   }
   const auto spec = format.find("json_schema");
   if (spec == format.end() || !spec->is_object()) {
-    return Invalid("response_format.json_schema",
-                   "'response_format.json_schema' must be an object with 'name' and 'schema'");
+    return InvalidParam("response_format.json_schema",
+                        "'response_format.json_schema' must be an object with 'name' and 'schema'");
   }
   for (const auto& [key, value] : spec->items()) {
     if (key == "name" || key == "description") {
       if (!value.is_string()) {
-        return Invalid("response_format.json_schema." + key,
-                       absl::StrCat("'response_format.json_schema.", key, "' must be a string"));
+        return InvalidParam(
+            "response_format.json_schema." + key,
+            absl::StrCat("'response_format.json_schema.", key, "' must be a string"));
       }
     } else if (key == "strict") {
       // Every structured output is enforced; `strict` may only say so.
       if (!value.is_boolean() && !value.is_null()) {
-        return Invalid("response_format.json_schema.strict",
-                       "'response_format.json_schema.strict' must be a boolean");
+        return InvalidParam("response_format.json_schema.strict",
+                            "'response_format.json_schema.strict' must be a boolean");
       }
     } else if (key != "schema") {
-      return Invalid("response_format.json_schema",
-                     absl::StrCat("unexpected key 'response_format.json_schema.", key, "'"));
+      return InvalidParam("response_format.json_schema",
+                          absl::StrCat("unexpected key 'response_format.json_schema.", key, "'"));
     }
   }
   if (!spec->contains("name")) {
-    return Invalid("response_format.json_schema.name",
-                   "'response_format.json_schema.name' is required");
+    return InvalidParam("response_format.json_schema.name",
+                        "'response_format.json_schema.name' is required");
   }
   // OpenAI's default for a missing schema: any JSON value.
   const json schema = spec->value("schema", json(true));
@@ -111,13 +111,13 @@ absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
 
 absl::StatusOr<std::string> ChoicesText(const json& choices, std::string_view param) {
   if (!choices.is_array() || choices.empty()) {
-    return Invalid(param, absl::StrCat("'", std::string(param),
-                                       "' must be a non-empty array of strings"));
+    return InvalidParam(
+        param, absl::StrCat("'", std::string(param), "' must be a non-empty array of strings"));
   }
   for (const json& choice : choices) {
     if (!choice.is_string() || choice.get_ref<const std::string&>().empty()) {
-      return Invalid(param, absl::StrCat("'", std::string(param),
-                                         "' must be a non-empty array of non-empty strings"));
+      return InvalidParam(param, absl::StrCat("'", std::string(param),
+                                              "' must be a non-empty array of non-empty strings"));
     }
   }
   return choices.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -126,9 +126,9 @@ absl::StatusOr<std::string> ChoicesText(const json& choices, std::string_view pa
 absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_body,
                                    CompletionRequest& request) {
   if (!outputs.is_object() || outputs.size() != 1) {
-    return Invalid("structured_outputs",
-                   "'structured_outputs' must be an object with exactly one of json, regex, "
-                   "choice, json_object");
+    return InvalidParam("structured_outputs",
+                        "'structured_outputs' must be an object with exactly one of json, regex, "
+                        "choice, json_object");
   }
   const auto entry = outputs.begin();
   const std::string key = entry.key();
@@ -139,17 +139,18 @@ absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_bod
                          SchemaText(value, raw_body, {"structured_outputs", "json"}, param));
     request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
   } else if (key == "regex") {
-    if (!value.is_string()) return Invalid(param, "'" + param + "' must be a string");
+    if (!value.is_string()) return InvalidParam(param, "'" + param + "' must be a string");
     request.structured_output = structured::ConstraintSpec{Kind::kRegex, value.get<std::string>()};
   } else if (key == "choice") {
     KVD_ASSIGN_OR_RETURN(std::string text, ChoicesText(value, param));
     request.structured_output = structured::ConstraintSpec{Kind::kChoice, std::move(text)};
   } else if (key == "json_object") {
-    if (value != true) return Invalid(param, "'" + param + "' must be true");
+    if (value != true) return InvalidParam(param, "'" + param + "' must be true");
     request.structured_output = structured::ConstraintSpec{.kind = Kind::kJsonObject};
   } else {
-    return Invalid(param, absl::StrCat("'", param, "' is not supported (supported: json, regex, "
-                                       "choice, json_object)"));
+    return InvalidParam(param, absl::StrCat("'", param,
+                                            "' is not supported (supported: json, regex, "
+                                            "choice, json_object)"));
   }
   request.structured_output_param = param;
   return absl::OkStatus();
@@ -170,22 +171,23 @@ absl::Status ReadStructuredOutputJson(const json& body, std::string_view raw_bod
   }
   if (given.empty()) return ReadResponseFormat(json{{"type", "text"}}, raw_body, request);
   if (given.size() > 1) {
-    return Invalid(given[1], absl::StrCat("'", given[0], "' and '", given[1],
-                                          "' both constrain the output; send one"));
+    return InvalidParam(given[1], absl::StrCat("'", given[0], "' and '", given[1],
+                                               "' both constrain the output; send one"));
   }
   const std::string& key = given[0];
   const json& value = body[key];
   if (key == "response_format") return ReadResponseFormat(value, raw_body, request);
   if (key == "structured_outputs") return ReadStructuredOutputs(value, raw_body, request);
   if (key == "guided_grammar") {
-    return Invalid(key, "'guided_grammar' (grammar constraints) is not supported; use a JSON "
+    return InvalidParam(key,
+                        "'guided_grammar' (grammar constraints) is not supported; use a JSON "
                         "Schema or a regex");
   }
   if (key == "guided_json") {
     KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(value, raw_body, {"guided_json"}, key));
     request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
   } else if (key == "guided_regex") {
-    if (!value.is_string()) return Invalid(key, "'guided_regex' must be a string");
+    if (!value.is_string()) return InvalidParam(key, "'guided_regex' must be a string");
     request.structured_output = structured::ConstraintSpec{Kind::kRegex, value.get<std::string>()};
   } else {
     KVD_ASSIGN_OR_RETURN(std::string text, ChoicesText(value, key));

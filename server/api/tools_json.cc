@@ -21,10 +21,6 @@ using structured::JsonValue;
 // Deepest nesting of a parameters schema, as for response_format's.
 constexpr int kMaxToolsJsonDepth = 64 + 3;
 
-absl::Status Invalid(std::string_view param, std::string message) {
-  return WithParam(absl::InvalidArgumentError(std::move(message)), param);
-}
-
 bool IsFunctionName(const std::string& name) {
   return !name.empty() && name.size() <= 64 && absl::c_all_of(name, [](char c) {
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
@@ -50,38 +46,39 @@ absl::StatusOr<ToolDefinition> ReadTool(const JsonValue& entry, size_t index) {
                    "\"parameters\", \"strict\"}}");
   if (!entry.is_object() || !entry.contains("type") || entry["type"] != "function" ||
       !entry.contains("function") || !entry["function"].is_object()) {
-    return Invalid(param, shape);
+    return InvalidParam(param, shape);
   }
   for (const auto& [key, value] : entry.items()) {
-    if (key != "type" && key != "function") return Invalid(param, shape);
+    if (key != "type" && key != "function") return InvalidParam(param, shape);
   }
   const JsonValue& function = entry["function"];
   static const std::set<std::string> kFunctionKeys = {"name", "description", "parameters",
                                                       "strict"};
   for (const auto& [key, value] : function.items()) {
     if (kFunctionKeys.count(key) == 0) {
-      return Invalid(param, absl::StrCat("unsupported key '", key, "' in '", param, ".function'"));
+      return InvalidParam(param,
+                          absl::StrCat("unsupported key '", key, "' in '", param, ".function'"));
     }
   }
   ToolDefinition tool;
   if (!function.contains("name") || !function["name"].is_string() ||
       !IsFunctionName(function["name"].get<std::string>())) {
-    return Invalid(param, absl::StrCat("'", param,
-                                       ".function.name' must be 1 to 64 letters, digits, "
-                                       "underscores or dashes"));
+    return InvalidParam(param, absl::StrCat("'", param,
+                                            ".function.name' must be 1 to 64 letters, digits, "
+                                            "underscores or dashes"));
   }
   tool.name = function["name"].get<std::string>();
   if (function.contains("description") && !function["description"].is_string() &&
       !function["description"].is_null()) {
-    return Invalid(param, absl::StrCat("'", param, ".function.description' must be a string"));
+    return InvalidParam(param, absl::StrCat("'", param, ".function.description' must be a string"));
   }
   if (function.contains("strict") && !function["strict"].is_boolean() &&
       !function["strict"].is_null()) {
-    return Invalid(param, absl::StrCat("'", param, ".function.strict' must be a boolean"));
+    return InvalidParam(param, absl::StrCat("'", param, ".function.strict' must be a boolean"));
   }
   if (function.contains("parameters") && !function["parameters"].is_null()) {
     if (!function["parameters"].is_object()) {
-      return Invalid(
+      return InvalidParam(
           param, absl::StrCat("'", param, ".function.parameters' must be a JSON Schema object"));
     }
     tool.parameters = function["parameters"];
@@ -99,13 +96,13 @@ absl::StatusOr<ToolChoice> ReadToolChoice(const json& value) {
     if (name == "none") return ToolChoice{ToolChoice::Kind::kNone, ""};
     if (name == "auto") return ToolChoice{ToolChoice::Kind::kAuto, ""};
     if (name == "required") return ToolChoice{ToolChoice::Kind::kRequired, ""};
-    return Invalid("tool_choice", shape);
+    return InvalidParam("tool_choice", shape);
   }
   if (!value.is_object() || !StringFieldIs(value, "type", "function") ||
       !value.contains("function") || !value["function"].is_object() ||
       !value["function"].contains("name") || !value["function"]["name"].is_string() ||
       value.size() != 2 || value["function"].size() != 1) {
-    return Invalid("tool_choice", shape);
+    return InvalidParam("tool_choice", shape);
   }
   return ToolChoice{ToolChoice::Kind::kFunction, value["function"]["name"].get<std::string>()};
 }
@@ -120,7 +117,7 @@ absl::Status ReadToolsJson(const json& body, std::string_view raw_body,
   };
   if (const json* parallel = given("parallel_tool_calls")) {
     if (!parallel->is_boolean()) {
-      return Invalid("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+      return InvalidParam("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     }
     request.parallel_tool_calls = parallel->get<bool>();
   }
@@ -129,20 +126,20 @@ absl::Status ReadToolsJson(const json& body, std::string_view raw_body,
   }
   const json* tools = given("tools");
   if (tools == nullptr) return absl::OkStatus();
-  if (!tools->is_array()) return Invalid("tools", "'tools' must be an array");
+  if (!tools->is_array()) return InvalidParam("tools", "'tools' must be an array");
   return ReadToolDefinitions(OrderedTools(*tools, raw_body), request);
 }
 
 absl::Status ReadToolDefinitions(const JsonValue& tools, CompletionRequest& request) {
-  if (!tools.is_array()) return Invalid("tools", "'tools' must be an array");
+  if (!tools.is_array()) return InvalidParam("tools", "'tools' must be an array");
   if (tools.size() > kMaxTools) {
-    return Invalid("tools", absl::StrCat("'tools' holds at most ", kMaxTools, " functions"));
+    return InvalidParam("tools", absl::StrCat("'tools' holds at most ", kMaxTools, " functions"));
   }
   std::set<std::string> names;
   for (size_t i = 0; i < tools.size(); ++i) {
     KVD_ASSIGN_OR_RETURN(ToolDefinition tool, ReadTool(tools[i], i));
     if (!names.insert(tool.name).second) {
-      return Invalid("tools", absl::StrCat("two tools are named '", tool.name, "'"));
+      return InvalidParam("tools", absl::StrCat("two tools are named '", tool.name, "'"));
     }
     request.tools.push_back(std::move(tool));
   }
@@ -157,30 +154,31 @@ absl::Status CheckMessageToolFields(const json& message, size_t index) {
         ".tool_calls' must be an array of {\"id\", \"type\": \"function\", \"function\": "
         "{\"name\", \"arguments\"}} with string values, the arguments a JSON object");
     if (!StringFieldIs(message, "role", "assistant")) {
-      return Invalid(param + ".tool_calls", "only assistant messages carry 'tool_calls'");
+      return InvalidParam(param + ".tool_calls", "only assistant messages carry 'tool_calls'");
     }
-    if (!calls->is_array()) return Invalid(param + ".tool_calls", shape);
+    if (!calls->is_array()) return InvalidParam(param + ".tool_calls", shape);
     for (const json& call : *calls) {
       if (!call.is_object() || !call.contains("id") || !call["id"].is_string() ||
           !StringFieldIs(call, "type", "function") || !call.contains("function") ||
           !call["function"].is_object() || !call["function"].contains("name") ||
           !call["function"]["name"].is_string() || !call["function"].contains("arguments") ||
           !call["function"]["arguments"].is_string()) {
-        return Invalid(param + ".tool_calls", shape);
+        return InvalidParam(param + ".tool_calls", shape);
       }
       const std::string& text = call["function"]["arguments"].get_ref<const std::string&>();
       if (text.empty()) continue;  // some clients send "" for a call without arguments
       auto arguments =
           engine::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
       if (!arguments.ok() || !arguments->is_object()) {
-        return Invalid(param + ".tool_calls", shape);
+        return InvalidParam(param + ".tool_calls", shape);
       }
     }
   }
   if (const auto id = message.find("tool_call_id"); id != message.end() && !id->is_null()) {
     if (!id->is_string()) {
-      return Invalid(param + ".tool_call_id",
-                     absl::StrCat("'", param, ".tool_call_id' must be the string id of a call"));
+      return InvalidParam(
+          param + ".tool_call_id",
+          absl::StrCat("'", param, ".tool_call_id' must be the string id of a call"));
     }
   }
   return absl::OkStatus();

@@ -15,7 +15,7 @@ namespace kvd::server {
 namespace {
 
 // Ordered, so tools and messages keep the client's key order as Python and JavaScript do.
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 struct Options {
   std::string model_dir;
@@ -27,7 +27,7 @@ struct Options {
 // "add_generation_prompt" and any further template variables ("tools", "enable_thinking").
 absl::StatusOr<std::string> RenderRequest(const engine::ChatTemplate& chat_template,
                                           const std::string& text, bool add_generation_prompt) {
-  Json request = Json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
+  OrderedJson request = OrderedJson::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) return absl::InvalidArgumentError("input is not valid JSON");
   if (request.is_array()) return chat_template.Render(request, add_generation_prompt);
   if (!request.is_object()) {
@@ -37,7 +37,7 @@ absl::StatusOr<std::string> RenderRequest(const engine::ChatTemplate& chat_templ
   if (messages == request.end() || !messages->is_array()) {
     return absl::InvalidArgumentError("\"messages\" must be an array");
   }
-  Json extra = Json::object();
+  OrderedJson extra = OrderedJson::object();
   for (auto it = request.begin(); it != request.end(); ++it) {
     if (it.key() == "messages") continue;
     if (it.key() == "add_generation_prompt") {
@@ -60,8 +60,9 @@ void RenderLines(const engine::ChatTemplate& chat_template, bool add_generation_
     if (line.empty()) continue;
     absl::StatusOr<std::string> rendered =
         RenderRequest(chat_template, line, add_generation_prompt);
-    const Json reply =
-        rendered.ok() ? Json(*rendered) : Json{{"error", std::string(rendered.status().message())}};
+    const OrderedJson reply =
+        rendered.ok() ? OrderedJson(*rendered)
+                      : OrderedJson{{"error", std::string(rendered.status().message())}};
     std::cout << reply.dump(-1, ' ', /*ensure_ascii=*/false,
                             nlohmann::json::error_handler_t::replace)
               << '\n';

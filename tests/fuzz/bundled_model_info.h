@@ -10,6 +10,7 @@
 #include "fuzz_support.h"
 #include "server/api/completion_params.h"
 #include "structured/constraint_cache.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::fuzz {
 
@@ -27,7 +28,7 @@ inline const engine::ServedModel& BundledModelInfo() {
 // The bundled model under the hermes tools template.
 inline const engine::ServedModel& ToolsModelInfo() {
   static const engine::ServedModel* info = [] {
-    std::ifstream in(KVD_SOURCE_DIR "/tests/data/chat_templates/hermes_tools.jinja");
+    std::ifstream in(kvd::testing::SourceDir() + "/tests/data/chat_templates/hermes_tools.jinja");
     std::stringstream source;
     source << in.rdbuf();
     auto chat_template =

@@ -20,6 +20,7 @@
 #include "engine/chat_template.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::fuzz {
 
@@ -100,7 +101,8 @@ struct BundledModel {
 // models/kvd-tiny's config, tokenizer and chat template, as `kvd serve` loads them.
 inline const BundledModel& Bundled() {
   static const BundledModel* model = [] {
-    const std::filesystem::path dir = std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny";
+    const std::filesystem::path dir =
+        std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
     auto* loaded = new BundledModel;
     auto config = engine::LoadModelConfig(dir);
     RequireOk(config.status(), "bundled config.json");

@@ -6,6 +6,7 @@
 
 #include "engine/model_config.h"
 #include "fuzz_support.h"
+#include "tests/support/source_dir.h"
 
 namespace {
 
@@ -18,7 +19,7 @@ class ModelDir {
     kvd::fuzz::Require(mkdtemp(pattern.data()) != nullptr, "mkdtemp");
     path_ = pattern;
     std::filesystem::create_symlink(
-        std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny/config.json",
+        std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny/config.json",
         path_ / "config.json");
     std::filesystem::create_symlink(generation_config_.path(), path_ / "generation_config.json");
   }

@@ -6,7 +6,8 @@
 #   tests/fuzz/run.sh [--build] [SECONDS_PER_TARGET (15)] [BUILD_DIR (build-fuzz)] [TARGET...]
 #
 # --build configures BUILD_DIR with KVD_FUZZ=ON (clang) and builds the targets first
-# (JOBS=N sets the parallelism, default nproc). Inputs found interesting are kept in
+# (KVD_UNITY_BUILD=ON: a unity build, cmake/options.cmake). JOBS=N (default nproc) sets the
+# build's parallelism and how many targets fuzz at once. Inputs found interesting are kept in
 # BUILD_DIR/fuzz/corpus/<target>, never in the committed seeds; a crashing input is written
 # to BUILD_DIR/fuzz/artifacts/ and the line says how to reproduce it.
 set -euo pipefail
@@ -51,7 +52,7 @@ declare -A settings=(
 
 if ((build)); then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKVD_WITH_CUDA=OFF -DKVD_FUZZ=ON >/dev/null
+    -DKVD_WITH_CUDA=OFF -DKVD_FUZZ=ON ${KVD_UNITY_BUILD:+-DKVD_UNITY_BUILD=$KVD_UNITY_BUILD} >/dev/null
   cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" --target kvd_fuzz_targets
 fi
 
@@ -72,39 +73,64 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 work=$build_dir/fuzz
 mkdir -p "$work/logs" "$work/artifacts"
-failed=()
-total_runs=0
-for name in "${targets[@]}"; do
-  [[ -n "${settings[$name]:-}" && -x "$bin_dir/${name}_fuzz" ]] \
-    || { echo "unknown or unbuilt fuzz target: $name" >&2; exit 1; }
+# One target's run: its line goes to logs/<target>.line and its exit status to
+# logs/<target>.status, so targets run side by side and still print in order.
+fuzz_one() {
+  local name=$1 max_len timeout rss
   read -r max_len timeout rss <<<"${settings[$name]}"
-  corpus=$work/corpus/$name
+  local corpus=$work/corpus/$name log=$work/logs/$name.log line=$work/logs/$name.line
   mkdir -p "$corpus"
-  dict=()
+  local dict=()
   [[ -f tests/fuzz/$name.dict ]] && dict=("-dict=tests/fuzz/$name.dict")
-  log=$work/logs/$name.log
-  status=0
+  local status=0
   "$bin_dir/${name}_fuzz" "$corpus" "tests/fuzz/corpus/$name" "${dict[@]}" \
     -seed="${KVD_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb="$rss" -max_len="$max_len" \
     -artifact_prefix="$work/artifacts/$name-" -print_final_stats=1 >"$log" 2>&1 || status=$?
+  local runs rate took done_line cov corp artifact
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$done_line")
-  total_runs=$((total_runs + ${runs:-0}))
+  echo "${runs:-0}" >"$work/logs/$name.runs"
   if ((status == 0)); then
     printf '%-20s ok    %10s runs %5ss %8s/s  cov %-6s corpus %s\n' "$name" "${runs:-?}" \
-      "${took:-?}" "${rate:-?}" "${cov:-?}" "${corp:-?}"
+      "${took:-?}" "${rate:-?}" "${cov:-?}" "${corp:-?}" >"$line"
   else
-    failed+=("$name")
     artifact=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
-    printf '%-20s FAIL  exit %s after %s runs; log %s\n' "$name" "$status" "${runs:-?}" "$log"
-    grep -E '^(==[0-9]+== ?ERROR|SUMMARY|.*runtime error|fuzz property failed|ALARM)' "$log" \
-      | head -5 | sed 's/^/    /' || true
-    [[ -n "$artifact" ]] && echo "    reproduce: $bin_dir/${name}_fuzz $artifact"
+    {
+      printf '%-20s FAIL  exit %s after %s runs; log %s\n' "$name" "$status" "${runs:-?}" "$log"
+      grep -E '^(==[0-9]+== ?ERROR|SUMMARY|.*runtime error|fuzz property failed|ALARM)' "$log" \
+        | head -5 | sed 's/^/    /' || true
+      [[ -z "$artifact" ]] || echo "    reproduce: $bin_dir/${name}_fuzz $artifact"
+    } >"$line"
   fi
+  echo "$status" >"$work/logs/$name.status"
+}
+
+for name in "${targets[@]}"; do
+  [[ -n "${settings[$name]:-}" && -x "$bin_dir/${name}_fuzz" ]] \
+    || { echo "unknown or unbuilt fuzz target: $name" >&2; exit 1; }
+  rm -f "$work/logs/$name.status"
+done
+# Targets run JOBS at a time (default nproc), each for its full time.
+running=0
+for name in "${targets[@]}"; do
+  if ((running >= ${JOBS:-$(nproc)})); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  fuzz_one "$name" &
+  running=$((running + 1))
+done
+wait || true
+failed=()
+total_runs=0
+for name in "${targets[@]}"; do
+  cat "$work/logs/$name.line"
+  total_runs=$((total_runs + $(cat "$work/logs/$name.runs")))
+  [[ "$(cat "$work/logs/$name.status" 2>/dev/null)" == 0 ]] || failed+=("$name")
 done
 if ((${#failed[@]})); then
   echo "fuzz: ${#targets[@]} targets, $total_runs runs, failed: ${failed[*]}"

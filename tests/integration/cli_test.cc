@@ -11,6 +11,8 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "tests/integration/kvd_binary.h"
+#include "tests/support/source_dir.h"
 
 namespace {
 
@@ -33,7 +35,7 @@ Result RunKvd(const std::string& args, const std::string& stdin_text = "") {
       std::filesystem::temp_directory_path() / ("kvd_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "stdin") << stdin_text;
-  const std::string command = std::string(KVD_BINARY) + " " + args + " <" +
+  const std::string command = kvd::testing::KvdBinary() + " " + args + " <" +
                               (dir / "stdin").string() + " >" + (dir / "out").string() + " 2>" +
                               (dir / "err").string();
   const int status = std::system(command.c_str());
@@ -43,8 +45,8 @@ Result RunKvd(const std::string& args, const std::string& stdin_text = "") {
   return result;
 }
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
-const std::string kExample = std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kExample = kvd::testing::SourceDir() + "/docs/examples/document_question.txt";
 
 TEST(CliTest, GenerateAnswersAQuestionAboutADocument) {
   const Result result = RunKvd("generate --model " + kModel + " --prompt-file " + kExample +

@@ -17,7 +17,9 @@
 #include "cache_store/store/internal/keys.h"
 #include "nlohmann/json.hpp"
 #include "rocksdb/db.h"
+#include "tests/integration/kvd_binary.h"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 
 namespace kvd::testing {
@@ -26,7 +28,7 @@ namespace {
 using json = nlohmann::json;
 using cache_store::testing::KeyValueDocument;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 KeyValueDocument Document(uint32_t seed, size_t bytes = 600) {
   std::mt19937 random(seed);
   return cache_store::testing::MakeKeyValueDocument(random, bytes);
@@ -194,7 +196,7 @@ TEST_F(DocumentsTest, KvzipHeadsNeedsAProfileOfTheModelAndItsDigestIsPartOfTheId
   EXPECT_THAT(refused.body, ::testing::HasSubstr("kvd kvzip-profile"));
 
   const auto profile = [&](const std::string& name, const std::vector<std::string>& samples) {
-    std::string command = std::string(KVD_BINARY) + " kvzip-profile --model " + kModel;
+    std::string command = kvd::testing::KvdBinary() + " kvzip-profile --model " + kModel;
     for (size_t i = 0; i < samples.size(); ++i) {
       const std::filesystem::path sample = dir_ / (name + "-sample" + std::to_string(i) + ".txt");
       std::ofstream(sample) << samples[i];

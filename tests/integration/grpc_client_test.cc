@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "tests/integration/kvd_binary.h"
 #include "tests/integration/kvd_server_process.h"
 #include "tests/support/free_port.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 
 namespace kvd::testing {
@@ -27,7 +29,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 constexpr char kKey[] = "key-alpha";
 
 struct ClientResult {
@@ -56,7 +58,7 @@ ClientResult RunClient(const std::vector<std::string>& args) {
   const std::filesystem::path err =
       std::filesystem::temp_directory_path() /
       ("kvd_client_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  std::string command = std::string(KVD_BINARY) + " client";
+  std::string command = kvd::testing::KvdBinary() + " client";
   for (const std::string& arg : args) command += " " + Quote(arg);
   command += " 2>" + Quote(err.string()) + " </dev/null";
   ClientResult result;
@@ -85,7 +87,7 @@ class GrpcClientTest : public ::testing::Test {
                                      ("kvd_grpc_client_" + std::to_string(getpid())));
     std::filesystem::remove_all(*dir_);
     std::filesystem::create_directories(*dir_);
-    std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + kKey);
+    std::string digest = Shell(kvd::testing::KvdBinary() + " hash-key --key " + kKey);
     while (!digest.empty() && digest.back() == '\n') digest.pop_back();
     std::ofstream(*dir_ / "config.yaml")
         << "tenants:\n  - id: alpha\n    key_sha256: [\"" << digest << "\"]\n"

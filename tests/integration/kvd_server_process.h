@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/integration/kvd_binary.h"
+
 extern char** environ;
 
 namespace kvd::testing {
@@ -46,12 +48,15 @@ class KvdServer {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-    std::vector<std::string> argv = {KVD_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
+    std::vector<std::string> argv = {
+        kvd::testing::KvdBinary(), "serve", "--host", "127.0.0.1", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
     std::vector<char*> raw;
     for (std::string& arg : argv) raw.push_back(arg.data());
     raw.push_back(nullptr);
-    if (posix_spawn(&pid_, KVD_BINARY, &actions, nullptr, raw.data(), environ) != 0) pid_ = -1;
+    if (posix_spawn(&pid_, kvd::testing::KvdBinary().c_str(), &actions, nullptr, raw.data(),
+                    environ) != 0)
+      pid_ = -1;
     posix_spawn_file_actions_destroy(&actions);
     close(pipe_fds[1]);
     reader_ = std::thread([this, fd = pipe_fds[0]] { ReadLogs(fd); });
@@ -180,7 +185,7 @@ inline std::string Shell(const std::string& command) {
 
 // The SHA-256 digest of an API key, as `kvd hash-key` prints it for the config.
 inline std::string Digest(const std::string& key) {
-  std::string digest = Shell(std::string(KVD_BINARY) + " hash-key --key " + key);
+  std::string digest = Shell(kvd::testing::KvdBinary() + " hash-key --key " + key);
   while (!digest.empty() && digest.back() == '\n') digest.pop_back();
   return digest;
 }

@@ -16,13 +16,14 @@
 #include "tests/integration/kvd_server_process.h"
 #include "tests/support/free_port.h"
 #include "tests/support/msgpack_value.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::testing {
 namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 constexpr int kPoolBlocksPerTokenBlock = 4 * 2;  // the bundled model's layers x kv heads
 
 // A `name{...} value` sample of a Prometheus scrape.

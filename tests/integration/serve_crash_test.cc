@@ -14,6 +14,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 
 namespace kvd::testing {
@@ -22,7 +23,7 @@ namespace {
 using json = nlohmann::json;
 using cache_store::testing::KeyValueDocument;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 constexpr int kKills = 3;
 constexpr int kUploaders = 2;
 constexpr int kUploadsPerUploader = 8;  // more than the kill leaves time for

@@ -17,13 +17,14 @@
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
 #include "tests/integration/raw_http.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::testing {
 namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 
 // A server on the bundled model with `yaml` as its config file.
 class ConfiguredServer {

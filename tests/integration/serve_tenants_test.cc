@@ -9,13 +9,14 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::testing {
 namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 
 // `limited` may send 2 requests per minute, `token_limited` 64 tokens.
 std::string TenantsYaml(const std::vector<std::pair<std::string, std::string>>& tenants,

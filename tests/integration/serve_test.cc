@@ -6,18 +6,18 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::testing {
 namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = std::string(KVD_SOURCE_DIR) + "/models/kvd-tiny";
+const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
 
 // The document and question of docs/examples/document_question.txt, without the chat markup.
 std::string DocumentQuestionText() {
-  std::string prompt =
-      ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+  std::string prompt = ReadFile(kvd::testing::SourceDir() + "/docs/examples/document_question.txt");
   const std::string head = "<|start_header_id|>user<|end_header_id|>\n\n";
   const std::string tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
   return prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
@@ -69,7 +69,7 @@ TEST_F(ServeTest, HealthReadyVersionAndModels) {
 
 TEST_F(ServeTest, CompletionAnswersTheDocumentQuestion) {
   const std::string prompt =
-      ReadFile(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+      ReadFile(kvd::testing::SourceDir() + "/docs/examples/document_question.txt");
   const HttpResult result =
       Post("/v1/completions",
            {{"model", "kvd-tiny"}, {"prompt", prompt}, {"max_tokens", 16}, {"temperature", 0}});

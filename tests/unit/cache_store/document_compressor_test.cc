@@ -21,11 +21,13 @@
 #include "kernels/backend.h"
 #include "key_value_documents.h"
 #include "tests/support/failing_kv_moves_backend.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::cache_store {
 namespace {
 
-const std::filesystem::path kModelDir = std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny";
+const std::filesystem::path kModelDir =
+    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
 
 class DocumentCompressorTest : public ::testing::Test {
  protected:

@@ -10,11 +10,13 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/source_dir.h"
+
 namespace kvd::cache_store {
 namespace {
 
 std::string ReadSource(const std::string& path) {
-  std::ifstream in(std::string(KVD_SOURCE_DIR) + "/" + path);
+  std::ifstream in(kvd::testing::SourceDir() + "/" + path);
   EXPECT_TRUE(in.good()) << path;
   std::stringstream text;
   text << in.rdbuf();

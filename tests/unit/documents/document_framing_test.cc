@@ -17,6 +17,7 @@
 #include "engine/chat_template.h"
 #include "engine/model_fingerprint.h"
 #include "engine/tokenizer.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::documents {
 namespace {
@@ -25,7 +26,8 @@ using cache_store::DocumentFraming;
 using cache_store::FramingKind;
 using ::testing::HasSubstr;
 
-const std::filesystem::path kModelDir = std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny";
+const std::filesystem::path kModelDir =
+    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
 
 class DocumentFramingTest : public ::testing::Test {
  protected:

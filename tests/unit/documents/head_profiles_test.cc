@@ -16,13 +16,15 @@
 #include "engine/model.h"
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::documents {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::filesystem::path kModelDir = std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny";
+const std::filesystem::path kModelDir =
+    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
 
 class HeadProfilesTest : public ::testing::Test {
  protected:

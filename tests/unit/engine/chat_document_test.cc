@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/source_dir.h"
 #include "tests/unit/engine/chat_template_family_templates.h"
 
 namespace kvd::engine {
@@ -90,8 +91,8 @@ TEST(MessagesWithDocument, RejectsMalformedMessages) {
 }
 
 TEST(SplitDocumentChat, BundledModelPrefixIsTheSystemTurnUpToTheDocument) {
-  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl =
-      ChatTemplate::FromTokenizerConfig(std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny");
+  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
+      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   for (bool add_generation_prompt : {true, false}) {
     EXPECT_EQ(
@@ -128,8 +129,8 @@ TEST(MessagesWithDocument, UserRoleStartsTheFirstUserMessageAndRefusesASystemMes
 }
 
 TEST(SplitDocumentChat, BundledModelUserRoleRendersTheTrainingFormat) {
-  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl =
-      ChatTemplate::FromTokenizerConfig(std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny");
+  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
+      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   absl::StatusOr<DocumentChat> split =
       SplitDocumentChat(**tmpl, kDocument, Json::array({Message("user", "Q:vig")}),

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/source_dir.h"
 #include "tests/unit/engine/chat_template_family_templates.h"
 
 namespace kvd::engine {
@@ -59,8 +60,8 @@ Json ToolConversation() {
 }
 
 TEST(ChatTemplateBundledModel, RendersLlama3Prompt) {
-  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl =
-      ChatTemplate::FromTokenizerConfig(std::filesystem::path(KVD_SOURCE_DIR) / "models/kvd-tiny");
+  absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
+      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   const Json messages = {Message("system", "You are terse."), Message("user", "Hello")};
   absl::StatusOr<std::string> out = (*tmpl)->Render(messages, true);

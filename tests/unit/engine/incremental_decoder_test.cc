@@ -8,6 +8,7 @@
 
 #include "engine/tokenizer.h"
 #include "gtest/gtest.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::engine {
 namespace {
@@ -50,8 +51,9 @@ bool IsValidUtf8(std::string_view s) {
 class IncrementalDecoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::FromFile(
-        std::filesystem::path(KVD_SOURCE_DIR) / "tests/data/tokenizer/tiny_byte_level.json");
+    absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+        Tokenizer::FromFile(std::filesystem::path(kvd::testing::SourceDir()) /
+                            "tests/data/tokenizer/tiny_byte_level.json");
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);
   }

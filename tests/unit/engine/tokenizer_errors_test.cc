@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/support/source_dir.h"
 
 namespace kvd::engine {
 namespace {
@@ -19,7 +20,7 @@ using ::testing::HasSubstr;
 constexpr char kSource[] = "corrupt/tokenizer.json";
 
 nlohmann::json BaseDocument() {
-  std::ifstream in(std::filesystem::path(KVD_SOURCE_DIR) /
+  std::ifstream in(std::filesystem::path(kvd::testing::SourceDir()) /
                    "tests/data/tokenizer/tiny_byte_level.json");
   std::ostringstream contents;
   contents << in.rdbuf();

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "reference_model.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::engine {
 namespace {
@@ -28,7 +29,7 @@ using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 
 const std::filesystem::path kDataDir =
-    std::filesystem::path(KVD_SOURCE_DIR) / "tests/data/tokenizer";
+    std::filesystem::path(kvd::testing::SourceDir()) / "tests/data/tokenizer";
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

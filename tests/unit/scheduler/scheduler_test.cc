@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/source_dir.h"
 #include "tests/unit/scheduler/scheduler_fixture.h"
 
 namespace kvd::scheduler::testing {
@@ -296,7 +297,7 @@ TEST_F(SchedulerTest, SeededCompletionsDifferAndRepeat) {
 
 // The document question from docs/examples: the model answers and ends with <|eot_id|>.
 Request DocumentQuestion(const engine::Tokenizer& tokenizer) {
-  std::ifstream in(std::string(KVD_SOURCE_DIR) + "/docs/examples/document_question.txt");
+  std::ifstream in(kvd::testing::SourceDir() + "/docs/examples/document_question.txt");
   std::stringstream text;
   text << in.rdbuf();
   Request request;

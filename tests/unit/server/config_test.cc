@@ -13,6 +13,7 @@
 #include "server/config/api_key.h"
 #include "server/config/config_loader.h"
 #include "server/config/server_config.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/server/config_test_support.h"
 
 namespace kvd::server {
@@ -25,7 +26,7 @@ using config_testing::kDigestEmpty;
 using config_testing::ParseError;
 using config_testing::ParseOk;
 
-constexpr char kExampleFile[] = KVD_SOURCE_DIR "/deploy/config/example.yaml";
+const std::string kExampleFile = kvd::testing::SourceDir() + "/deploy/config/example.yaml";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

@@ -10,13 +10,14 @@
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "server/api/completion_params.h"
+#include "tests/support/source_dir.h"
 
 namespace kvd::server {
 
 class TinyModelTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string dir = KVD_SOURCE_DIR "/models/kvd-tiny";
+    const std::string dir = kvd::testing::SourceDir() + "/models/kvd-tiny";
     auto config = engine::LoadModelConfig(dir);
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = new engine::ModelConfig(*config);

@@ -14,6 +14,7 @@
 #include "server/api/tool_parser.h"
 #include "server/http/error_response.h"
 #include "structured/constraint_cache.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/engine/chat_template_family_templates.h"
 #include "tests/unit/server/tiny_model_test.h"
 
@@ -25,7 +26,7 @@ using structured::ToolCallSyntax;
 using ::testing::HasSubstr;
 
 std::unique_ptr<engine::ChatTemplate> TemplateFile(const std::string& name) {
-  std::ifstream in(KVD_SOURCE_DIR "/tests/data/chat_templates/" + name);
+  std::ifstream in(kvd::testing::SourceDir() + "/tests/data/chat_templates/" + name);
   std::stringstream source;
   source << in.rdbuf();
   return engine::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>").value();

@@ -5,13 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "base/check.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "base/check.h"
 #include "nlohmann/json.hpp"
 #include "structured/json_schema_grammar.h"
 #include "structured/regex_grammar.h"
 #include "structured/stack_space.h"
+#include "tests/support/source_dir.h"
 #include "tests/unit/structured/grammar_test_support.h"
 
 namespace kvd::structured {
@@ -24,7 +25,9 @@ class ConstraintTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     tokenizer_ =
-        engine::Tokenizer::FromFile(KVD_SOURCE_DIR "/models/kvd-tiny/tokenizer.json").value().release();
+        engine::Tokenizer::FromFile(kvd::testing::SourceDir() + "/models/kvd-tiny/tokenizer.json")
+            .value()
+            .release();
     trie_ = new std::shared_ptr<const TokenTrie>(
         TokenTrie::Create(*tokenizer_, {std::begin(kEndTokens), std::end(kEndTokens)}).value());
   }

@@ -1,0 +1,10 @@
+#include "tests/support/source_dir.h"
+
+namespace kvd::testing {
+
+const std::string& SourceDir() {
+  static const std::string* const dir = new std::string(KVD_SOURCE_DIR);
+  return *dir;
+}
+
+}  // namespace kvd::testing
