@@ -7,6 +7,12 @@ if(KVD_WERROR)
   target_compile_options(kvd_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()
 target_include_directories(kvd_build_flags INTERFACE ${PROJECT_SOURCE_DIR})
+if(KVD_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # A batch includes its .cc files, so g++ takes their anonymous-namespace types for a header's
+  # and warns where a lambda or coroutine frame holds one.
+  target_compile_options(kvd_build_flags INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
+endif()
 
 if(KVD_SANITIZE)
   string(REPLACE ";" "," kvd_sanitizers "${KVD_SANITIZE}")
