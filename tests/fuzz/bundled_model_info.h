@@ -28,7 +28,8 @@ inline const engine::ServedModel& BundledModelInfo() {
 // The bundled model under the hermes tools template.
 inline const engine::ServedModel& ToolsModelInfo() {
   static const engine::ServedModel* info = [] {
-    std::ifstream in(kvd::testing::SourceDir() + "/tests/data/chat_templates/hermes_tools.jinja");
+    std::ifstream in(kvd::test_support::SourceDir() +
+                     "/tests/data/chat_templates/hermes_tools.jinja");
     std::stringstream source;
     source << in.rdbuf();
     auto chat_template =

@@ -102,7 +102,7 @@ struct BundledModel {
 inline const BundledModel& Bundled() {
   static const BundledModel* model = [] {
     const std::filesystem::path dir =
-        std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
+        std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny";
     auto* loaded = new BundledModel;
     auto config = engine::LoadModelConfig(dir);
     RequireOk(config.status(), "bundled config.json");

@@ -19,7 +19,7 @@ class ModelDir {
     kvd::fuzz::Require(mkdtemp(pattern.data()) != nullptr, "mkdtemp");
     path_ = pattern;
     std::filesystem::create_symlink(
-        std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny/config.json",
+        std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny/config.json",
         path_ / "config.json");
     std::filesystem::create_symlink(generation_config_.path(), path_ / "generation_config.json");
   }

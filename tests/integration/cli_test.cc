@@ -45,8 +45,9 @@ Result RunKvd(const std::string& args, const std::string& stdin_text = "") {
   return result;
 }
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
-const std::string kExample = kvd::testing::SourceDir() + "/docs/examples/document_question.txt";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
+const std::string kExample =
+    kvd::test_support::SourceDir() + "/docs/examples/document_question.txt";
 
 TEST(CliTest, GenerateAnswersAQuestionAboutADocument) {
   const Result result = RunKvd("generate --model " + kModel + " --prompt-file " + kExample +

@@ -28,7 +28,7 @@ namespace {
 using json = nlohmann::json;
 using cache_store::testing::KeyValueDocument;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 KeyValueDocument Document(uint32_t seed, size_t bytes = 600) {
   std::mt19937 random(seed);
   return cache_store::testing::MakeKeyValueDocument(random, bytes);

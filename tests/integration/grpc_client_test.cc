@@ -29,7 +29,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 constexpr char kKey[] = "key-alpha";
 
 struct ClientResult {

@@ -23,7 +23,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 constexpr int kPoolBlocksPerTokenBlock = 4 * 2;  // the bundled model's layers x kv heads
 
 // A `name{...} value` sample of a Prometheus scrape.

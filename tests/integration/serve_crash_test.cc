@@ -23,7 +23,7 @@ namespace {
 using json = nlohmann::json;
 using cache_store::testing::KeyValueDocument;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 constexpr int kKills = 3;
 constexpr int kUploaders = 2;
 constexpr int kUploadsPerUploader = 8;  // more than the kill leaves time for

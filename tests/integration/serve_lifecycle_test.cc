@@ -15,7 +15,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 
 const json kLongStream = {{"model", "kvd-tiny"},
                           {"prompt", "the"},

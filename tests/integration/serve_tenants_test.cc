@@ -16,7 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 
 // `limited` may send 2 requests per minute, `token_limited` 64 tokens.
 std::string TenantsYaml(const std::vector<std::pair<std::string, std::string>>& tenants,

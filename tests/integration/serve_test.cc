@@ -13,11 +13,12 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 
 // The document and question of docs/examples/document_question.txt, without the chat markup.
 std::string DocumentQuestionText() {
-  std::string prompt = ReadFile(kvd::testing::SourceDir() + "/docs/examples/document_question.txt");
+  std::string prompt =
+      ReadFile(kvd::test_support::SourceDir() + "/docs/examples/document_question.txt");
   const std::string head = "<|start_header_id|>user<|end_header_id|>\n\n";
   const std::string tail = "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
   return prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
@@ -69,7 +70,7 @@ TEST_F(ServeTest, HealthReadyVersionAndModels) {
 
 TEST_F(ServeTest, CompletionAnswersTheDocumentQuestion) {
   const std::string prompt =
-      ReadFile(kvd::testing::SourceDir() + "/docs/examples/document_question.txt");
+      ReadFile(kvd::test_support::SourceDir() + "/docs/examples/document_question.txt");
   const HttpResult result =
       Post("/v1/completions",
            {{"model", "kvd-tiny"}, {"prompt", prompt}, {"max_tokens", 16}, {"temperature", 0}});

@@ -1,10 +1,10 @@
 #include "tests/support/source_dir.h"
 
-namespace kvd::testing {
+namespace kvd::test_support {
 
 const std::string& SourceDir() {
   static const std::string* const dir = new std::string(KVD_SOURCE_DIR);
   return *dir;
 }
 
-}  // namespace kvd::testing
+}  // namespace kvd::test_support

@@ -5,8 +5,8 @@
 
 #include <string>
 
-namespace kvd::testing {
+namespace kvd::test_support {
 
 const std::string& SourceDir();
 
-}  // namespace kvd::testing
+}  // namespace kvd::test_support

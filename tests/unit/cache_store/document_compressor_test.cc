@@ -27,7 +27,7 @@ namespace kvd::cache_store {
 namespace {
 
 const std::filesystem::path kModelDir =
-    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
+    std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny";
 
 class DocumentCompressorTest : public ::testing::Test {
  protected:

@@ -16,7 +16,7 @@ namespace kvd::cache_store {
 namespace {
 
 std::string ReadSource(const std::string& path) {
-  std::ifstream in(kvd::testing::SourceDir() + "/" + path);
+  std::ifstream in(kvd::test_support::SourceDir() + "/" + path);
   EXPECT_TRUE(in.good()) << path;
   std::stringstream text;
   text << in.rdbuf();

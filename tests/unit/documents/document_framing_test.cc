@@ -27,7 +27,7 @@ using cache_store::FramingKind;
 using ::testing::HasSubstr;
 
 const std::filesystem::path kModelDir =
-    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
+    std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny";
 
 class DocumentFramingTest : public ::testing::Test {
  protected:

@@ -24,7 +24,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const std::filesystem::path kModelDir =
-    std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny";
+    std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny";
 
 class HeadProfilesTest : public ::testing::Test {
  protected:

@@ -92,7 +92,7 @@ TEST(MessagesWithDocument, RejectsMalformedMessages) {
 
 TEST(SplitDocumentChat, BundledModelPrefixIsTheSystemTurnUpToTheDocument) {
   absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
-      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
+      std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   for (bool add_generation_prompt : {true, false}) {
     EXPECT_EQ(
@@ -130,7 +130,7 @@ TEST(MessagesWithDocument, UserRoleStartsTheFirstUserMessageAndRefusesASystemMes
 
 TEST(SplitDocumentChat, BundledModelUserRoleRendersTheTrainingFormat) {
   absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
-      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
+      std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   absl::StatusOr<DocumentChat> split =
       SplitDocumentChat(**tmpl, kDocument, Json::array({Message("user", "Q:vig")}),

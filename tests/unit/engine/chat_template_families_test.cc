@@ -61,7 +61,7 @@ Json ToolConversation() {
 
 TEST(ChatTemplateBundledModel, RendersLlama3Prompt) {
   absl::StatusOr<std::unique_ptr<ChatTemplate>> tmpl = ChatTemplate::FromTokenizerConfig(
-      std::filesystem::path(kvd::testing::SourceDir()) / "models/kvd-tiny");
+      std::filesystem::path(kvd::test_support::SourceDir()) / "models/kvd-tiny");
   ASSERT_TRUE(tmpl.ok()) << tmpl.status();
   const Json messages = {Message("system", "You are terse."), Message("user", "Hello")};
   absl::StatusOr<std::string> out = (*tmpl)->Render(messages, true);

@@ -52,7 +52,7 @@ class IncrementalDecoderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
-        Tokenizer::FromFile(std::filesystem::path(kvd::testing::SourceDir()) /
+        Tokenizer::FromFile(std::filesystem::path(kvd::test_support::SourceDir()) /
                             "tests/data/tokenizer/tiny_byte_level.json");
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = *std::move(tokenizer);

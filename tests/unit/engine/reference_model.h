@@ -16,7 +16,7 @@ namespace kvd::engine::testing {
 // KVD_MODEL_DIR overrides the bundled model (used while a model is regenerated).
 inline std::filesystem::path BundledModelDir() {
   if (const char* dir = std::getenv("KVD_MODEL_DIR")) return dir;
-  return std::filesystem::path(kvd::testing::SourceDir()) / "models" / "kvd-tiny";
+  return std::filesystem::path(kvd::test_support::SourceDir()) / "models" / "kvd-tiny";
 }
 
 struct ReferenceCase {

@@ -20,7 +20,7 @@ using ::testing::HasSubstr;
 constexpr char kSource[] = "corrupt/tokenizer.json";
 
 nlohmann::json BaseDocument() {
-  std::ifstream in(std::filesystem::path(kvd::testing::SourceDir()) /
+  std::ifstream in(std::filesystem::path(kvd::test_support::SourceDir()) /
                    "tests/data/tokenizer/tiny_byte_level.json");
   std::ostringstream contents;
   contents << in.rdbuf();

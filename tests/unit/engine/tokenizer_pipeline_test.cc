@@ -219,7 +219,7 @@ TEST(MetaspaceTest, DecoderDropsTheFirstTokensMetaspaces) {
 // Normalizers and Digits on the byte-level fixture (tests/data/tokenizer/README.md has its ids).
 
 std::unique_ptr<Tokenizer> LoadTinyWith(const Json& normalizer, const Json& pre_tokenizer = {}) {
-  std::ifstream in(kvd::testing::SourceDir() + "/tests/data/tokenizer/tiny_byte_level.json");
+  std::ifstream in(kvd::test_support::SourceDir() + "/tests/data/tokenizer/tiny_byte_level.json");
   Json doc = Json::parse(in);
   doc["normalizer"] = normalizer;
   if (!pre_tokenizer.is_null()) doc["pre_tokenizer"] = pre_tokenizer;

@@ -29,7 +29,7 @@ using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 
 const std::filesystem::path kDataDir =
-    std::filesystem::path(kvd::testing::SourceDir()) / "tests/data/tokenizer";
+    std::filesystem::path(kvd::test_support::SourceDir()) / "tests/data/tokenizer";
 
 std::string ReadFile(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

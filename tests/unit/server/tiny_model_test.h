@@ -17,7 +17,7 @@ namespace kvd::server {
 class TinyModelTest : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const std::string dir = kvd::testing::SourceDir() + "/models/kvd-tiny";
+    const std::string dir = kvd::test_support::SourceDir() + "/models/kvd-tiny";
     auto config = engine::LoadModelConfig(dir);
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = new engine::ModelConfig(*config);

@@ -26,7 +26,7 @@ using structured::ToolCallSyntax;
 using ::testing::HasSubstr;
 
 std::unique_ptr<engine::ChatTemplate> TemplateFile(const std::string& name) {
-  std::ifstream in(kvd::testing::SourceDir() + "/tests/data/chat_templates/" + name);
+  std::ifstream in(kvd::test_support::SourceDir() + "/tests/data/chat_templates/" + name);
   std::stringstream source;
   source << in.rdbuf();
   return engine::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>").value();

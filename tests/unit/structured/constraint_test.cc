@@ -24,10 +24,10 @@ constexpr int32_t kEndTokens[] = {873, 870};
 class ConstraintTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_ =
-        engine::Tokenizer::FromFile(kvd::testing::SourceDir() + "/models/kvd-tiny/tokenizer.json")
-            .value()
-            .release();
+    tokenizer_ = engine::Tokenizer::FromFile(kvd::test_support::SourceDir() +
+                                             "/models/kvd-tiny/tokenizer.json")
+                     .value()
+                     .release();
     trie_ = new std::shared_ptr<const TokenTrie>(
         TokenTrie::Create(*tokenizer_, {std::begin(kEndTokens), std::end(kEndTokens)}).value());
   }
