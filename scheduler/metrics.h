@@ -38,6 +38,8 @@ struct MetricsSnapshot {
   int32_t keepkv_sequences = 0;
   double keepkv_compressed_fraction = 0.0;
   int64_t prefix_cache_blocks = 0;  // KV blocks the prefix cache keeps (in use or idle)
+  // How long the scheduler thread has had work without completing a step (Scheduler::StalledFor).
+  double stalled_seconds = 0.0;
   // Counters.
   uint64_t steps = 0;
   uint64_t preemptions = 0;

@@ -83,12 +83,19 @@ Scheduler::Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer,
       config_(config),
       clock_(clock),
       max_sequence_tokens_(max_sequence_tokens),
+      progress_(clock),
       kv_events_(config.prefix_cache.enabled && config.prefix_cache.kv_events
                      ? std::make_unique<KvEventLog>(config.block_size, kKvEventsKept)
                      : nullptr),
       wakeup_(std::make_shared<internal::Wakeup>()) {}
 
 Scheduler::~Scheduler() { Stop(); }
+
+MetricsSnapshot Scheduler::Metrics() const {
+  MetricsSnapshot snapshot = metrics_.Snapshot();
+  snapshot.stalled_seconds = absl::ToDoubleSeconds(StalledFor());
+  return snapshot;
+}
 
 absl::Status Scheduler::Validate(const Request& request) const {
   const engine::ModelConfig& config = model_.config();
@@ -280,12 +287,15 @@ void Scheduler::Run() {
       if (stopping_) break;
     }
     if (!HasWork()) {
+      progress_.Idle();
       wakeup_->Wait();
       continue;
     }
+    progress_.Busy();
     if (auto report = step_loop_->Step(); !report.ok()) {
       spdlog::error("scheduler step failed: {}", report.status().ToString());
     }
+    progress_.Stepped();
   }
 }
 

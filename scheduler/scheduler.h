@@ -21,6 +21,7 @@
 #include "scheduler/config.h"
 #include "scheduler/kv_events.h"
 #include "scheduler/metrics.h"
+#include "scheduler/progress_watch.h"
 #include "scheduler/request.h"
 #include "scheduler/request_handle.h"
 #include "scheduler/step_report.h"
@@ -64,7 +65,10 @@ class Scheduler {
   // Whether Step has anything to do. Same thread as Step.
   bool HasWork();
 
-  MetricsSnapshot Metrics() const { return metrics_.Snapshot(); }
+  MetricsSnapshot Metrics() const;
+  // Thread-safe. How long the scheduler thread has had work without completing a step; zero
+  // while it has none, and always zero without Start.
+  absl::Duration StalledFor() const { return progress_.Stalled(); }
   // The prefix cache's KV events; null unless prefix_cache.enabled and kv_events are on.
   // Thread-safe.
   const KvEventLog* kv_events() const { return kv_events_.get(); }
@@ -87,6 +91,7 @@ class Scheduler {
   const Clock& clock_;
   const int32_t max_sequence_tokens_;
   SchedulerMetrics metrics_;
+  ProgressWatch progress_;
   const std::unique_ptr<KvEventLog> kv_events_;  // before step_loop_, which appends to it
   std::shared_ptr<internal::Wakeup> wakeup_;
   std::unique_ptr<internal::StepLoop> step_loop_;  // Thread: scheduler

@@ -1,6 +1,7 @@
 #include "server/api/openai_routes.h"
 
 #include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -232,6 +233,18 @@ class Api {
 
 }  // namespace
 
+HttpResponse HealthResponse(const ServingContext& context) {
+  if (context.scheduler == nullptr || context.health_step_timeout <= absl::ZeroDuration()) {
+    return HttpResponse{.status = 200, .body = "{}"};
+  }
+  const absl::Duration stalled = context.scheduler->StalledFor();
+  if (stalled <= context.health_step_timeout) return HttpResponse{.status = 200, .body = "{}"};
+  const std::string message = absl::StrCat(
+      "the scheduler has had work for ",
+      absl::FormatDuration(absl::Trunc(stalled, absl::Seconds(1))), " without completing a step");
+  return ErrorResponse(WithErrorCode(absl::UnavailableError(message), "scheduler_stalled"));
+}
+
 void AddApiRoutes(Router& router, ServingContext& context) {
   auto api = std::make_shared<Api>(context);
   router.Add("POST", "/v1/completions",
@@ -242,9 +255,8 @@ void AddApiRoutes(Router& router, ServingContext& context) {
   router.Add("GET", "/v1/models/{id}", [api](HttpRequest& r) { return api->Model(r); });
   router.Add("POST", "/tokenize", [api](HttpRequest& r) { return api->Tokenize(r); });
   router.Add("POST", "/detokenize", [api](HttpRequest& r) { return api->Detokenize(r); });
-  router.Add("GET", "/health", [](HttpRequest&) -> HandlerResult {
-    return HttpResponse{.status = 200, .body = "{}"};
-  });
+  router.Add("GET", "/health",
+             [&context](HttpRequest&) -> HandlerResult { return HealthResponse(context); });
   router.Add("GET", "/ready", [api](HttpRequest&) { return api->Ready(); });
   router.Add("GET", "/version", [](HttpRequest&) -> HandlerResult {
     return JsonResponse({{"version", kVersion}});

@@ -10,4 +10,8 @@ namespace kvd::server {
 // `context` is borrowed and must outlive the router.
 void AddApiRoutes(Router& router, ServingContext& context);
 
+// GET /health: 200 while the process serves; 503 `scheduler_stalled` once the scheduler thread
+// has had work for longer than context.health_step_timeout without completing a step.
+HttpResponse HealthResponse(const ServingContext& context);
+
 }  // namespace kvd::server

@@ -32,6 +32,9 @@ struct ServingContext {
   // How the model writes tool calls (model.tool_parser, resolved); empty: `tools` is refused.
   std::optional<structured::ToolCallSyntax> tool_call_syntax;
   bool log_requests = true;
+  // GET /health answers 503 once the scheduler thread has had work this long without completing
+  // a step (server.health_step_timeout_seconds); zero: never.
+  absl::Duration health_step_timeout = absl::ZeroDuration();
   std::string kv_cache_medium = "CPU";  // where KV blocks live, as KV events name it: CPU or GPU
   std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
   std::atomic<bool> draining = false;          // shutting down: no new requests

@@ -205,6 +205,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.tool_call_syntax = *tool_call_syntax;
   context.tenants = &tenants;
   context.log_requests = config->logging.requests;
+  context.health_step_timeout = absl::Seconds(config->server.health_step_timeout_seconds);
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
   // Structured outputs: the vocabulary's token bytes, once, for every constraint's masks.
   std::unique_ptr<structured::ConstraintCache> constraints;

@@ -41,6 +41,7 @@ void ReadListen(YamlDocument& document, const YAML::Node& node, ListenConfig& c)
   r.Read("idle_timeout_seconds", &c.idle_timeout_seconds);
   r.Read("keepalive_interval_seconds", &c.keepalive_interval_seconds);
   r.Read("drain_timeout_seconds", &c.drain_timeout_seconds);
+  r.Read("health_step_timeout_seconds", &c.health_step_timeout_seconds);
   r.Finish();
 }
 

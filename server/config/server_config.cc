@@ -149,7 +149,11 @@ absl::Status ValidateListen(const ListenConfig& c) {
       !s.ok()) {
     return s;
   }
-  return CheckSeconds("server.drain_timeout_seconds", c.drain_timeout_seconds, true);
+  if (auto s = CheckSeconds("server.drain_timeout_seconds", c.drain_timeout_seconds, true);
+      !s.ok()) {
+    return s;
+  }
+  return CheckSeconds("server.health_step_timeout_seconds", c.health_step_timeout_seconds, true);
 }
 
 absl::Status ValidateModel(const ModelSection& c) {

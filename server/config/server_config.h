@@ -50,6 +50,11 @@ struct ListenConfig {
   // Seconds that running requests get to finish after SIGTERM before they are cancelled,
   // in [0, 86400]. Default 30.
   double drain_timeout_seconds = 30.0;
+  // Seconds the scheduler thread may have work without completing a step before GET /health
+  // answers 503 `scheduler_stalled` (a wedged replica, for the liveness probe to restart), in
+  // [0, 86400]; 0: never. Default 300: on a CPU one step of a long prompt chunk can take
+  // minutes.
+  double health_step_timeout_seconds = 300.0;
 
   bool operator==(const ListenConfig&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "server/http/http_server.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -12,6 +13,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <chrono>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74 with g++ 12 needs std::exchange declared first
 #include <vector>
@@ -46,6 +48,12 @@ struct WaitState {
   bool client_gone = false;  // the peer closed or reset the connection
   bool watching = false;     // the watcher's read is outstanding
 };
+
+// The lingering close after an error reply (Session::DiscardUntilClosed): the longest the
+// client may stay silent, the longest it may keep sending, and the most it may send.
+constexpr std::chrono::seconds kLingerSilence(5);
+constexpr std::chrono::seconds kLingerTime(30);
+constexpr size_t kLingerBytes = size_t{256} << 20;
 
 // How a connection's wait for its next request ended.
 enum class ReadOutcome { kRequest, kReply, kClosed };
@@ -87,15 +95,22 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  // After an error reply to a request that was not read whole: stop sending, then read and drop
-  // what the client is still sending, for a moment, so that closing with unread bytes does not
-  // reset the connection before the client reads the reply.
+  // After an error reply to a request that was not read whole (a body over the limit, say):
+  // stop sending, then read and drop what the client is still sending, so that closing with
+  // unread bytes does not reset the connection before the client reads the reply. A client that
+  // writes its whole body before it reads (Python's http.client, many proxies) is still sending
+  // megabytes. Bounded as nginx's lingering close is: until the client closes, goes quiet for
+  // kLingerSilence, has sent kLingerBytes, or kLingerTime has passed.
   awaitable<void> DiscardUntilClosed() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(std::chrono::seconds(2));
-    std::array<char, 8192> sink;
-    for (size_t discarded = 0; !ec && discarded < (size_t{1} << 20);) {
+    const auto give_up_at = std::chrono::steady_clock::now() + kLingerTime;
+    std::array<char, 16384> sink;
+    for (size_t discarded = 0; !ec && discarded < kLingerBytes;) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= give_up_at) break;
+      stream_.expires_after(
+          std::min<std::chrono::steady_clock::duration>(kLingerSilence, give_up_at - now));
       discarded += co_await stream_.async_read_some(net::buffer(sink),
                                                     net::redirect_error(use_awaitable, ec));
     }

@@ -145,6 +145,10 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
                        gauge, kvd_labels_, static_cast<double>(s.prefix_cache_blocks)));
   out.push_back(Single("kvd_scheduler_steps_total", "Scheduler steps, empty ones included (steps).",
                        counter, kvd_labels_, static_cast<double>(s.steps)));
+  out.push_back(Single("kvd_scheduler_stalled_seconds",
+                       "How long the scheduler thread has had work without completing a step; "
+                       "0 while idle (seconds).",
+                       gauge, kvd_labels_, s.stalled_seconds));
   out.push_back(Histogram("kvd_scheduler_step_seconds",
                           "Duration of scheduler steps that ran the model (seconds).", kvd_labels_,
                           s.step_seconds));

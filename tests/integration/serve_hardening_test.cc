@@ -1,7 +1,8 @@
 // `kvd serve` against hostile and unlucky clients, as raw bytes over a socket: heads, trailers
-// and chunk lines past the limits, JSON nested far too deep, duplicate credentials, slow
-// senders, connection floods and descriptor exhaustion, bytes after a request, a reload that
-// would drop authentication. After each, the server is still up and serving.
+// and chunk lines past the limits, bodies past theirs sent whole before reading, JSON nested far
+// too deep, duplicate credentials, slow senders, connection floods and descriptor exhaustion,
+// bytes after a request, a reload that would drop authentication. After each, the server is still
+// up and serving.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
@@ -24,7 +25,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kModel = kvd::testing::SourceDir() + "/models/kvd-tiny";
+const std::string kModel = kvd::test_support::SourceDir() + "/models/kvd-tiny";
 
 // A server on the bundled model with `yaml` as its config file.
 class ConfiguredServer {
@@ -122,6 +123,35 @@ TEST(ServeHardeningTest, HeadsTrailersAndChunkLinesPastTheLimitsAre431) {
   // A small trailer is fine.
   EXPECT_EQ(SendRaw(server, chunked + first_chunk + "0\r\nX-T: 1\r\nConnection: close\r\n\r\n"),
             200);
+  ExpectHealthy(server);
+}
+
+// A client that writes its whole body before reading (Python's http.client, many proxies) reads
+// the 413 too: the server keeps taking and dropping the body after its reply instead of closing
+// on the unread bytes, which would reset the connection under the client's writes.
+TEST(ServeHardeningTest, ABodyOverTheLimitIs413ToAClientThatSendsItAllBeforeReading) {
+  ConfiguredServer configured("server:\n  max_body_bytes: \"64KiB\"\n");
+  KvdServer& server = configured.server();
+  ASSERT_GT(server.port(), 0) << server.logs();
+  const std::string body(10 << 20, 'x');
+  const std::string declared =
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n";
+  std::string chunked =
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string chunk(1 << 20, 'x');
+  for (int i = 0; i < 10; ++i) chunked += "100000\r\n" + chunk + "\r\n";
+  chunked += "0\r\n\r\n";
+  for (const std::string& request : {declared + body, chunked}) {
+    RawConnection connection(server.port());
+    ASSERT_TRUE(connection.connected());
+    EXPECT_TRUE(connection.Send(request)) << "the server reset the connection under the body";
+    const std::string response = connection.ReadUntil("}}");
+    EXPECT_EQ(StatusOf(response), 413) << response;
+    EXPECT_NE(response.find("request_too_large"), std::string::npos) << response;
+  }
   ExpectHealthy(server);
 }
 

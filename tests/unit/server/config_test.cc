@@ -26,7 +26,7 @@ using config_testing::kDigestEmpty;
 using config_testing::ParseError;
 using config_testing::ParseOk;
 
-const std::string kExampleFile = kvd::testing::SourceDir() + "/deploy/config/example.yaml";
+const std::string kExampleFile = kvd::test_support::SourceDir() + "/deploy/config/example.yaml";
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -59,6 +59,7 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.server.idle_timeout_seconds, b.server.idle_timeout_seconds);
   EXPECT_EQ(a.server.keepalive_interval_seconds, b.server.keepalive_interval_seconds);
   EXPECT_EQ(a.server.drain_timeout_seconds, b.server.drain_timeout_seconds);
+  EXPECT_EQ(a.server.health_step_timeout_seconds, b.server.health_step_timeout_seconds);
   EXPECT_TRUE(a.server == b.server);  // and nothing the lines above forgot
   EXPECT_EQ(a.model.path, b.model.path);
   EXPECT_EQ(a.model.name, b.model.name);
@@ -232,6 +233,7 @@ server:
   idle_timeout_seconds: 10
   keepalive_interval_seconds: 0
   drain_timeout_seconds: 0
+  health_step_timeout_seconds: 0
 model:
   path: /srv/models/llama-3-8b/
   name: llama3
@@ -272,6 +274,7 @@ logging:
   EXPECT_DOUBLE_EQ(config.server.idle_timeout_seconds, 10.0);
   EXPECT_DOUBLE_EQ(config.server.keepalive_interval_seconds, 0.0);
   EXPECT_DOUBLE_EQ(config.server.drain_timeout_seconds, 0.0);
+  EXPECT_DOUBLE_EQ(config.server.health_step_timeout_seconds, 0.0);
   EXPECT_EQ(config.model.path, "/srv/models/llama-3-8b/");
   EXPECT_EQ(config.model.name, "llama3");
   EXPECT_EQ(config.model.ServedName(), "llama3");
@@ -449,6 +452,8 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: server.keepalive_interval_seconds: must be in [0, 86400] seconds, got -1"},
       {"server:\n  drain_timeout_seconds: 90000\n",
        "config.yaml:2: server.drain_timeout_seconds: must be in [0, 86400] seconds, got 90000"},
+      {"server:\n  health_step_timeout_seconds: -5\n",
+       "config.yaml:2: server.health_step_timeout_seconds: must be in [0, 86400] seconds, got -5"},
       {"model:\n  path: \"\"\n", "config.yaml:2: model.path: must not be empty"},
       {"model:\n  name: \"my model\"\n",
        "config.yaml:2: model.name: must not contain whitespace or control characters"},
@@ -480,7 +485,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "config.yaml:7: server.prot: unknown key (expected one of host, port, grpc_port, "
             "io_threads, max_body_bytes, max_header_bytes, max_connections, "
             "max_connections_per_client, read_timeout_seconds, "
-            "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds)");
+            "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds, "
+            "health_step_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
             "prefix_cache, auth, tenants, store, documents, keepkv, metrics, logging)");
