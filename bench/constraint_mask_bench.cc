@@ -86,8 +86,9 @@ absl::StatusOr<ConstraintMaskBenchResult> MeasureConstraintMasks(
     ConstraintMaskBenchRow row;
     row.constraint = named.name;
     const auto compile = [&]() {
-      return named.schema.is_null() ? structured::CompileAnyJsonObject()
-                                    : structured::CompileJsonSchema(named.schema);
+      constexpr auto kCompact = structured::JsonWhitespace::kCompact;
+      return named.schema.is_null() ? structured::CompileAnyJsonObject(kCompact)
+                                    : structured::CompileJsonSchema(named.schema, kCompact);
     };
     std::vector<double> compile_ms;
     for (int32_t r = 0; r < options.compile_repeats; ++r) {

@@ -2,8 +2,16 @@
 
 namespace kvd::structured {
 
+ConstraintCache::Key ConstraintCache::KeyOf(const ConstraintSpec& spec) {
+  const bool json = spec.kind == ConstraintSpec::Kind::kJsonSchema ||
+                    spec.kind == ConstraintSpec::Kind::kJsonObject ||
+                    spec.kind == ConstraintSpec::Kind::kToolCalls;
+  const JsonWhitespace whitespace = json ? spec.whitespace : JsonWhitespace::kCompact;
+  return Key(static_cast<int>(spec.kind), static_cast<int>(whitespace), spec.text);
+}
+
 absl::StatusOr<std::shared_ptr<const Constraint>> ConstraintCache::Get(const ConstraintSpec& spec) {
-  Key key(static_cast<int>(spec.kind), spec.text);
+  Key key = KeyOf(spec);
   {
     base::MutexLock lock(mu_);
     if (const auto it = index_.find(key); it != index_.end()) {

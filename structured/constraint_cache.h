@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <list>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,7 +40,9 @@ class ConstraintCache {
   Statistics statistics() const;
 
  private:
-  using Key = std::pair<int, std::string>;
+  // Kind, whitespace (kCompact where the kind ignores it), text.
+  using Key = std::tuple<int, int, std::string>;
+  static Key KeyOf(const ConstraintSpec& spec);
 
   const std::shared_ptr<const TokenTrie> trie_;
   mutable base::Mutex mu_;

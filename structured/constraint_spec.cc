@@ -42,10 +42,10 @@ absl::StatusOr<Grammar> CompileConstraint(const ConstraintSpec& spec) {
       KVD_ASSIGN_OR_RETURN(
           const JsonValue schema,
           engine::ParseBoundedJson<JsonValue>(spec.text, "the JSON Schema", kMaxSchemaJsonDepth));
-      return CompileJsonSchema(schema);
+      return CompileJsonSchema(schema, spec.whitespace);
     }
     case ConstraintSpec::Kind::kJsonObject:
-      return CompileAnyJsonObject();
+      return CompileAnyJsonObject(spec.whitespace);
     case ConstraintSpec::Kind::kRegex: {
       GrammarBuilder builder;
       KVD_ASSIGN_OR_RETURN(const int32_t root, AddRegexRule(builder, spec.text));
@@ -55,7 +55,7 @@ absl::StatusOr<Grammar> CompileConstraint(const ConstraintSpec& spec) {
       return CompileChoice(spec.text);
     case ConstraintSpec::Kind::kToolCalls: {
       KVD_ASSIGN_OR_RETURN(const ToolCallGrammarSpec calls, ParseToolCallGrammarText(spec.text));
-      return CompileToolCalls(calls);
+      return CompileToolCalls(calls, spec.whitespace);
     }
   }
   return absl::InvalidArgumentError("unknown constraint kind");

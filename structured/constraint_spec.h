@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "structured/grammar.h"
+#include "structured/json_whitespace.h"
 
 namespace kvd::structured {
 
@@ -19,6 +20,9 @@ struct ConstraintSpec {
   };
   Kind kind = Kind::kJsonObject;
   std::string text;
+  // How the JSON kinds (schema, object, tool-call arguments) space their tokens; the others
+  // ignore it.
+  JsonWhitespace whitespace = JsonWhitespace::kCompact;
 
   friend bool operator==(const ConstraintSpec&, const ConstraintSpec&) = default;
 };

@@ -11,7 +11,7 @@ Symbol Ref(int32_t rule) { return Symbol::Rule(rule); }
 
 }  // namespace
 
-int32_t JsonRules::Whitespace() {
+int32_t JsonRules::AnyWhitespace() {
   if (whitespace_ >= 0) return whitespace_;
   // ws ::= "" | " " | "\n" indent_1 ; indent_k ::= "" | [ \t] indent_{k+1}, indent_max ::= "".
   // The reference ends its sequence, so the matcher's stack stays flat through the indent.
@@ -32,6 +32,23 @@ int32_t JsonRules::Whitespace() {
   const Symbol line[] = {builder_.Bytes(ByteSet::Of('\n')), Symbol::Rule(indent)};
   builder_.AddAlternative(whitespace_, line);
   return whitespace_;
+}
+
+int32_t JsonRules::OptionalSpace() {
+  if (optional_space_ >= 0) return optional_space_;
+  optional_space_ = builder_.AddRule("optional_space");
+  builder_.AddAlternative(optional_space_, {});
+  const Symbol space = builder_.Bytes(ByteSet::Of(' '));
+  builder_.AddAlternative(optional_space_, {&space, 1});
+  return optional_space_;
+}
+
+void JsonRules::AppendPadding(std::vector<Symbol>& sequence) {
+  if (whitespace_kind_ == JsonWhitespace::kAny) sequence.push_back(Ref(AnyWhitespace()));
+}
+
+Symbol JsonRules::AfterSeparator() {
+  return Ref(whitespace_kind_ == JsonWhitespace::kAny ? AnyWhitespace() : OptionalSpace());
 }
 
 int32_t JsonRules::Character() {
@@ -57,11 +74,15 @@ int32_t JsonRules::Character() {
   not_d.AddAll(ByteSet::Range('A', 'C'));
   not_d.AddAll(ByteSet::Range('e', 'f'));
   not_d.AddAll(ByteSet::Range('E', 'F'));
-  const Symbol below_or_above[] = {backslash, u, builder_.Bytes(not_d), hex_digit, hex_digit,
-                                   hex_digit};
+  const Symbol below_or_above[] = {backslash, u,         builder_.Bytes(not_d),
+                                   hex_digit, hex_digit, hex_digit};
   builder_.AddAlternative(character_, below_or_above);
-  const Symbol d_low[] = {backslash, u, builder_.Bytes(ByteSet::OfChars("dD")),
-                          builder_.Bytes(ByteSet::Range('0', '7')), hex_digit, hex_digit};
+  const Symbol d_low[] = {backslash,
+                          u,
+                          builder_.Bytes(ByteSet::OfChars("dD")),
+                          builder_.Bytes(ByteSet::Range('0', '7')),
+                          hex_digit,
+                          hex_digit};
   builder_.AddAlternative(character_, d_low);
   return character_;
 }
@@ -177,15 +198,15 @@ int32_t JsonRules::Null() {
 }
 
 void JsonRules::AppendComma(std::vector<Symbol>& sequence) {
-  sequence.push_back(Ref(Whitespace()));
+  AppendPadding(sequence);
   sequence.push_back(builder_.Bytes(ByteSet::Of(',')));
-  sequence.push_back(Ref(Whitespace()));
+  sequence.push_back(AfterSeparator());
 }
 
 void JsonRules::AppendColon(std::vector<Symbol>& sequence) {
-  sequence.push_back(Ref(Whitespace()));
+  AppendPadding(sequence);
   sequence.push_back(builder_.Bytes(ByteSet::Of(':')));
-  sequence.push_back(Ref(Whitespace()));
+  sequence.push_back(AfterSeparator());
 }
 
 int32_t JsonRules::Value() {
@@ -209,7 +230,7 @@ int32_t JsonRules::Object() {
 }
 
 int32_t JsonRules::MapOf(Symbol value) {
-  // member ::= string ws ":" ws value ; map ::= "{" ws (member more ws)? "}"
+  // member ::= string ":" value ; map ::= "{" (member more)? "}", whitespace as allowed
   const int32_t member = builder_.AddRule("member");
   std::vector<Symbol> member_sequence = {Ref(String())};
   AppendColon(member_sequence);
@@ -218,16 +239,14 @@ int32_t JsonRules::MapOf(Symbol value) {
   const Symbol open = builder_.Bytes(ByteSet::Of('{'));
   const Symbol close = builder_.Bytes(ByteSet::Of('}'));
   const int32_t map = builder_.AddRule("map");
-  const Symbol empty[] = {open, Ref(Whitespace()), close};
-  builder_.AddAlternative(map, empty);
-  const Symbol full[] = {open, Ref(Whitespace()), Ref(member), Ref(MoreAfterCommas(Ref(member))),
-                         Ref(Whitespace()), close};
-  builder_.AddAlternative(map, full);
+  AddBracketed(map, open, {}, close);
+  const Symbol members[] = {Ref(member), Ref(MoreAfterCommas(Ref(member)))};
+  AddBracketed(map, open, members, close);
   return map;
 }
 
 int32_t JsonRules::MoreAfterCommas(Symbol item) {
-  // more ::= ws "," ws item more | ""
+  // more ::= "," item more | "", whitespace as allowed
   const int32_t more = builder_.AddRule("more");
   std::vector<Symbol> sequence;
   AppendComma(sequence);
@@ -250,8 +269,7 @@ int32_t JsonRules::ArrayOf(Symbol item, int min_items, int max_items) {
   const Symbol open = builder_.Bytes(ByteSet::Of('['));
   const Symbol close = builder_.Bytes(ByteSet::Of(']'));
   if (min_items == 0) {
-    const Symbol empty[] = {open, Ref(Whitespace()), close};
-    builder_.AddAlternative(array, empty);
+    AddBracketed(array, open, {}, close);
     if (max_items == 0) return array;
   }
   // rest_k: the elements after the k-th, built from the last count backwards.
@@ -280,14 +298,25 @@ int32_t JsonRules::ArrayOf(Symbol item, int min_items, int max_items) {
     }
     rest = rule;
   }
-  const Symbol full[] = {open, Ref(Whitespace()), item, Ref(rest), Ref(Whitespace()), close};
-  builder_.AddAlternative(array, full);
+  const Symbol items[] = {item, Ref(rest)};
+  AddBracketed(array, open, items, close);
   return array;
 }
 
+void JsonRules::AddBracketed(int32_t rule, Symbol open, std::span<const Symbol> inside,
+                             Symbol close) {
+  std::vector<Symbol> sequence = {open};
+  AppendPadding(sequence);
+  sequence.insert(sequence.end(), inside.begin(), inside.end());
+  // Between empty brackets whitespace stands once.
+  if (!inside.empty()) AppendPadding(sequence);
+  sequence.push_back(close);
+  builder_.AddAlternative(rule, sequence);
+}
+
 int32_t JsonRules::Literal(const JsonValue& value) {
-  return builder_.AddLiteralRule("literal", value.dump(-1, ' ', /*ensure_ascii=*/false,
-                                                       JsonValue::error_handler_t::replace));
+  return builder_.AddLiteralRule(
+      "literal", value.dump(-1, ' ', /*ensure_ascii=*/false, JsonValue::error_handler_t::replace));
 }
 
 }  // namespace kvd::structured

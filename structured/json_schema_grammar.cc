@@ -414,7 +414,6 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
   }
   const Symbol open = builder.Bytes(ByteSet::Of('{'));
   const Symbol close = builder.Bytes(ByteSet::Of('}'));
-  const Symbol ws = Symbol::Rule(json_.Whitespace());
 
   const auto additional = schema.find("additionalProperties");
   if (additional != schema.end() && additional->is_object() && properties.empty()) {
@@ -428,7 +427,7 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
                        "as a schema is supported only without 'properties'");
   }
 
-  // Each property as `"name" ws ":" ws value`, in the schema's order.
+  // Each property as `"name" ":" value`, in the schema's order.
   std::vector<int32_t> members;
   std::vector<bool> member_required;
   for (const auto& [name, property_schema] : properties.items()) {
@@ -470,13 +469,10 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddObjectSchema(const json& schema,
     }
   }
   const int32_t rule = builder.AddRule("object");
-  if (required.empty()) {
-    const Symbol empty[] = {open, ws, close};
-    builder.AddAlternative(rule, empty);
-  }
+  if (required.empty()) json_.AddBracketed(rule, open, {}, close);
   if (count > 0) {
-    const Symbol sequence[] = {open, ws, Symbol::Rule(first[0]), ws, close};
-    builder.AddAlternative(rule, sequence);
+    const Symbol members_inside = Symbol::Rule(first[0]);
+    json_.AddBracketed(rule, open, {&members_inside, 1}, close);
   }
   return rule;
 }
@@ -520,16 +516,14 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddArraySchema(const json& schema,
     GrammarBuilder& builder = json_.builder();
     const int32_t rule = builder.AddRule("tuple");
     if (prefix.empty()) return json_.ArrayOf(Symbol::Rule(item), 0, no_items ? 0 : -1);
-    std::vector<Symbol> sequence = {builder.Bytes(ByteSet::Of('[')),
-                                    Symbol::Rule(json_.Whitespace())};
+    std::vector<Symbol> inside;
     for (size_t i = 0; i < prefix.size(); ++i) {
-      if (i > 0) json_.AppendComma(sequence);
-      sequence.push_back(Symbol::Rule(prefix[i]));
+      if (i > 0) json_.AppendComma(inside);
+      inside.push_back(Symbol::Rule(prefix[i]));
     }
-    if (!no_items) sequence.push_back(Symbol::Rule(json_.MoreAfterCommas(Symbol::Rule(item))));
-    sequence.push_back(Symbol::Rule(json_.Whitespace()));
-    sequence.push_back(builder.Bytes(ByteSet::Of(']')));
-    builder.AddAlternative(rule, sequence);
+    if (!no_items) inside.push_back(Symbol::Rule(json_.MoreAfterCommas(Symbol::Rule(item))));
+    json_.AddBracketed(rule, builder.Bytes(ByteSet::Of('[')), inside,
+                       builder.Bytes(ByteSet::Of(']')));
     return rule;
   }
   return json_.ArrayOf(Symbol::Rule(item), min_items, max_items);
@@ -582,17 +576,17 @@ absl::StatusOr<int32_t> JsonSchemaRules::AddStringSchema(const json& schema,
   return rule;
 }
 
-absl::StatusOr<Grammar> CompileJsonSchema(const json& schema) {
+absl::StatusOr<Grammar> CompileJsonSchema(const json& schema, JsonWhitespace whitespace) {
   GrammarBuilder builder;
-  JsonRules json_rules(builder);
+  JsonRules json_rules(builder, whitespace);
   JsonSchemaRules rules(json_rules, schema);
   KVD_ASSIGN_OR_RETURN(const int32_t root, rules.AddSchema(schema, ""));
   return std::move(builder).Build(root);
 }
 
-absl::StatusOr<Grammar> CompileAnyJsonObject() {
+absl::StatusOr<Grammar> CompileAnyJsonObject(JsonWhitespace whitespace) {
   GrammarBuilder builder;
-  JsonRules json_rules(builder);
+  JsonRules json_rules(builder, whitespace);
   const int32_t root = json_rules.Object();
   return std::move(builder).Build(root);
 }

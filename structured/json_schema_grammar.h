@@ -1,5 +1,5 @@
 // JSON Schema as grammar rules: the texts a rule accepts are JSON instances valid under the
-// schema, written compactly or with bounded whitespace, properties in the schema's order.
+// schema, spaced as JsonWhitespace says, properties in the schema's order.
 //
 // Supported (the rest is InvalidArgument naming the keyword and where it is):
 //   type (one or a list), enum, const, anyOf, oneOf (branches of distinct types), allOf of one
@@ -31,8 +31,7 @@ class JsonSchemaRules {
   JsonSchemaRules(JsonRules& json, const JsonValue& root) : json_(json), root_(root) {}
 
   // A rule for the instances of `schema` found at JSON pointer `path` of the document.
-  [[nodiscard]] absl::StatusOr<int32_t> AddSchema(const JsonValue& schema,
-                                                  const std::string& path);
+  [[nodiscard]] absl::StatusOr<int32_t> AddSchema(const JsonValue& schema, const std::string& path);
 
  private:
   absl::StatusOr<int32_t> AddObjectSchema(const JsonValue& schema, const std::string& path);
@@ -51,8 +50,9 @@ class JsonSchemaRules {
 };
 
 // The grammar of `schema`'s instances: InvalidArgument for what it does not support.
-[[nodiscard]] absl::StatusOr<Grammar> CompileJsonSchema(const JsonValue& schema);
+[[nodiscard]] absl::StatusOr<Grammar> CompileJsonSchema(const JsonValue& schema,
+                                                        JsonWhitespace whitespace);
 // The grammar of any JSON object (OpenAI's `json_object` response format).
-[[nodiscard]] absl::StatusOr<Grammar> CompileAnyJsonObject();
+[[nodiscard]] absl::StatusOr<Grammar> CompileAnyJsonObject(JsonWhitespace whitespace);
 
 }  // namespace kvd::structured

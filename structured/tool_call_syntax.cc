@@ -255,11 +255,12 @@ absl::StatusOr<ToolCallGrammarSpec> ParseToolCallGrammarText(std::string_view te
   return spec;
 }
 
-absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec) {
+absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec,
+                                         JsonWhitespace whitespace) {
   if (spec.functions.empty()) return absl::InvalidArgumentError("no function to call");
   const CallLayout layout = LayoutOf(spec.syntax);
   GrammarBuilder builder;
-  JsonRules json(builder);
+  JsonRules json(builder, whitespace);
   const int32_t call = builder.AddRule("tool_call");
   std::deque<JsonValue> object_schemas;  // the schemas $ref pointers resolve in, kept alive
   for (const auto& function : spec.functions) {

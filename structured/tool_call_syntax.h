@@ -53,9 +53,10 @@ std::string ToolCallGrammarText(const ToolCallGrammarSpec& spec);
 [[nodiscard]] absl::StatusOr<ToolCallGrammarSpec> ParseToolCallGrammarText(std::string_view text);
 
 // The grammar of outputs that are only calls of `spec`'s functions, each written in its syntax
-// with arguments valid under the function's parameters schema. InvalidArgument naming the
-// function whose schema does not compile.
-[[nodiscard]] absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec);
+// with arguments valid under the function's parameters schema and spaced as `whitespace` says.
+// InvalidArgument naming the function whose schema does not compile.
+[[nodiscard]] absl::StatusOr<Grammar> CompileToolCalls(const ToolCallGrammarSpec& spec,
+                                                       JsonWhitespace whitespace);
 
 // A piece of parsed output: text for `content`, and call fragments. A call's first fragment
 // carries its name; its arguments are the argument text as the model wrote it, in order.

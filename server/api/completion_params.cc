@@ -265,8 +265,9 @@ absl::Status ResolveStructuredOutput(const CompletionRequest& in,
     return InvalidParam(param, "structured outputs are not available on this endpoint");
   }
   KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, param));
-  absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint =
-      constraints->Get(*in.structured_output);
+  structured::ConstraintSpec spec = *in.structured_output;
+  spec.whitespace = in.json_whitespace;
+  absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint = constraints->Get(spec);
   if (!constraint.ok()) {
     return InvalidParam(param, absl::StrCat("'", param, "': ", constraint.status().message()));
   }
@@ -313,8 +314,10 @@ absl::Status ResolveTools(const CompletionRequest& in,
     return InvalidParam(
         "tool_choice", absl::StrCat("'tool_choice' names '", choice.function, "', not in 'tools'"));
   }
-  auto constraint = constraints->Get(structured::ConstraintSpec{
-      structured::ConstraintSpec::Kind::kToolCalls, structured::ToolCallGrammarText(spec)});
+  auto constraint = constraints->Get(
+      structured::ConstraintSpec{.kind = structured::ConstraintSpec::Kind::kToolCalls,
+                                 .text = structured::ToolCallGrammarText(spec),
+                                 .whitespace = in.json_whitespace});
   if (!constraint.ok()) {
     return InvalidParam("tools", absl::StrCat("'tools': ", constraint.status().message()));
   }

@@ -92,6 +92,8 @@ struct CompletionRequest {
   // parameter it came from (for errors).
   std::optional<structured::ConstraintSpec> structured_output;
   std::string structured_output_param;
+  // How constrained JSON (the structured output and forced tool calls) spaces its tokens.
+  structured::JsonWhitespace json_whitespace = structured::JsonWhitespace::kCompact;
   bool stream = false;
   bool include_usage = false;
   std::string user;

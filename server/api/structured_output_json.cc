@@ -123,14 +123,36 @@ absl::StatusOr<std::string> ChoicesText(const json& choices, std::string_view pa
   return choices.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// vLLM's `structured_outputs.disable_any_whitespace`; kvd's default is true (compact JSON).
+constexpr char kWhitespaceKey[] = "disable_any_whitespace";
+
+// Whether `outputs` holds a constraint, not only the whitespace option.
+bool HoldsConstraint(const json& outputs) {
+  return !outputs.is_object() || outputs.size() != (outputs.contains(kWhitespaceKey) ? 1u : 0u);
+}
+
+absl::Status ReadWhitespaceOption(const json& body, CompletionRequest& request) {
+  const auto outputs = body.find("structured_outputs");
+  if (outputs == body.end() || !outputs->is_object()) return absl::OkStatus();
+  const auto option = outputs->find(kWhitespaceKey);
+  if (option == outputs->end()) return absl::OkStatus();
+  const std::string param = absl::StrCat("structured_outputs.", kWhitespaceKey);
+  if (!option->is_boolean()) return InvalidParam(param, "'" + param + "' must be a boolean");
+  request.json_whitespace =
+      option->get<bool>() ? structured::JsonWhitespace::kCompact : structured::JsonWhitespace::kAny;
+  return absl::OkStatus();
+}
+
 absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_body,
                                    CompletionRequest& request) {
-  if (!outputs.is_object() || outputs.size() != 1) {
+  const size_t options = outputs.is_object() && outputs.contains(kWhitespaceKey) ? 1 : 0;
+  if (!outputs.is_object() || outputs.size() != options + 1) {
     return InvalidParam("structured_outputs",
                         "'structured_outputs' must be an object with exactly one of json, regex, "
-                        "choice, json_object");
+                        "choice, json_object (and optionally disable_any_whitespace)");
   }
-  const auto entry = outputs.begin();
+  auto entry = outputs.begin();
+  if (entry.key() == kWhitespaceKey) ++entry;
   const std::string key = entry.key();
   const json& value = entry.value();
   const std::string param = "structured_outputs." + key;
@@ -160,6 +182,7 @@ absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_bod
 
 absl::Status ReadStructuredOutputJson(const json& body, std::string_view raw_body,
                                       CompletionRequest& request) {
+  KVD_RETURN_IF_ERROR(ReadWhitespaceOption(body, request));
   std::vector<std::string> given;
   for (std::string_view key : kStructuredOutputKeys) {
     const auto it = body.find(std::string(key));
@@ -167,6 +190,7 @@ absl::Status ReadStructuredOutputJson(const json& body, std::string_view raw_bod
     if (key == "response_format" && it->is_object() && it->value("type", json()) == "text") {
       continue;  // the default: free text
     }
+    if (key == "structured_outputs" && !HoldsConstraint(*it)) continue;
     given.emplace_back(key);
   }
   if (given.empty()) return ReadResponseFormat(json{{"type", "text"}}, raw_body, request);

@@ -236,6 +236,7 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
     absl::StatusOr<std::optional<structured::ConstraintSpec>> spec = ReadStructuredOutput(output);
     if (!spec.ok()) return spec.status();
     out.structured_output = *std::move(spec);
+    if (output.any_whitespace()) out.json_whitespace = structured::JsonWhitespace::kAny;
     if (out.structured_output) {
       const std::string kind = output.GetDescriptor()
                                    ->FindFieldByNumber(static_cast<int>(output.kind_case()))

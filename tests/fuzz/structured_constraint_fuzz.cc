@@ -31,8 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ConstraintSpec::Kind::kJsonSchema, ConstraintSpec::Kind::kRegex,
       ConstraintSpec::Kind::kChoice, ConstraintSpec::Kind::kJsonObject,
       ConstraintSpec::Kind::kToolCalls};
-  const ConstraintSpec spec{kKinds[data[0] % std::size(kKinds)],
-                            std::string(kvd::fuzz::AsText(data + 1, size - 1))};
+  // The first byte picks the kind, and past the kinds' count the whitespace too.
+  const ConstraintSpec spec{.kind = kKinds[data[0] % std::size(kKinds)],
+                            .text = std::string(kvd::fuzz::AsText(data + 1, size - 1)),
+                            .whitespace = (data[0] / std::size(kKinds)) % 2 == 0
+                                              ? kvd::structured::JsonWhitespace::kCompact
+                                              : kvd::structured::JsonWhitespace::kAny};
   absl::StatusOr<kvd::structured::Grammar> grammar = kvd::structured::CompileConstraint(spec);
   if (!grammar.ok()) return 0;
   const auto constraint =

@@ -41,12 +41,12 @@ const validate = ajv.compile(format.json_schema.schema);
 
 const messages = (i) => [{ role: 'user', content: `Describe person number ${i} as JSON.` }];
 
-// parse() with the zod schema on 200 seeds: every value is whole and validates, its properties
-// in the schema's order.
+// parse() with the zod schema on 200 seeds within an ordinary 200-token budget: every value is
+// whole and validates, compact, its properties in the schema's order.
 async function expectPeople(client) {
   const outputs = await inBatches(200, 16, (i) => client.chat.completions.parse({
     model, messages: messages(i), response_format: format, temperature: 1, seed: i,
-    max_tokens: 1500,
+    max_tokens: 200,
   }));
   for (const [i, completion] of outputs.entries()) {
     const choice = completion.choices[0];
@@ -56,6 +56,8 @@ async function expectPeople(client) {
     assert.ok(validate(JSON.parse(choice.message.content)),
               `seed ${i}: ${JSON.stringify(validate.errors)} in ${choice.message.content}`);
     assert.deepEqual(Object.keys(parsed), Object.keys(Person.shape));
+    const outsideStrings = choice.message.content.replace(/"(?:[^"\\]|\\.)*"/g, '""');
+    assert.doesNotMatch(outsideStrings, /[\n\t]|  /, `seed ${i}: ${choice.message.content}`);
   }
 }
 
@@ -97,6 +99,20 @@ async function jsonObjectsEnded(client) {
   }
   return ended;
 }
+
+test('any whitespace on request: pretty-printed JSON, which the bundled model prefers', async () => {
+  const outputs = await inBatches(16, 16, (i) => client.chat.completions.create({
+    model, messages: messages(i), response_format: format, temperature: 1, seed: i,
+    max_tokens: 1500, structured_outputs: { disable_any_whitespace: false },
+  }));
+  const spaced = outputs.filter((completion) => /\n/.test(completion.choices[0].message.content));
+  assert.ok(spaced.length >= 8, `${spaced.length} of 16 outputs hold a line break`);
+  for (const completion of outputs) {
+    const choice = completion.choices[0];
+    if (choice.finish_reason === 'length') continue;
+    assert.ok(validate(JSON.parse(choice.message.content)), choice.message.content);
+  }
+});
 
 test('json_object: every output is a JSON object', async () => {
   const ended = await jsonObjectsEnded(client);

@@ -26,7 +26,10 @@ class ConstrainedTest : public SchedulerTest {
     static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
         structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
     return std::make_shared<const structured::Constraint>(
-        structured::CompileJsonSchema(structured::JsonValue::parse(kSchema)).value(), *trie);
+        structured::CompileJsonSchema(structured::JsonValue::parse(kSchema),
+                                      structured::JsonWhitespace::kCompact)
+            .value(),
+        *trie);
   }
 
   static bool Valid(const structured::Grammar& grammar, const std::string& text) {

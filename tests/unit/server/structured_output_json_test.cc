@@ -50,6 +50,28 @@ TEST(StructuredOutputJsonTest, ReadsEachFormKeepingTheSchemasKeyOrder) {
   EXPECT_EQ(guided_json->structured_output->text, R"({"type": "integer"})");
 }
 
+TEST(StructuredOutputJsonTest, JsonIsCompactUnlessDisableAnyWhitespaceIsFalse) {
+  using structured::JsonWhitespace;
+  auto plain = Read(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  EXPECT_EQ(plain->json_whitespace, JsonWhitespace::kCompact);
+  auto beside = Read(R"({"prompt": "x", "structured_outputs": {"json": {"type": "integer"},
+      "disable_any_whitespace": false}})");
+  ASSERT_TRUE(beside.ok()) << beside.status();
+  EXPECT_EQ(beside->json_whitespace, JsonWhitespace::kAny);
+  EXPECT_EQ(beside->structured_output->kind, Kind::kJsonSchema);
+  EXPECT_EQ(beside->structured_output_param, "structured_outputs.json");
+  // Alone, beside another constraint field (or none: it then spaces forced tool calls).
+  auto alone = Read(R"({"prompt": "x", "response_format": {"type": "json_object"},
+      "structured_outputs": {"disable_any_whitespace": false}})");
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->json_whitespace, JsonWhitespace::kAny);
+  EXPECT_EQ(alone->structured_output->kind, Kind::kJsonObject);
+  auto compact = Read(R"({"prompt": "x", "structured_outputs": {"disable_any_whitespace": true}})");
+  ASSERT_TRUE(compact.ok()) << compact.status();
+  EXPECT_EQ(compact->json_whitespace, JsonWhitespace::kCompact);
+  EXPECT_FALSE(compact->structured_output.has_value());
+}
+
 TEST(StructuredOutputJsonTest, RefusesBadShapesNamingTheParam) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"response_format": {"type": "xml"}})", "response_format"},
@@ -63,6 +85,12 @@ TEST(StructuredOutputJsonTest, RefusesBadShapesNamingTheParam) {
       {R"({"guided_choice": []})", "guided_choice"},
       {R"({"guided_grammar": "x"})", "guided_grammar"},
       {R"({"guided_regex": "a", "response_format": {"type": "json_object"}})", "guided_regex"},
+      {R"({"structured_outputs": {"disable_any_whitespace": 0}})",
+       "structured_outputs.disable_any_whitespace"},
+      {R"({"structured_outputs": {"regex": "a", "disable_any_whitespace": "no"}})",
+       "structured_outputs.disable_any_whitespace"},
+      {R"({"structured_outputs": {"disable_any_whitespace": false, "regex": "a", "choice": ["b"]}})",
+       "structured_outputs"},
   };
   for (const auto& [fields, param] : cases) {
     json body = json::parse(fields);
@@ -82,6 +110,9 @@ TEST(StructuredOutputJsonTest, ReadsGrpcsStructuredOutput) {
   EXPECT_EQ(read->structured_output, (structured::ConstraintSpec{Kind::kJsonSchema,
                                                                  R"({"type": "string"})"}));
   EXPECT_EQ(read->structured_output_param, "structured_output.json_schema");
+  EXPECT_EQ(read->json_whitespace, structured::JsonWhitespace::kCompact);
+  request.mutable_structured_output()->set_any_whitespace(true);
+  EXPECT_EQ(ReadGenerateRequest(request)->json_whitespace, structured::JsonWhitespace::kAny);
   request.mutable_structured_output()->mutable_choice()->add_choices("");
   EXPECT_EQ(ParamOf(ReadGenerateRequest(request).status()), "structured_output.choice");
 }
@@ -103,6 +134,17 @@ TEST_F(StructuredOutputParamsTest, CompilesOnceThroughTheCacheAndRefusesWhatItCa
   ASSERT_TRUE(first.ok() && second.ok());
   EXPECT_EQ(first->request.constraint, second->request.constraint);
   EXPECT_EQ(cache.statistics().compiled, 1u);
+
+  // The same schema spaced two ways is two constraints; a regex ignores the option.
+  const std::string schema = R"({"prompt": "x", "guided_json": {"type": "array"}})";
+  const std::string any_schema = R"({"prompt": "x", "guided_json": {"type": "array"},
+      "structured_outputs": {"disable_any_whitespace": false}})";
+  ASSERT_TRUE(resolve(schema).ok() && resolve(any_schema).ok() && resolve(schema).ok());
+  EXPECT_EQ(cache.statistics().compiled, 3u);
+  ASSERT_TRUE(resolve(R"({"prompt": "x", "structured_outputs": {"regex": "[0-9]+",
+      "disable_any_whitespace": false}})")
+                  .ok());
+  EXPECT_EQ(cache.statistics().compiled, 3u);
 
   auto eos = resolve(R"({"prompt": "x", "ignore_eos": true, "guided_regex": "a"})");
   EXPECT_EQ(ParamOf(eos.status()), "ignore_eos");

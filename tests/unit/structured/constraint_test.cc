@@ -37,7 +37,8 @@ class ConstraintTest : public ::testing::Test {
   }
 
   static std::shared_ptr<const Constraint> SchemaConstraint(const char* schema) {
-    absl::StatusOr<Grammar> grammar = CompileJsonSchema(JsonValue::parse(schema));
+    absl::StatusOr<Grammar> grammar =
+        CompileJsonSchema(JsonValue::parse(schema), JsonWhitespace::kCompact);
     KVD_CHECK(grammar.ok());
     return std::make_shared<const Constraint>(*std::move(grammar), *trie_);
   }

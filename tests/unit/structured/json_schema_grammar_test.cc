@@ -152,9 +152,30 @@ const std::vector<SchemaCase>& Corpus() {
   return *corpus;
 }
 
+// Whether `text` is spaced as compact JSON: outside strings, no whitespace but one space after a
+// ':' or a ','.
+bool IsCompactlySpaced(const std::string& text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '\n' || c == '\t' || c == '\r') {
+      return false;
+    } else if (c == ' ' && (i == 0 || (text[i - 1] != ':' && text[i - 1] != ','))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 TEST(JsonSchemaGrammarTest, DecidesTheCorpusAsAjvDoes) {
   for (const SchemaCase& schema_case : Corpus()) {
-    const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(schema_case.schema));
+    const absl::StatusOr<Grammar> grammar =
+        CompileJsonSchema(json::parse(schema_case.schema), JsonWhitespace::kAny);
     ASSERT_TRUE(grammar.ok()) << schema_case.name << ": " << grammar.status();
     for (const Instance& instance : schema_case.instances) {
       EXPECT_EQ(testing::Accepts(*grammar, instance.text), instance.valid)
@@ -163,17 +184,56 @@ TEST(JsonSchemaGrammarTest, DecidesTheCorpusAsAjvDoes) {
   }
 }
 
+TEST(JsonSchemaGrammarTest, CompactlyDecidesTheCorpusAsAjvDoesWhereItIsCompact) {
+  for (const SchemaCase& schema_case : Corpus()) {
+    const absl::StatusOr<Grammar> grammar =
+        CompileJsonSchema(json::parse(schema_case.schema), JsonWhitespace::kCompact);
+    ASSERT_TRUE(grammar.ok()) << schema_case.name << ": " << grammar.status();
+    for (const Instance& instance : schema_case.instances) {
+      EXPECT_EQ(testing::Accepts(*grammar, instance.text),
+                instance.valid && IsCompactlySpaced(instance.text))
+          << schema_case.name << ": " << instance.text;
+    }
+  }
+}
+
 TEST(JsonSchemaGrammarTest, WritesPropertiesInTheSchemasOrderOnly) {
-  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(
-      R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-          "required": ["a", "b"]})"));
+  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(
+      json::parse(
+          R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+          "required": ["a", "b"]})"),
+      JsonWhitespace::kCompact);
   ASSERT_TRUE(grammar.ok());
   EXPECT_TRUE(testing::Accepts(*grammar, R"({"a":1,"b":2})"));
   EXPECT_FALSE(testing::Accepts(*grammar, R"({"b":2,"a":1})"));
 }
 
-TEST(JsonSchemaGrammarTest, BoundsWhitespace) {
-  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(R"({"type": "array"})"));
+TEST(JsonSchemaGrammarTest, CompactJsonHasOneOptionalSpaceAfterSeparatorsOnly) {
+  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(
+      json::parse(R"({"type": "object", "properties": {"a": {"type": "array"}, "b": {}}})"),
+      JsonWhitespace::kCompact);
+  ASSERT_TRUE(grammar.ok());
+  EXPECT_TRUE(testing::Accepts(*grammar, R"({"a":[1,2],"b":{"c":null}})"));
+  EXPECT_TRUE(testing::Accepts(*grammar, R"({"a": [1, 2], "b": {"c": null}})"));
+  EXPECT_TRUE(testing::Accepts(*grammar, R"({})"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "{\n"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "{ "));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, R"({"a" )"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, R"({"a":  )"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, "{\"a\":\n"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, R"({"a":[1 )"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, R"({"a":[ )"));
+  EXPECT_FALSE(testing::IsPrefix(*grammar, R"({"a":[1],)"
+                                           "\n"));
+  const absl::StatusOr<Grammar> any = CompileAnyJsonObject(JsonWhitespace::kCompact);
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(testing::Accepts(*any, R"({"x": {"y": [true, "z"]}})"));
+  EXPECT_FALSE(testing::IsPrefix(*any, "{\"x\": {\n"));
+}
+
+TEST(JsonSchemaGrammarTest, AnyWhitespaceIsBounded) {
+  const absl::StatusOr<Grammar> grammar =
+      CompileJsonSchema(json::parse(R"({"type": "array"})"), JsonWhitespace::kAny);
   ASSERT_TRUE(grammar.ok());
   const std::string indent(JsonRules::kMaxIndent, ' ');
   EXPECT_TRUE(testing::Accepts(*grammar, "[\n" + indent + "1,\n\t2 ]"));
@@ -183,7 +243,8 @@ TEST(JsonSchemaGrammarTest, BoundsWhitespace) {
 }
 
 TEST(JsonSchemaGrammarTest, BoundsTheDigitsOfNumbers) {
-  const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(R"({"type": "number"})"));
+  const absl::StatusOr<Grammar> grammar =
+      CompileJsonSchema(json::parse(R"({"type": "number"})"), JsonWhitespace::kCompact);
   ASSERT_TRUE(grammar.ok());
   const std::string digits(JsonRules::kMaxDigits, '7');
   EXPECT_TRUE(testing::Accepts(*grammar, "-" + digits + "." + digits + "e-12"));
@@ -193,7 +254,7 @@ TEST(JsonSchemaGrammarTest, BoundsTheDigitsOfNumbers) {
 }
 
 TEST(JsonSchemaGrammarTest, AnyJsonObject) {
-  const absl::StatusOr<Grammar> grammar = CompileAnyJsonObject();
+  const absl::StatusOr<Grammar> grammar = CompileAnyJsonObject(JsonWhitespace::kCompact);
   ASSERT_TRUE(grammar.ok());
   EXPECT_TRUE(testing::Accepts(*grammar, R"({"a":[1,{"b":null}],"c":"d"})"));
   EXPECT_TRUE(testing::Accepts(*grammar, "{}"));
@@ -229,7 +290,8 @@ TEST(JsonSchemaGrammarTest, RefusesWhatItCannotGuaranteeNamingTheKeyword) {
       {R"({"enum": [1], "type": "string"})", "can match nothing"},
   };
   for (const auto& [schema, message] : cases) {
-    const absl::StatusOr<Grammar> grammar = CompileJsonSchema(json::parse(schema));
+    const absl::StatusOr<Grammar> grammar =
+        CompileJsonSchema(json::parse(schema), JsonWhitespace::kCompact);
     ASSERT_FALSE(grammar.ok()) << schema;
     EXPECT_THAT(grammar.status().message(), HasSubstr(message)) << schema;
   }

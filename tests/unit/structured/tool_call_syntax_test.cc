@@ -183,7 +183,9 @@ ToolCallGrammarSpec TwoFunctions(ToolCallSyntax syntax, bool parallel) {
 }
 
 TEST(ToolCallGrammarTest, HermesCallsValidateTheirArguments) {
-  const Grammar grammar = CompileToolCalls(TwoFunctions(ToolCallSyntax::kHermes, true)).value();
+  const Grammar grammar =
+      CompileToolCalls(TwoFunctions(ToolCallSyntax::kHermes, true), JsonWhitespace::kCompact)
+          .value();
   const std::string weather =
       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
       "\"Paris\"}}\n</tool_call>";
@@ -212,14 +214,29 @@ TEST(ToolCallGrammarTest, HermesCallsValidateTheirArguments) {
   EXPECT_EQ(whole.content, "");
 }
 
+TEST(ToolCallGrammarTest, ArgumentsAreCompactUnlessAnyWhitespaceIsAsked) {
+  const std::string open = "<tool_call>\n{\"name\": \"now\", \"arguments\": {";
+  const Grammar compact =
+      CompileToolCalls(TwoFunctions(ToolCallSyntax::kHermes, false), JsonWhitespace::kCompact)
+          .value();
+  EXPECT_TRUE(Accepts(compact, open + "\"a\": [1, 2]}}\n</tool_call>"));
+  EXPECT_FALSE(IsPrefix(compact, open + "\n"));
+  EXPECT_FALSE(IsPrefix(compact, open + "\"a\":\n"));
+  const Grammar any =
+      CompileToolCalls(TwoFunctions(ToolCallSyntax::kHermes, false), JsonWhitespace::kAny).value();
+  EXPECT_TRUE(Accepts(any, open + "\n  \"a\": [\n    1\n  ]\n}}\n</tool_call>"));
+}
+
 TEST(ToolCallGrammarTest, OneCallWhenNotParallel) {
   const Grammar grammar =
-      CompileToolCalls(TwoFunctions(ToolCallSyntax::kLlama3Json, false)).value();
+      CompileToolCalls(TwoFunctions(ToolCallSyntax::kLlama3Json, false), JsonWhitespace::kCompact)
+          .value();
   const std::string call = R"({"name": "now", "parameters": {}})";
   EXPECT_TRUE(Accepts(grammar, call));
   EXPECT_FALSE(IsPrefix(grammar, call + "; "));
   const Grammar parallel =
-      CompileToolCalls(TwoFunctions(ToolCallSyntax::kLlama3Json, true)).value();
+      CompileToolCalls(TwoFunctions(ToolCallSyntax::kLlama3Json, true), JsonWhitespace::kCompact)
+          .value();
   EXPECT_TRUE(Accepts(parallel, call + "; " + call));
 }
 
@@ -241,7 +258,7 @@ TEST(ToolCallGrammarTest, ArgumentsAreAlwaysAnObject) {
   spec.functions.push_back({"empty", JsonValue::object()});
   spec.functions.push_back({"untyped", JsonValue::parse(R"({"properties": {"a": {"type":
       "integer"}}, "required": ["a"]})")});
-  const Grammar grammar = CompileToolCalls(spec).value();
+  const Grammar grammar = CompileToolCalls(spec, JsonWhitespace::kCompact).value();
   const auto call = [](const std::string& name, const std::string& arguments) {
     return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + arguments +
            "}\n</tool_call>";
@@ -253,7 +270,7 @@ TEST(ToolCallGrammarTest, ArgumentsAreAlwaysAnObject) {
 
   ToolCallGrammarSpec not_object;
   not_object.functions.push_back({"s", JsonValue::parse(R"({"type": "string"})")});
-  const auto refused = CompileToolCalls(not_object);
+  const auto refused = CompileToolCalls(not_object, JsonWhitespace::kCompact);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("'s'"));
 }
@@ -262,7 +279,7 @@ TEST(ToolCallGrammarTest, AnUnsupportedParametersSchemaNamesTheFunction) {
   ToolCallGrammarSpec spec;
   spec.functions.push_back({"f", JsonValue::parse(R"({"type": "object", "properties": {"n":
       {"type": "number", "multipleOf": 2}}})")});
-  const auto grammar = CompileToolCalls(spec);
+  const auto grammar = CompileToolCalls(spec, JsonWhitespace::kCompact);
   ASSERT_FALSE(grammar.ok());
   EXPECT_THAT(grammar.status().message(), HasSubstr("'f'"));
   EXPECT_THAT(grammar.status().message(), HasSubstr("multipleOf"));
