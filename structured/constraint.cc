@@ -1,8 +1,11 @@
 #include "structured/constraint.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "structured/shortest_completion.h"
 
 namespace kvd::structured {
 
@@ -52,25 +55,41 @@ absl::StatusOr<std::vector<int32_t>> Constraint::Advance(const std::vector<int32
 }
 
 absl::StatusOr<std::shared_ptr<const TokenMask>> Constraint::Mask(
-    const std::vector<int32_t>& state) const {
+    const std::vector<int32_t>& state, int32_t max_rest) const {
   base::MutexLock lock(mu_);
   if (stacks_.initial_cut()) return Spent();
-  if (const auto it = masks_.find(state); it != masks_.end()) {
+  KVD_ASSIGN_OR_RETURN(const WalkedMask all, CachedMask(state, state, kUnboundedLength));
+  if (all.longest_rest <= max_rest) return all.mask;
+  std::vector<int32_t> key = state;
+  key.push_back(-1 - max_rest);
+  KVD_ASSIGN_OR_RETURN(const WalkedMask bounded, CachedMask(key, state, max_rest));
+  // A whole sentence may end here (the bounded mask holds the end tokens); otherwise, where no
+  // token fits, the output will be cut by max_tokens whatever is sampled.
+  const bool accepted = !state.empty() && state.front() == StackSpace::kAccepted;
+  return accepted || bounded.mask->count() > 0 ? bounded.mask : all.mask;
+}
+
+absl::StatusOr<Constraint::WalkedMask> Constraint::CachedMask(const std::vector<int32_t>& key,
+                                                              const std::vector<int32_t>& state,
+                                                              int32_t max_rest) const {
+  if (const auto it = masks_.find(key); it != masks_.end()) {
     ++statistics_.reused;
     return it->second;
   }
   stacks_.BeginOperation(kMaxWork);
-  auto mask = std::make_shared<const TokenMask>(WalkMask(state));
+  WalkedMask walked = WalkMask(state, max_rest);
   if (stacks_.overflowed()) return Spent();
   ++statistics_.computed;
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
-  masks_.emplace(state, mask);
-  return mask;
+  masks_.emplace(key, walked);
+  return walked;
 }
 
-TokenMask Constraint::WalkMask(const std::vector<int32_t>& state) const {
+Constraint::WalkedMask Constraint::WalkMask(const std::vector<int32_t>& state,
+                                            int32_t max_rest) const {
   const TokenTrie& trie = *trie_;
   TokenMask mask(trie.vocab_size());
+  int32_t longest_rest = 0;
   walk_sets_[0] = state;
   for (size_t node = 0; node < trie.node_count();) {
     const uint16_t depth = trie.depth(node);
@@ -80,21 +99,35 @@ TokenMask Constraint::WalkMask(const std::vector<int32_t>& state) const {
       node = trie.subtree_end(node);
       continue;
     }
-    for (int32_t token : trie.tokens_at(node)) mask.Allow(token);
+    if (!trie.tokens_at(node).empty()) {
+      int32_t rest = kUnboundedLength;
+      for (int32_t stack : reached) rest = std::min(rest, stacks_.shortest_completion(stack));
+      if (rest <= max_rest) {
+        longest_rest = std::max(longest_rest, rest);
+        for (int32_t token : trie.tokens_at(node)) mask.Allow(token);
+      }
+    }
     ++node;
   }
   if (!state.empty() && state.front() == StackSpace::kAccepted) {
     for (int32_t token : trie.end_tokens()) mask.Allow(token);
   }
-  return mask;
+  return {std::make_shared<const TokenMask>(std::move(mask)), longest_rest};
 }
 
 ConstraintMatcher::ConstraintMatcher(std::shared_ptr<const Constraint> constraint)
     : constraint_(std::move(constraint)), state_(constraint_->InitialState()) {}
 
 absl::StatusOr<std::shared_ptr<const TokenMask>> ConstraintMatcher::NextTokens() const {
+  return NextTokens(kUnboundedLength);
+}
+
+absl::StatusOr<std::shared_ptr<const TokenMask>> ConstraintMatcher::NextTokens(
+    int32_t tokens_left) const {
   if (ended_) return std::make_shared<const TokenMask>(constraint_->trie().vocab_size());
-  return constraint_->Mask(state_);
+  // After this token, the rest and the end token must fit in tokens_left - 1.
+  return constraint_->Mask(state_, tokens_left >= kUnboundedLength ? kUnboundedLength
+                                                                   : std::max(0, tokens_left - 2));
 }
 
 absl::Status ConstraintMatcher::Accept(int32_t token) {

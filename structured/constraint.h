@@ -47,20 +47,34 @@ class Constraint {
  private:
   friend class ConstraintMatcher;
 
+  // A state's mask, and the most bytes any allowed token leaves to the shortest whole sentence.
+  struct WalkedMask {
+    std::shared_ptr<const TokenMask> mask;
+    int32_t longest_rest = 0;
+  };
+
   std::vector<int32_t> InitialState() const;
   // The state after `bytes` from `state`; empty when the grammar rejects them.
   // ResourceExhausted when a limit cut it short.
   absl::StatusOr<std::vector<int32_t>> Advance(const std::vector<int32_t>& state,
                                                std::string_view bytes) const;
-  absl::StatusOr<std::shared_ptr<const TokenMask>> Mask(const std::vector<int32_t>& state) const;
-  TokenMask WalkMask(const std::vector<int32_t>& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The tokens allowed from `state` after which the shortest whole sentence is at most
+  // `max_rest` bytes away (kUnboundedLength: every allowed token). Where no token but an end
+  // token would fit, the tokens allowed without the bound.
+  absl::StatusOr<std::shared_ptr<const TokenMask>> Mask(const std::vector<int32_t>& state,
+                                                        int32_t max_rest) const;
+  absl::StatusOr<WalkedMask> CachedMask(const std::vector<int32_t>& key,
+                                        const std::vector<int32_t>& state, int32_t max_rest) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  WalkedMask WalkMask(const std::vector<int32_t>& state, int32_t max_rest) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Grammar grammar_;
   const std::shared_ptr<const TokenTrie> trie_;
   mutable base::Mutex mu_;
   mutable StackSpace stacks_ ABSL_GUARDED_BY(mu_);
-  mutable absl::flat_hash_map<std::vector<int32_t>, std::shared_ptr<const TokenMask>> masks_
-      ABSL_GUARDED_BY(mu_);
+  // By state; a bounded mask by its state followed by -1 - max_rest.
+  mutable absl::flat_hash_map<std::vector<int32_t>, WalkedMask> masks_ ABSL_GUARDED_BY(mu_);
   mutable MaskStatistics statistics_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::vector<int32_t>> walk_sets_ ABSL_GUARDED_BY(mu_);
 };
@@ -74,6 +88,11 @@ class ConstraintMatcher {
   // end tokens where the text is a whole sentence. After an end token, none.
   // ResourceExhausted when the constraint's state space is spent.
   [[nodiscard]] absl::StatusOr<std::shared_ptr<const TokenMask>> NextTokens() const;
+  // The same when at most `tokens_left` tokens may still be sampled, this one and the end token
+  // included: only the tokens after which the shortest rest of a sentence still fits, a byte
+  // a token (so the output ends whole rather than cut by max_tokens), wherever any does.
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<const TokenMask>> NextTokens(
+      int32_t tokens_left) const;
   // Moves past `token`. InvalidArgument, leaving the matcher as it was, when the constraint
   // does not allow it.
   [[nodiscard]] absl::Status Accept(int32_t token);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "structured/shortest_completion.h"
 
 namespace kvd::structured {
 namespace {
@@ -19,8 +20,9 @@ void SortDistinct(std::vector<int32_t>& ids) {
 }  // namespace
 
 StackSpace::StackSpace(const Grammar& grammar, size_t max_stacks)
-    : grammar_(grammar), max_stacks_(max_stacks) {
+    : grammar_(grammar), shortest_suffix_(ShortestSuffixLengths(grammar)), max_stacks_(max_stacks) {
   nodes_.push_back({-1, -1});  // kAccepted
+  shortest_completion_.push_back(0);
   for (int32_t start : grammar_.alternatives(grammar_.root())) {
     Expand(kAccepted, start, initial_);
   }
@@ -38,6 +40,8 @@ int32_t StackSpace::Intern(int32_t position, int32_t parent) {
       return -1;
     }
     nodes_.push_back({position, parent});
+    shortest_completion_.push_back(
+        AddLengths(shortest_suffix_[position], shortest_completion_[parent]));
   }
   return it->second;
 }

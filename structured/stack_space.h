@@ -30,6 +30,8 @@ class StackSpace {
 
   // The stacks before any byte, sorted and distinct.
   const std::vector<int32_t>& initial() const { return initial_; }
+  // The fewest bytes after which `stack` is accepted (kUnboundedLength at most).
+  int32_t shortest_completion(int32_t stack) const { return shortest_completion_[stack]; }
   // Appends the stacks `stack` moves to on `byte` (none when it does not accept the byte).
   void Step(int32_t stack, uint8_t byte, std::vector<int32_t>& out);
   // The stacks `stacks` move to on `byte`, sorted and distinct, into `out` (cleared first).
@@ -61,11 +63,13 @@ class StackSpace {
   void Expand(int32_t parent, int32_t position, std::vector<int32_t>& out);
 
   const Grammar& grammar_;
+  const std::vector<int32_t> shortest_suffix_;  // ShortestSuffixLengths(grammar_)
   const size_t max_stacks_;
   bool overflowed_ = false;
   bool initial_cut_ = false;
   uint64_t work_left_ = UINT64_MAX;
   std::vector<Node> nodes_;
+  std::vector<int32_t> shortest_completion_;  // by stack, as nodes_
   absl::flat_hash_map<uint64_t, int32_t> node_ids_;  // (position, parent) → id
   // (stack, byte) → the range of step_targets_ it moves to.
   absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> steps_;

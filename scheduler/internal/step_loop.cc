@@ -334,12 +334,13 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
 absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
-  // A constrained sequence samples among the tokens its constraint allows next.
+  // A constrained sequence samples among the tokens its constraint allows next, those that
+  // leave room to end the output whole within max_tokens wherever any does.
   const auto mask_start = std::chrono::steady_clock::now();
   std::shared_ptr<const structured::TokenMask> mask;
   if (sequence.matcher != nullptr) {
     absl::StatusOr<std::shared_ptr<const structured::TokenMask>> next =
-        sequence.matcher->NextTokens();
+        sequence.matcher->NextTokens(request.request.max_tokens - sequence.generated);
     if (!next.ok()) return next.status();
     mask = *std::move(next);
     if (mask->count() == 0) {

@@ -2,6 +2,7 @@
 // matcher over the bundled model's vocabulary. The first byte picks the kind, the rest is the
 // constraint's text. A compiled constraint is then walked for a few tokens, always taking an
 // allowed one.
+#include <algorithm>
 #include <iterator>
 #include <memory>
 
@@ -42,12 +43,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto constraint =
       std::make_shared<const kvd::structured::Constraint>(*std::move(grammar), Trie());
   kvd::structured::ConstraintMatcher matcher(constraint);
+  // A token budget from the input: the walk takes the budgeted masks' tokens.
+  const int32_t budget = 2 + data[size - 1] % 40;
   for (int step = 0; step < 24 && !matcher.ended(); ++step) {
     absl::StatusOr<std::shared_ptr<const kvd::structured::TokenMask>> mask = matcher.NextTokens();
     if (!mask.ok()) return 0;  // the constraint's state space is spent: a clean refusal
+    absl::StatusOr<std::shared_ptr<const kvd::structured::TokenMask>> budgeted =
+        matcher.NextTokens(std::max(1, budget - step));
+    if (!budgeted.ok()) return 0;
+    (*budgeted)->ForEach([&](int32_t token) {
+      kvd::fuzz::Require((*mask)->allows(token), "a budgeted mask allows only allowed tokens");
+    });
     // Some token that the mask excludes is refused, leaving the matcher where it was.
     int32_t excluded = -1;
     int32_t allowed = -1;
+    int32_t budgeted_allowed = -1;
+    (*budgeted)->ForEach([&](int32_t token) {
+      if (budgeted_allowed < 0) budgeted_allowed = token;
+    });
     const int32_t vocab = (*mask)->vocab_size();
     // Vary the pick with the input so that walks leave the first alternative.
     const int32_t start = static_cast<int32_t>((data[(step + 1) % size] * 131) % vocab);
@@ -66,7 +79,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       kvd::fuzz::Require(!matcher.can_continue(), "a matcher that can continue allows a token");
       return 0;
     }
-    kvd::fuzz::Require(matcher.Accept(allowed).ok(), "a token the mask allows is accepted");
+    kvd::fuzz::Require(budgeted_allowed >= 0, "a budgeted mask is never empty where one is not");
+    // Every other step takes the budgeted mask's first token, so walks meet tight budgets.
+    const int32_t take = step % 2 == 0 ? budgeted_allowed : allowed;
+    kvd::fuzz::Require(matcher.Accept(take).ok(), "a token the mask allows is accepted");
   }
   return 0;
 }

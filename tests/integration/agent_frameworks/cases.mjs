@@ -1,10 +1,11 @@
 // Structured outputs and forced tool calls as the agent frameworks ask for them, each over many
 // seeds at temperature 1 within an ordinary 200-token budget: the Vercel AI SDK's generateObject
 // and generateText with an object output (@ai-sdk/openai-compatible, strict JSON Schema),
-// LangChain's withStructuredOutput and bindTools with a named tool_choice. Each case tells, per
+// generateText with a required tool (calls in parallel, the SDK's default), LangChain's
+// withStructuredOutput and bindTools with a named tool_choice. Each case tells, per
 // seed, whether the reply parses and validates, by the framework's own zod check and by ajv.
 // Shared by the test (every reply must) and the whitespace benchmark (how many do).
-import { generateObject, generateText, Output } from 'ai';
+import { generateObject, generateText, Output, tool } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
@@ -69,6 +70,22 @@ export function frameworkCases(baseURL, extraBody = {}) {
         model: provider(model), output: Output.object({ schema: Person }), prompt: prompt(seed),
         temperature: 1, seed, maxOutputTokens: maxTokens, maxRetries: 0, providerOptions });
       return personVerdict(result.finishReason, result.output);
+    }),
+    'AI SDK generateText with a required tool': (seed) => verdictOf(async () => {
+      const result = await generateText({
+        model: provider(model), prompt: `What is the weather for trip ${seed}?`, temperature: 1,
+        seed, maxOutputTokens: maxTokens, maxRetries: 0, providerOptions, toolChoice: 'required',
+        tools: { get_weather: tool({ description: 'Weather in a city', inputSchema: Weather }) } });
+      if (result.finishReason !== 'tool-calls' || result.toolCalls.length === 0) {
+        return { ok: false, why: `finished with ${result.finishReason}, ` +
+                                 `${result.toolCalls.length} calls: ${result.text}` };
+      }
+      for (const call of result.toolCalls) {
+        if (call.invalid || !Weather.safeParse(call.input).success || !validateWeather(call.input)) {
+          return { ok: false, why: `a call does not validate: ${JSON.stringify(call.input)}` };
+        }
+      }
+      return { ok: true };
     }),
     'LangChain withStructuredOutput': (seed) => verdictOf(async () => {
       const structured = chat.withStructuredOutput(Person, { name: 'person', includeRaw: true });

@@ -22,9 +22,7 @@ function frameworkTests(variant, randomSeed) {
       assert.equal(await server.stop(), 0, server.logs());
     });
 
-    for (const name of ['AI SDK generateObject', 'AI SDK generateText with an object output',
-                        'LangChain withStructuredOutput',
-                        'LangChain bindTools with a named tool_choice']) {
+    for (const name of Object.keys(frameworkCases('http://127.0.0.1:1/v1'))) {
       test(`${name}: ${seeds} seeds all validate`, async () => {
         const verdicts = await overSeeds(seeds, (seed) => cases[name](seed));
         verdicts.forEach((verdict, seed) => assert.ok(verdict.ok, `seed ${seed}: ${verdict.why}`));

@@ -192,5 +192,48 @@ TEST_F(ConstraintTest, ChoiceOfLiterals) {
   });
 }
 
+// Random walks through the allowed tokens under a token budget: wherever the shortest sentence
+// fits, each walk ends whole, with an end token, within the budget. Without the budget the same
+// walks run past it (the schema's strings and arrays are unbounded).
+TEST_F(ConstraintTest, ABudgetedWalkEndsWholeWithinItsTokens) {
+  const std::shared_ptr<const Constraint> constraint = SchemaConstraint(R"({
+      "type": "object", "properties": {"names": {"type": "array", "items": {"type": "string"}},
+      "n": {"type": "integer"}}, "required": ["names", "n"]})");
+  // {"names":[],"n":0}: 18 bytes, and the end token.
+  const int32_t shortest = 18;
+  int32_t unbounded_past_budget = 0;
+  for (int32_t budget : {shortest + 1, shortest + 2, shortest + 5, 30, 60}) {
+    for (uint32_t seed = 0; seed < 20; ++seed) {
+      std::mt19937 random(seed);
+      for (const bool bounded : {true, false}) {
+        ConstraintMatcher matcher(constraint);
+        int32_t used = 0;
+        while (!matcher.ended() && used < budget) {
+          const std::shared_ptr<const TokenMask> mask =
+              (bounded ? matcher.NextTokens(budget - used) : matcher.NextTokens()).value();
+          std::vector<int32_t> allowed;
+          mask->ForEach([&](int32_t token) { allowed.push_back(token); });
+          ASSERT_FALSE(allowed.empty());
+          ASSERT_TRUE(matcher.Accept(allowed[random() % allowed.size()]).ok());
+          ++used;
+        }
+        if (bounded) {
+          EXPECT_TRUE(matcher.ended()) << "budget " << budget << ", seed " << seed;
+        } else {
+          unbounded_past_budget += !matcher.ended();
+        }
+      }
+    }
+  }
+  EXPECT_GT(unbounded_past_budget, 50);
+}
+
+TEST_F(ConstraintTest, ABudgetTooSmallForAnySentenceLeavesTheMaskAsItWas) {
+  const std::shared_ptr<const Constraint> constraint =
+      SchemaConstraint(R"({"type": "array", "items": {"type": "integer"}, "minItems": 3})");
+  ConstraintMatcher matcher(constraint);
+  EXPECT_EQ(matcher.NextTokens(4).value()->count(), matcher.NextTokens().value()->count());
+}
+
 }  // namespace
 }  // namespace kvd::structured
