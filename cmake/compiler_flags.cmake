@@ -14,6 +14,13 @@ if(KVD_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     $<$<COMPILE_LANGUAGE:CXX>:-Wno-subobject-linkage>)
 endif()
 
+if(NOT KVD_DEBUG_INFO)
+  foreach(lang C CXX CUDA)
+    string(REGEX REPLACE "(^| )-g( |$)" " " CMAKE_${lang}_FLAGS_RELWITHDEBINFO
+                         "${CMAKE_${lang}_FLAGS_RELWITHDEBINFO}")
+  endforeach()
+endif()
+
 if(KVD_SANITIZE)
   string(REPLACE ";" "," kvd_sanitizers "${KVD_SANITIZE}")
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${kvd_sanitizers}>
