@@ -617,6 +617,22 @@ test('a request that does not parse is INVALID_ARGUMENT, with no log line per me
   assert.ok(tokenized.count > 0);
 });
 
+test('a message over max_body_bytes is RESOURCE_EXHAUSTED, and the server goes on', async () => {
+  // The default limit is 8 MiB, for gRPC messages as for HTTP bodies.
+  const prompt = 'the '.repeat(9 << 18);
+  await assert.rejects(
+    unary(server.inference, 'Tokenize', { model: 'kvd-tiny', prompt }),
+    (error) => {
+      assert.equal(error.code, Status.RESOURCE_EXHAUSTED, error.details);
+      assert.match(error.details, /larger than max/i);
+      return true;
+    });
+  await assert.rejects(generate(server, { model: 'kvd-tiny', prompt, max_tokens: 1 }).done,
+                       (error) => error.code === Status.RESOURCE_EXHAUSTED);
+  const tokenized = await unary(server.inference, 'Tokenize', { model: 'kvd-tiny', prompt: 'the' });
+  assert.ok(tokenized.count > 0);
+});
+
 test('Abort, a deadline and a cancelled call free the sequences', async () => {
   // Abort by request_id, from another call: the stream ends with aborted completions.
   await stopRunning({ ...long, request_id: 'to-abort' }, async () => {
