@@ -58,21 +58,28 @@ absl::StatusOr<std::shared_ptr<const TokenMask>> Constraint::Mask(
     const std::vector<int32_t>& state, int32_t max_rest) const {
   base::MutexLock lock(mu_);
   if (stacks_.initial_cut()) return Spent();
-  KVD_ASSIGN_OR_RETURN(const WalkedMask all, CachedMask(state, state, kUnboundedLength));
+  KVD_ASSIGN_OR_RETURN(const WalkedMask all, CachedMask(masks_, state, state, kUnboundedLength));
   if (all.longest_rest <= max_rest) return all.mask;
+  // A token shortens the rest by its bytes at most: where even the longest token leaves too
+  // much, no token fits and the walk is spared.
+  int32_t rest_now = kUnboundedLength;
+  for (int32_t stack : state) rest_now = std::min(rest_now, stacks_.shortest_completion(stack));
+  if (rest_now - static_cast<int32_t>(trie_->max_depth()) > max_rest) return all.mask;
   std::vector<int32_t> key = state;
-  key.push_back(-1 - max_rest);
-  KVD_ASSIGN_OR_RETURN(const WalkedMask bounded, CachedMask(key, state, max_rest));
+  key.push_back(max_rest);
+  KVD_ASSIGN_OR_RETURN(const WalkedMask bounded,
+                       CachedMask(bounded_masks_, key, state, max_rest));
   // A whole sentence may end here (the bounded mask holds the end tokens); otherwise, where no
   // token fits, the output will be cut by max_tokens whatever is sampled.
   const bool accepted = !state.empty() && state.front() == StackSpace::kAccepted;
   return accepted || bounded.mask->count() > 0 ? bounded.mask : all.mask;
 }
 
-absl::StatusOr<Constraint::WalkedMask> Constraint::CachedMask(const std::vector<int32_t>& key,
+absl::StatusOr<Constraint::WalkedMask> Constraint::CachedMask(MaskMap& masks,
+                                                              const std::vector<int32_t>& key,
                                                               const std::vector<int32_t>& state,
                                                               int32_t max_rest) const {
-  if (const auto it = masks_.find(key); it != masks_.end()) {
+  if (const auto it = masks.find(key); it != masks.end()) {
     ++statistics_.reused;
     return it->second;
   }
@@ -80,8 +87,8 @@ absl::StatusOr<Constraint::WalkedMask> Constraint::CachedMask(const std::vector<
   WalkedMask walked = WalkMask(state, max_rest);
   if (stacks_.overflowed()) return Spent();
   ++statistics_.computed;
-  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
-  masks_.emplace(key, walked);
+  if (masks.size() >= kMaxCachedMasks) masks.clear();
+  masks.emplace(key, walked);
   return walked;
 }
 

@@ -23,7 +23,8 @@ namespace kvd::structured {
 // Thread-safe: matchers on several threads may share one.
 class Constraint {
  public:
-  // Masks remembered per constraint (a mask is vocab_size / 8 bytes: 16 KB for 128,256 tokens).
+  // Masks remembered per constraint, and as many bounded by a token budget (a mask is
+  // vocab_size / 8 bytes: 16 KB for 128,256 tokens).
   static constexpr size_t kMaxCachedMasks = 512;
   // Distinct matcher stacks per constraint; a sequence that needs more fails.
   static constexpr size_t kMaxStacks = 1 << 20;
@@ -63,7 +64,9 @@ class Constraint {
   // token would fit, the tokens allowed without the bound.
   absl::StatusOr<std::shared_ptr<const TokenMask>> Mask(const std::vector<int32_t>& state,
                                                         int32_t max_rest) const;
-  absl::StatusOr<WalkedMask> CachedMask(const std::vector<int32_t>& key,
+  using MaskMap = absl::flat_hash_map<std::vector<int32_t>, WalkedMask>;
+  // The mask of `state` under `max_rest`, walked now unless `masks` holds it under `key`.
+  absl::StatusOr<WalkedMask> CachedMask(MaskMap& masks, const std::vector<int32_t>& key,
                                         const std::vector<int32_t>& state, int32_t max_rest) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WalkedMask WalkMask(const std::vector<int32_t>& state, int32_t max_rest) const
@@ -73,8 +76,10 @@ class Constraint {
   const std::shared_ptr<const TokenTrie> trie_;
   mutable base::Mutex mu_;
   mutable StackSpace stacks_ ABSL_GUARDED_BY(mu_);
-  // By state; a bounded mask by its state followed by -1 - max_rest.
-  mutable absl::flat_hash_map<std::vector<int32_t>, WalkedMask> masks_ ABSL_GUARDED_BY(mu_);
+  // By state; bounded masks apart (by state and max_rest), so that the last tokens of many
+  // sequences never push out the masks every step uses.
+  mutable MaskMap masks_ ABSL_GUARDED_BY(mu_);
+  mutable MaskMap bounded_masks_ ABSL_GUARDED_BY(mu_);
   mutable MaskStatistics statistics_ ABSL_GUARDED_BY(mu_);
   mutable std::vector<std::vector<int32_t>> walk_sets_ ABSL_GUARDED_BY(mu_);
 };
