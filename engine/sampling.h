@@ -53,6 +53,9 @@ struct SampledToken {
   // temperature), as OpenAI reports it. Zero unless params.logprobs or top_logprobs.
   float logprob = 0.0f;
   std::vector<TokenLogprob> top_logprobs;  // the most likely tokens, most likely first
+  // 1 + how many tokens are more likely than `token`, where it was counted (a scored prompt's
+  // tokens); 0 otherwise.
+  int32_t rank = 0;
 };
 
 // Samples the tokens of one sequence. Owns its random stream: with a seed, the same logits give

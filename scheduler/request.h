@@ -51,6 +51,7 @@ struct Request {
   std::optional<DocumentPrefix> document;
   engine::SamplingParams sampling;
   int32_t n = 1;  // completions of the same prompt; they share the prompt's KV blocks
+  // At least 1; 0 with prompt_logprobs scores the prompt without generating (n must be 1).
   int32_t max_tokens = 16;
   int32_t min_tokens = 0;  // stop tokens and strings are ignored before this many tokens
   bool ignore_eos = false;
@@ -66,6 +67,11 @@ struct Request {
   // only where it is whole (structured outputs); null: free text. Its vocabulary must be the
   // model's; ignore_eos and min_tokens cannot be combined with it.
   std::shared_ptr<const structured::Constraint> constraint;
+  // Scores the prompt too (vLLM's prompt_logprobs; OpenAI's echo with logprobs): each choice's
+  // first event carries every prompt token's logprob after the first, with this many most
+  // likely alternatives (0 to 20). Every prompt position is computed (no prefix cache); not
+  // with a document or a KV budget. Unset, no row of a prompt's logits is read.
+  std::optional<int32_t> prompt_logprobs;
 };
 
 enum class FinishReason {
@@ -94,6 +100,8 @@ struct Event {
   std::vector<int32_t> token_ids;  // sampled since the previous event of this choice
   std::string text;                // text released since then (held back near a stop string)
   std::vector<engine::SampledToken> logprobs;  // one per token id, when asked for
+  // On a choice's first event, with prompt_logprobs: one per prompt token after the first.
+  std::vector<engine::SampledToken> prompt_logprobs;
   std::optional<FinishReason> finish_reason;
   std::string stop_string;            // the stop string that finished the choice
   std::optional<int32_t> stop_token;  // the stop or end-of-sequence id that finished it

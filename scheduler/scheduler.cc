@@ -110,8 +110,21 @@ absl::Status Scheduler::Validate(const Request& request) const {
     return invalid("n must be in [1, ", std::min(config_.max_n, config_.max_num_seqs), "], got ",
                    request.n);
   }
-  if (request.max_tokens < 1)
-    return invalid("max_tokens must be at least 1, got ", request.max_tokens);
+  if (request.prompt_logprobs) {
+    if (*request.prompt_logprobs < 0 || *request.prompt_logprobs > 20) {
+      return invalid("prompt_logprobs must be in [0, 20], got ", *request.prompt_logprobs);
+    }
+    if (request.document || request.keepkv) {
+      return invalid("prompt_logprobs cannot be combined with a document or a KV budget");
+    }
+    if (request.max_tokens == 0 && request.n != 1) {
+      return invalid("max_tokens 0 scores the prompt once: n must be 1, got ", request.n);
+    }
+  }
+  if (request.max_tokens < (request.prompt_logprobs ? 0 : 1)) {
+    return invalid("max_tokens must be at least ", request.prompt_logprobs ? 0 : 1, ", got ",
+                   request.max_tokens);
+  }
   if (request.min_tokens < 0 || request.min_tokens > request.max_tokens) {
     return invalid("min_tokens must be in [0, max_tokens = ", request.max_tokens, "], got ",
                    request.min_tokens);

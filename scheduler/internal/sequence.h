@@ -28,6 +28,8 @@ struct RequestState {
   int32_t open_choices = 0;   // choices not finished yet
   int32_t completion_tokens = 0;
   int32_t prefix_cached_tokens = 0;  // prompt tokens shared from the prefix cache at admission
+  // With request.prompt_logprobs: by prompt position from 1, filled as the prompt is computed.
+  std::vector<engine::SampledToken> prompt_logprobs;
   bool admitted = false;  // has left the queue once (no longer counts as queued)
   bool produced_token = false;
   bool done = false;  // final event sent

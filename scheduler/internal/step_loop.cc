@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "scheduler/internal/prompt_logprobs.h"
 
 namespace kvd::scheduler::internal {
 namespace {
@@ -111,9 +112,11 @@ void StepLoop::Add(std::shared_ptr<RequestState> request) {
   sequence->matcher = NewMatcher(r);
   if (r.constraint != nullptr) metrics_.RecordConstrainedRequest();
   sequence->keepkv = NewKeepKv(r);
-  if (prefix_cache_ != nullptr && !r.document) {
+  // A scored prompt computes every position itself: it attaches no cached prefix.
+  if (prefix_cache_ != nullptr && !r.document && !r.prompt_logprobs) {
     sequence->prefix = PrefixChain{.root = PrefixRoot(r)};
   }
+  if (r.prompt_logprobs) request->prompt_logprobs.resize(r.prompt.size() - 1);
   sequence->tokens = r.prompt;
   waiting_.Push(std::move(sequence));
 }
@@ -214,10 +217,13 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
         sequence.keepkv->PrepareScores(*sequence.kv, item.count, completes, keepkv_scores_[i])) {
       item.scores = &keepkv_scores_[i];
     }
+    const engine::LogitRows rows = ScoresPrompt(sequence) ? engine::LogitRows::kAll
+                                   : completes            ? engine::LogitRows::kLast
+                                                          : engine::LogitRows::kNone;
     steps.push_back(
         {sequence.kv.get(),
-         std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count),
-         completes ? engine::LogitRows::kLast : engine::LogitRows::kNone, item.scores});
+         std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count), rows,
+         item.scores});
     const bool decoding = sequence.generated > 0 && item.count == 1 && completes;
     (decoding ? report.num_decode_tokens : report.num_prefill_tokens) += item.count;
   }
@@ -232,7 +238,15 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
   logits_request_.inverse_temperatures.clear();
   for (const Scheduled& item : scheduled) {
     const Sequence& sequence = *item.sequence;
-    if (sequence.num_computed + item.count != std::ssize(sequence.tokens)) continue;
+    const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
+    if (ScoresPrompt(sequence)) {
+      // The rows that score prompt tokens (all but a completing chunk's last), at temperature 1.
+      logits_request_.top_k =
+          std::max(logits_request_.top_k, *sequence.request->request.prompt_logprobs);
+      logits_request_.inverse_temperatures.insert(logits_request_.inverse_temperatures.end(),
+                                                  completes ? item.count - 1 : item.count, 1.0f);
+    }
+    if (!completes) continue;
     logits_request_.top_k = std::max(
         logits_request_.top_k,
         sequence.sampler->TopLogitsToDecide(sequence.output->Banned(sequence.generated).size(),
@@ -271,9 +285,26 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
     }
     const bool completes = sequence.uncomputed() == 0;
     const bool healthy = AfterKeepKvStep(item, failed, error);
+    if (ScoresPrompt(sequence)) {
+      const int32_t scored = completes ? item.count - 1 : item.count;
+      if (healthy) {
+        if (absl::Status status =
+                ScorePrompt(sequence, sequence.num_computed - item.count, scored, row);
+            !status.ok()) {
+          failed.push_back(sequence.request);
+          error = status;
+        }
+      }
+      row += scored;
+    }
     if (!completes) continue;  // a prompt chunk; the prompt goes on next step
     const int32_t logits_row = row++;
     if (!healthy) continue;
+    if (std::find(failed.begin(), failed.end(), sequence.request) != failed.end()) continue;
+    if (sequence.request->request.max_tokens == 0) {
+      FinishScoring(sequence);  // retires `sequence`
+      continue;
+    }
     // Forks share the prompt as KeepKV left it.
     absl::Status sampled =
         sequence.pending_forks > 0 ? Fork(sequence, logits_row, now) : absl::OkStatus();
@@ -284,6 +315,34 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
     }
   }
   if (!failed.empty()) FailRequests(failed, error);
+}
+
+bool StepLoop::ScoresPrompt(const Sequence& sequence) {
+  return sequence.request->request.prompt_logprobs.has_value() && sequence.generated == 0;
+}
+
+absl::Status StepLoop::ScorePrompt(Sequence& sequence, int32_t first_position, int32_t rows,
+                                   int32_t first_row) {
+  RequestState& request = *sequence.request;
+  const int32_t alternatives = *request.request.prompt_logprobs;
+  for (int32_t j = 0; j < rows; ++j) {
+    const int32_t row = first_row + j;
+    const int32_t predicted = first_position + j + 1;  // the prompt position row j predicts
+    KVD_CHECK(predicted >= 1 && predicted < std::ssize(sequence.tokens));
+    absl::StatusOr<engine::SampledToken> scored = PromptTokenLogprob(
+        logits_.top(row), sequence.tokens[predicted], alternatives,
+        [&](std::vector<float>& whole) { return model_.CopyLogitsRow(row, whole); });
+    if (!scored.ok()) return scored.status();
+    request.prompt_logprobs[predicted - 1] = *std::move(scored);
+  }
+  return absl::OkStatus();
+}
+
+void StepLoop::FinishScoring(Sequence& sequence) {
+  Event event = sequence.output->Finish(FinishReason::kLength);
+  event.prompt_logprobs = sequence.request->prompt_logprobs;
+  sequence.request->channel->Push(std::move(event));
+  Close(TakeRunning(&sequence), FinishReason::kLength, /*event_sent=*/true);
 }
 
 bool StepLoop::AfterKeepKvStep(const Scheduled& item,
@@ -386,6 +445,9 @@ absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::
   metrics_.RecordToken(sequence.tenant().id, first_token, inter_token);
 
   Event event = sequence.output->Accept(sampled, sequence.generated);
+  if (sequence.generated == 1 && request.request.prompt_logprobs) {
+    event.prompt_logprobs = request.prompt_logprobs;
+  }
   const std::optional<FinishReason> finish = event.finish_reason;
   request.channel->Push(std::move(event));
   if (finish) Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);

@@ -93,6 +93,15 @@ class StepLoop {
   // row when they leave the draw open), emits it, and retires the sequence if it finished.
   // Fails only when the whole row cannot be read back.
   [[nodiscard]] absl::Status SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now);
+  // Whether the step computes a logit row for each of `sequence`'s tokens (its prompt is being
+  // scored: prompt_logprobs).
+  static bool ScoresPrompt(const Sequence& sequence);
+  // Scores the prompt tokens that `rows` logit rows from `first_row` predict, the first row
+  // being that of prompt position `first_position`.
+  [[nodiscard]] absl::Status ScorePrompt(Sequence& sequence, int32_t first_position, int32_t rows,
+                                         int32_t first_row);
+  // Ends a sequence whose request only scores its prompt (max_tokens 0), with its logprobs.
+  void FinishScoring(Sequence& sequence);
 
   void PublishGauges();
   void InsertRunning(std::unique_ptr<Sequence> sequence);

@@ -220,7 +220,24 @@ absl::Status ResolveSampling(const CompletionRequest& request, engine::SamplingP
   return absl::OkStatus();
 }
 
+// vLLM's prompt_logprobs, and OpenAI's echo with logprobs below: the scheduler scores the
+// prompt with the most alternatives either asks for.
+absl::Status ResolvePromptLogprobs(const CompletionRequest& request, CompletionParams& params) {
+  if (!request.prompt_logprobs) return absl::OkStatus();
+  int32_t alternatives = 0;
+  KVD_RETURN_IF_ERROR(
+      InRange<int64_t>(request.prompt_logprobs, "prompt_logprobs", 0, kMaxLogprobs, alternatives));
+  if (params.stream) {
+    return InvalidParam("prompt_logprobs", "'prompt_logprobs' is not supported when streaming");
+  }
+  params.prompt_logprobs = true;
+  params.request.prompt_logprobs =
+      std::max(alternatives, params.request.prompt_logprobs.value_or(0));
+  return absl::OkStatus();
+}
+
 absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams& params) {
+  KVD_RETURN_IF_ERROR(ResolvePromptLogprobs(request, params));
   engine::SamplingParams& sampling = params.request.sampling;
   if (request.kind == ApiKind::kCompletion) {
     int32_t logprobs = -1;
@@ -229,8 +246,13 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
     sampling.logprobs = logprobs >= 0;
     sampling.top_logprobs = std::max(0, logprobs);
     if (params.echo && logprobs >= 0) {
-      return InvalidParam("echo",
-                          "'echo' together with 'logprobs' (prompt logprobs) is not supported");
+      // The echoed prompt's tokens come with their logprobs too (the first one has none).
+      if (params.stream) {
+        return InvalidParam("echo",
+                            "'echo' together with 'logprobs' is not supported when streaming");
+      }
+      params.request.prompt_logprobs =
+          std::max(logprobs, params.request.prompt_logprobs.value_or(0));
     }
     return absl::OkStatus();
   }
@@ -396,10 +418,12 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   const bool completion_tokens_given = chat && in.max_completion_tokens.has_value();
   request.max_tokens =
       chat ? std::max<int32_t>(1, context - static_cast<int32_t>(longest_prompt)) : 16;
+  // max_tokens 0 scores an echoed prompt without generating (how loglikelihood evaluations ask).
+  const int64_t fewest_tokens = request.prompt_logprobs && request.n == 1 ? 0 : 1;
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(completion_tokens_given ? in.max_completion_tokens : in.max_tokens,
-                       completion_tokens_given ? "max_completion_tokens" : "max_tokens", 1,
-                       std::numeric_limits<int32_t>::max(), request.max_tokens));
+                       completion_tokens_given ? "max_completion_tokens" : "max_tokens",
+                       fewest_tokens, std::numeric_limits<int32_t>::max(), request.max_tokens));
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(in.min_tokens, "min_tokens", 0, request.max_tokens, request.min_tokens));
   if (static_cast<int64_t>(longest_prompt) + request.max_tokens > context) {

@@ -35,6 +35,7 @@ struct CompletionParams {
   bool echo = false;           // completions: the prompt leads the text
   int32_t logprobs = -1;       // completions: top alternatives per token; -1: none
   bool chat_logprobs = false;  // chat: logprobs
+  bool prompt_logprobs = false;  // vLLM's prompt_logprobs: the reply lists the prompt's
   // Chat with tools the model may call: the syntax its output is parsed with for calls.
   std::optional<structured::ToolCallSyntax> tool_syntax;
   bool named_tool_choice = false;  // tool_choice named the function: finish_reason stays "stop"

@@ -136,6 +136,7 @@ void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
     const size_t offset = choice.text.size();
     choice.text += event->text;
     choice.logprobs.insert(choice.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
+    if (!event->prompt_logprobs.empty()) choice.prompt_logprobs = event->prompt_logprobs;
     choice.finish = event->finish_reason;
     json body;
     bool has_content = !event->logprobs.empty();
@@ -230,21 +231,37 @@ json CompletionReply::FullResponse() const {
       entry["logprobs"] =
           params_.chat_logprobs ? ChatLogprobsJson(tokenizer_, choice.logprobs) : json();
     } else {
+      if (params_.prompt_logprobs) {
+        entry["prompt_logprobs"] = PromptLogprobsJson(
+            tokenizer_, params_.prompts[index / params_.request.n], choice.prompt_logprobs);
+      }
       entry["text"] = choice.text;
-      const size_t echoed =
-          params_.echo ? params_.prompt_texts[index / params_.request.n].size() : 0;
-      entry["logprobs"] = params_.logprobs >= 0
-                              ? CompletionLogprobsJson(tokenizer_, choice.logprobs, echoed)
-                              : json();
+      const size_t prompt = index / params_.request.n;
+      const size_t echoed = params_.echo ? params_.prompt_texts[prompt].size() : 0;
+      if (params_.logprobs < 0) {
+        entry["logprobs"] = json();
+      } else if (params_.request.prompt_logprobs) {
+        entry["logprobs"] = EchoedLogprobsJson(tokenizer_, params_.prompts[prompt],
+                                               choice.prompt_logprobs, choice.logprobs, echoed);
+      } else {
+        entry["logprobs"] = CompletionLogprobsJson(tokenizer_, choice.logprobs, echoed);
+      }
     }
     choices.push_back(std::move(entry));
   }
-  return {{"id", id_},
-          {"object", params_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
-          {"created", created_},
-          {"model", model_name_},
-          {"choices", std::move(choices)},
-          {"usage", UsageJson(usage_)}};
+  json response = {
+      {"id", id_},
+      {"object", params_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
+      {"created", created_},
+      {"model", model_name_},
+      {"choices", std::move(choices)},
+      {"usage", UsageJson(usage_)}};
+  // Chat has one prompt: vLLM lists its logprobs beside the choices.
+  if (params_.prompt_logprobs && params_.kind == ApiKind::kChat && !choices_.empty()) {
+    response["prompt_logprobs"] =
+        PromptLogprobsJson(tokenizer_, params_.prompts[0], choices_[0].prompt_logprobs);
+  }
+  return response;
 }
 
 void CompletionReply::Finish(int http_status, absl::Status status) {

@@ -54,6 +54,8 @@ class CompletionReply final : public AsyncReply {
   struct Choice {
     std::string text;
     std::vector<engine::SampledToken> logprobs;
+    // With an echoed prompt's logprobs: one per prompt token after the first.
+    std::vector<engine::SampledToken> prompt_logprobs;
     std::optional<scheduler::FinishReason> finish;
     // With tools: the text parsed into content and calls as it arrives.
     std::optional<structured::ToolCallStream> tool_stream;

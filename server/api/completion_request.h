@@ -55,6 +55,8 @@ struct CompletionRequest {
   std::vector<PromptInput> prompts;
   bool echo = false;
   std::optional<int64_t> logprobs;  // top alternatives per token
+  // vLLM's: the prompt's tokens scored, each with this many most likely alternatives.
+  std::optional<int64_t> prompt_logprobs;
 
   // Chat: the messages as the chat template reads them, each an object with string "role" and
   // "content" (text parts joined) and whatever else the client sent.

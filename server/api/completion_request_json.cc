@@ -45,6 +45,7 @@ const std::set<std::string>& CommonKeys() {
                                                       "repetition_penalty",
                                                       "logit_bias",
                                                       "logprobs",
+                                                      "prompt_logprobs",
                                                       "ignore_eos",
                                                       "min_tokens",
                                                       "user",
@@ -298,6 +299,7 @@ absl::Status ReadSampling(const Fields& fields, CompletionRequest& request) {
 }
 
 absl::Status ReadLogprobs(const Fields& fields, ApiKind kind, CompletionRequest& request) {
+  KVD_RETURN_IF_ERROR(fields.Integer("prompt_logprobs", request.prompt_logprobs));
   if (kind == ApiKind::kCompletion) return fields.Integer("logprobs", request.logprobs);
   KVD_RETURN_IF_ERROR(fields.Boolean("logprobs", request.chat_logprobs));
   return fields.Integer("top_logprobs", request.top_logprobs);

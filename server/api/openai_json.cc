@@ -76,6 +76,71 @@ json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
   return result;
 }
 
+json EchoedLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                        const std::vector<engine::SampledToken>& prompt_logprobs,
+                        const std::vector<engine::SampledToken>& completion, size_t echoed) {
+  json tokens = json::array();
+  json token_logprobs = json::array();
+  json top_logprobs = json::array();
+  json text_offset = json::array();
+  // Offsets into the echoed text, which holds no special token's text (a BOS adds nothing).
+  size_t offset = 0;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    const std::string text = TokenText(tokenizer, prompt[i]);
+    tokens.push_back(text);
+    text_offset.push_back(offset);
+    if (!tokenizer.IsSpecial(prompt[i])) offset += text.size();
+    if (i == 0 || i - 1 >= prompt_logprobs.size()) {
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+      continue;
+    }
+    const engine::SampledToken& scored = prompt_logprobs[i - 1];
+    token_logprobs.push_back(scored.logprob);
+    json top = json::object();
+    // The token itself is listed among the alternatives, as OpenAI's legacy API did.
+    top[text] = scored.logprob;
+    for (const engine::TokenLogprob& alternative : scored.top_logprobs) {
+      top[TokenText(tokenizer, alternative.token)] = alternative.logprob;
+    }
+    top_logprobs.push_back(std::move(top));
+  }
+  json result = {{"tokens", std::move(tokens)},
+                 {"token_logprobs", std::move(token_logprobs)},
+                 {"top_logprobs", std::move(top_logprobs)},
+                 {"text_offset", std::move(text_offset)}};
+  const json completion_part = CompletionLogprobsJson(tokenizer, completion, echoed);
+  for (const auto& [key, values] : completion_part.items()) {
+    result[key].insert(result[key].end(), values.begin(), values.end());
+  }
+  return result;
+}
+
+json PromptLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                        const std::vector<engine::SampledToken>& scored) {
+  json result = json::array();
+  const auto entry = [&](int32_t token, float logprob, int32_t rank) {
+    return json{
+        {"logprob", logprob}, {"rank", rank}, {"decoded_token", TokenText(tokenizer, token)}};
+  };
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (i == 0 || i - 1 >= scored.size()) {
+      result.push_back(nullptr);
+      continue;
+    }
+    const engine::SampledToken& token = scored[i - 1];
+    json position = json::object();
+    for (size_t k = 0; k < token.top_logprobs.size(); ++k) {
+      const engine::TokenLogprob& alternative = token.top_logprobs[k];
+      position[std::to_string(alternative.token)] =
+          entry(alternative.token, alternative.logprob, static_cast<int32_t>(k + 1));
+    }
+    position[std::to_string(token.token)] = entry(token.token, token.logprob, token.rank);
+    result.push_back(std::move(position));
+  }
+  return result;
+}
+
 json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
                       const std::vector<engine::SampledToken>& tokens) {
   json content = json::array();

@@ -26,6 +26,19 @@ bool StringFieldIs(const nlohmann::json& value, std::string_view key, std::strin
 // InvalidArgument otherwise.
 [[nodiscard]] absl::StatusOr<nlohmann::json> ParseJsonObjectBody(std::string_view body);
 
+// Completions' logprobs for an echoed, scored prompt: the prompt's tokens first (the first
+// with null logprob and alternatives, as OpenAI's legacy API), then the completion's;
+// `echoed` is the echoed text's size, where the completion's offsets start.
+nlohmann::json EchoedLogprobsJson(const engine::Tokenizer& tokenizer,
+                                  const std::vector<int32_t>& prompt,
+                                  const std::vector<engine::SampledToken>& prompt_logprobs,
+                                  const std::vector<engine::SampledToken>& completion,
+                                  size_t echoed);
+// vLLM's `prompt_logprobs`: null for the first prompt token, then per token an object by token
+// id (as a string) of {logprob, rank, decoded_token}, the token itself and its alternatives.
+nlohmann::json PromptLogprobsJson(const engine::Tokenizer& tokenizer,
+                                  const std::vector<int32_t>& prompt,
+                                  const std::vector<engine::SampledToken>& scored);
 // Completions `logprobs` for `tokens` whose text starts at `text_offset` in the choice's text.
 nlohmann::json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
                                       const std::vector<engine::SampledToken>& tokens,
