@@ -1,8 +1,6 @@
 #include "server/api/completion_reply.h"
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "base/check.h"
 #include "server/api/openai_json.h"
 #include "server/http/error_response.h"
 
@@ -15,39 +13,22 @@ CompletionReply::CompletionReply(CompletionParams params,
                                  const engine::Tokenizer& tokenizer, std::string model_name,
                                  std::unique_ptr<TenantPermit> permit,
                                  std::function<void(const ReplyOutcome&)> on_done)
-    : params_(std::move(params)),
-      handles_(std::move(handles)),
+    : generation_(std::move(params), std::move(handles), std::move(permit), std::move(on_done)),
+      params_(generation_.params()),
       tokenizer_(tokenizer),
       model_name_(std::move(model_name)),
-      permit_(std::move(permit)),
-      on_done_(std::move(on_done)),
       id_(RandomId(params_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
-      created_(absl::ToUnixSeconds(absl::Now())),
-      choices_(handles_.size() * static_cast<size_t>(params_.request.n)),
-      ended_(handles_.size(), false) {
-  if (params_.tool_syntax) {
-    for (Choice& choice : choices_) choice.tool_stream.emplace(*params_.tool_syntax);
-  }
-  if (params_.echo) {
-    for (size_t i = 0; i < choices_.size(); ++i) {
-      choices_[i].text = params_.prompt_texts[i / params_.request.n];
-    }
-  }
-}
+      created_(absl::ToUnixSeconds(absl::Now())) {}
 
-CompletionReply::~CompletionReply() {
-  if (!finished_) Finish(499, absl::CancelledError("the client closed the connection"));
-}
+CompletionReply::~CompletionReply() = default;
 
 void CompletionReply::SetNotify(std::function<void()> notify) {
-  for (scheduler::RequestHandle& handle : handles_) handle.SetListener(notify);
+  generation_.SetNotify(std::move(notify));
 }
 
-void CompletionReply::Cancel() {
-  for (scheduler::RequestHandle& handle : handles_) handle.Cancel();
-}
+void CompletionReply::Cancel() { generation_.Cancel(); }
 
-json CompletionReply::FinishJson(const Choice& choice,
+json CompletionReply::FinishJson(const ChoiceOutput& choice,
                                  std::optional<scheduler::FinishReason> finish) const {
   if (!finish) return json();
   // Calls the model chose to make end its turn; a named choice is the caller's (OpenAI: stop).
@@ -56,29 +37,6 @@ json CompletionReply::FinishJson(const Choice& choice,
     return "tool_calls";
   }
   return std::string(scheduler::FinishReasonName(*finish));
-}
-
-json CompletionReply::TakeToolOutput(Choice& choice, const structured::ParsedOutput& parsed) const {
-  json delta = json::object();
-  if (!parsed.content.empty()) delta["content"] = parsed.content;
-  choice.content += parsed.content;
-  json calls = json::array();
-  for (const structured::ToolCallFragment& fragment : parsed.calls) {
-    json call = {{"index", fragment.index}};
-    if (!fragment.name.empty()) {
-      choice.calls.push_back({RandomId("call_"), fragment.name, ""});
-      call["id"] = choice.calls.back().id;
-      call["type"] = "function";
-      call["function"] = {{"name", fragment.name}, {"arguments", fragment.arguments}};
-    } else {
-      call["function"] = {{"arguments", fragment.arguments}};
-    }
-    KVD_CHECK(static_cast<size_t>(fragment.index) + 1 == choice.calls.size());
-    choice.calls.back().arguments += fragment.arguments;
-    calls.push_back(std::move(call));
-  }
-  if (!calls.empty()) delta["tool_calls"] = std::move(calls);
-  return delta;
 }
 
 json CompletionReply::Chunk(size_t index, json body,
@@ -107,87 +65,78 @@ json CompletionReply::Chunk(size_t index, json body,
 
 std::string CompletionReply::StartChunks() const {
   std::string data;
-  for (size_t index = 0; index < choices_.size(); ++index) {
+  for (size_t index = 0; index < generation_.output().size(); ++index) {
     if (params_.kind == ApiKind::kChat) {
       json chunk = Chunk(index, {{"role", "assistant"}, {"content", ""}}, {}, 0, json());
       chunk["choices"][0]["logprobs"] = nullptr;
       data += SseData(chunk);
     } else if (params_.echo) {
-      data += SseData(Chunk(index, choices_[index].text, {}, 0, json()));
+      data += SseData(Chunk(index, generation_.output().choice(index).text, {}, 0, json()));
     }
   }
   return data;
 }
 
-void CompletionReply::Drain(size_t prompt, ReplyProgress& progress) {
-  scheduler::RequestHandle& handle = handles_[prompt];
-  while (auto event = handle.Next(absl::ZeroDuration())) {
-    if (event->final) {
-      ended_[prompt] = true;
-      usage_.prompt_tokens += event->usage.prompt_tokens;
-      usage_.cached_tokens += event->usage.cached_tokens;
-      usage_.completion_tokens += event->usage.completion_tokens;
-      if (!event->status.ok() && error_.ok()) error_ = event->status;
-      return;
+json CompletionReply::DeltaChunk(const ChoiceDelta& delta) const {
+  json body;
+  if (params_.kind == ApiKind::kCompletion) {
+    body = delta.text;
+  } else {
+    body = json::object();
+    if (!delta.content.empty() || (!params_.tool_syntax && !delta.finish)) {
+      body["content"] = delta.content;
     }
-    const size_t index =
-        prompt * static_cast<size_t>(params_.request.n) + static_cast<size_t>(event->index);
-    Choice& choice = choices_[index];
-    const size_t offset = choice.text.size();
-    choice.text += event->text;
-    choice.logprobs.insert(choice.logprobs.end(), event->logprobs.begin(), event->logprobs.end());
-    if (!event->prompt_logprobs.empty()) choice.prompt_logprobs = event->prompt_logprobs;
-    choice.finish = event->finish_reason;
-    json body;
-    bool has_content = !event->logprobs.empty();
-    if (choice.tool_stream) {
-      structured::ParsedOutput parsed = choice.tool_stream->Feed(event->text);
-      if (event->finish_reason) {
-        structured::ParsedOutput rest = choice.tool_stream->Finish();
-        parsed.content += rest.content;
-        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+    if (!delta.calls.empty()) {
+      json calls = json::array();
+      for (const ToolCallDelta& piece : delta.calls) {
+        json call = {{"index", piece.index}};
+        if (!piece.id.empty()) {
+          call["id"] = piece.id;
+          call["type"] = "function";
+          call["function"] = {{"name", piece.name}, {"arguments", piece.arguments}};
+        } else {
+          call["function"] = {{"arguments", piece.arguments}};
+        }
+        calls.push_back(std::move(call));
       }
-      body = TakeToolOutput(choice, parsed);
-      has_content = has_content || !body.empty();
-    } else {
-      has_content = has_content || !event->text.empty();
-      const bool chat = params_.kind == ApiKind::kChat;
-      body = !chat                                         ? json(event->text)
-             : event->text.empty() && event->finish_reason ? json::object()
-                                                           : json{{"content", event->text}};
-    }
-    if (params_.stream && (has_content || event->finish_reason)) {
-      progress.stream_data += SseData(Chunk(index, std::move(body), event->logprobs, offset,
-                                            FinishJson(choice, event->finish_reason)));
+      body["tool_calls"] = std::move(calls);
     }
   }
+  const bool has_content = !delta.logprobs.empty() || !delta.calls.empty() ||
+                           (params_.tool_syntax ? !delta.content.empty() : !delta.text.empty());
+  if (!has_content && !delta.finish) return json();
+  return Chunk(delta.choice, std::move(body), delta.logprobs, delta.text_offset,
+               FinishJson(generation_.output().choice(delta.choice), delta.finish));
 }
 
 ReplyProgress CompletionReply::Poll() {
   ReplyProgress progress;
-  if (finished_) {
+  if (generation_.finished()) {
     progress.done = true;
     return progress;
   }
   if (params_.stream && !started_) progress.stream_data = StartChunks();
   started_ = true;
-  bool all_ended = true;
-  for (size_t prompt = 0; prompt < handles_.size(); ++prompt) {
-    if (!ended_[prompt]) Drain(prompt, progress);
-    all_ended = all_ended && ended_[prompt];
+  std::vector<ChoiceDelta> deltas;
+  const bool ended = generation_.Drain(deltas);
+  if (params_.stream) {
+    for (const ChoiceDelta& delta : deltas) {
+      json chunk = DeltaChunk(delta);
+      if (!chunk.is_null()) progress.stream_data += SseData(chunk);
+    }
   }
-  if (!error_.ok()) {
-    Cancel();
+  if (!ended) return progress;
+  const absl::Status error = generation_.error();
+  if (!error.ok()) {
     if (params_.stream) {
-      progress.stream_data += "data: " + ErrorJson(error_) + "\n\ndata: [DONE]\n\n";
+      progress.stream_data += "data: " + ErrorJson(error) + "\n\ndata: [DONE]\n\n";
     } else {
-      progress.response = ErrorResponse(error_);
+      progress.response = ErrorResponse(error);
     }
     progress.done = true;
-    Finish(HttpStatusFor(error_), error_);
+    generation_.Finish(HttpStatusFor(error), error);
     return progress;
   }
-  if (!all_ended) return progress;
   if (params_.stream) {
     if (params_.include_usage) {
       progress.stream_data += SseData(
@@ -196,31 +145,32 @@ ReplyProgress CompletionReply::Poll() {
            {"created", created_},
            {"model", model_name_},
            {"choices", json::array()},
-           {"usage", UsageJson(usage_)}});
+           {"usage", UsageJson(generation_.usage())}});
     }
     progress.stream_data += "data: [DONE]\n\n";
   } else {
     progress.response = HttpResponse{.status = 200, .body = Dump(FullResponse())};
   }
   progress.done = true;
-  Finish(200, absl::OkStatus());
+  generation_.Finish(200, absl::OkStatus());
   return progress;
 }
 
 json CompletionReply::FullResponse() const {
+  const GenerationOutput& output = generation_.output();
   json choices = json::array();
-  for (size_t index = 0; index < choices_.size(); ++index) {
-    const Choice& choice = choices_[index];
+  for (size_t index = 0; index < output.size(); ++index) {
+    const ChoiceOutput& choice = output.choice(index);
     json entry = {{"index", index}, {"finish_reason", FinishJson(choice, choice.finish)}};
     if (params_.kind == ApiKind::kChat) {
       entry["message"] = {{"role", "assistant"}, {"content", choice.text}};
-      if (choice.tool_stream) {
+      if (params_.tool_syntax) {
         json& message = entry["message"];
         message["content"] =
             choice.content.empty() && !choice.calls.empty() ? json() : json(choice.content);
         if (!choice.calls.empty()) {
           json calls = json::array();
-          for (const ToolCall& call : choice.calls) {
+          for (const ToolCallOutput& call : choice.calls) {
             calls.push_back({{"id", call.id},
                              {"type", "function"},
                              {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
@@ -231,12 +181,12 @@ json CompletionReply::FullResponse() const {
       entry["logprobs"] =
           params_.chat_logprobs ? ChatLogprobsJson(tokenizer_, choice.logprobs) : json();
     } else {
+      const size_t prompt = index / params_.request.n;
       if (params_.prompt_logprobs) {
-        entry["prompt_logprobs"] = PromptLogprobsJson(
-            tokenizer_, params_.prompts[index / params_.request.n], choice.prompt_logprobs);
+        entry["prompt_logprobs"] =
+            PromptLogprobsJson(tokenizer_, params_.prompts[prompt], choice.prompt_logprobs);
       }
       entry["text"] = choice.text;
-      const size_t prompt = index / params_.request.n;
       const size_t echoed = params_.echo ? params_.prompt_texts[prompt].size() : 0;
       if (params_.logprobs < 0) {
         entry["logprobs"] = json();
@@ -255,20 +205,13 @@ json CompletionReply::FullResponse() const {
       {"created", created_},
       {"model", model_name_},
       {"choices", std::move(choices)},
-      {"usage", UsageJson(usage_)}};
+      {"usage", UsageJson(generation_.usage())}};
   // Chat has one prompt: vLLM lists its logprobs beside the choices.
-  if (params_.prompt_logprobs && params_.kind == ApiKind::kChat && !choices_.empty()) {
+  if (params_.prompt_logprobs && params_.kind == ApiKind::kChat && output.size() > 0) {
     response["prompt_logprobs"] =
-        PromptLogprobsJson(tokenizer_, params_.prompts[0], choices_[0].prompt_logprobs);
+        PromptLogprobsJson(tokenizer_, params_.prompts[0], output.choice(0).prompt_logprobs);
   }
   return response;
-}
-
-void CompletionReply::Finish(int http_status, absl::Status status) {
-  finished_ = true;
-  for (scheduler::RequestHandle& handle : handles_) handle.SetListener(nullptr);
-  if (permit_) permit_->Settle(usage_.total_tokens());
-  if (on_done_) on_done_({http_status, usage_, std::move(status)});
 }
 
 }  // namespace kvd::server

@@ -165,6 +165,10 @@ std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string DumpOrdered(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 std::string SseData(const json& value) { return "data: " + Dump(value) + "\n\n"; }
 
 std::string RandomId(std::string_view prefix) {

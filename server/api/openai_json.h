@@ -52,6 +52,8 @@ std::string RandomId(std::string_view prefix);
 
 // Serializes with invalid UTF-8 (a token holding part of a character) replaced, never thrown.
 std::string Dump(const nlohmann::json& value);
+// The same, keys in the order they were set (a Responses API object, as OpenAI orders it).
+std::string DumpOrdered(const nlohmann::ordered_json& value);
 // One server-sent event: "data: <json>\n\n".
 std::string SseData(const nlohmann::json& value);
 

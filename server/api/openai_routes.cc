@@ -13,10 +13,10 @@
 #include "server/api/kv_events_reply.h"
 #include "server/api/openai_json.h"
 #include "server/api/request_auth.h"
+#include "server/api/request_log.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
 #include "server/version.h"
-#include "spdlog/spdlog.h"
 
 namespace kvd::server {
 namespace {
@@ -78,23 +78,10 @@ class Api {
       return Refuse(method, path, tenant_id, refusal->status, start, refusal->rejection);
     }
     StartedCompletion& completion = std::get<StartedCompletion>(started);
-    const bool log = context_.log_requests;
-    MetricsExporter* metrics = context_.metrics;
-    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
-    in_flight->fetch_add(1);
     return std::make_unique<CompletionReply>(
         std::move(completion.params), std::move(completion.handles), *context_.model.tokenizer,
         context_.model.name, std::move(completion.permit),
-        [path, tenant_id, start, log, metrics, in_flight](const ReplyOutcome& outcome) {
-          in_flight->fetch_sub(1);
-          if (metrics != nullptr) metrics->RecordRequest(tenant_id, outcome.http_status);
-          if (!log) return;
-          spdlog::info(
-              "POST {} tenant={} status={} prompt_tokens={} completion_tokens={} {:.3f}s{}", path,
-              tenant_id, outcome.http_status, outcome.usage.prompt_tokens,
-              outcome.usage.completion_tokens, absl::ToDoubleSeconds(absl::Now() - start),
-              outcome.status.ok() ? "" : " " + std::string(outcome.status.message()));
-        });
+        ReplyRecorder(context_, path, tenant_id, start));
   }
 
   HandlerResult Models(HttpRequest& request) {
@@ -217,14 +204,7 @@ class Api {
                       const absl::Status& status, absl::Time start,
                       std::optional<RejectionReason> rejection = std::nullopt) const {
     HttpResponse response = ErrorResponse(status);
-    if (context_.metrics != nullptr) {
-      context_.metrics->RecordRequest(tenant, response.status);
-      if (rejection) context_.metrics->RecordRejection(tenant, *rejection);
-    }
-    if (context_.log_requests) {
-      spdlog::info("{} {} tenant={} status={} {:.3f}s {}", method, path, tenant, response.status,
-                   absl::ToDoubleSeconds(absl::Now() - start), std::string(status.message()));
-    }
+    RecordRefusal(context_, method, path, tenant, status, response.status, start, rejection);
     return response;
   }
 

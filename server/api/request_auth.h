@@ -1,5 +1,5 @@
 // The first check of every API request: not while draining, and the caller's tenant from its
-// `Authorization: Bearer` key.
+// `Authorization: Bearer` key (or, on Anthropic's routes, its `x-api-key`).
 #pragma once
 
 #include <memory>
@@ -11,8 +11,15 @@
 
 namespace kvd::server {
 
+// Which headers may carry the key.
+enum class KeyHeaders {
+  kBearer,           // Authorization: Bearer <key>
+  kBearerOrXApiKey,  // also x-api-key: <key>, as Anthropic's clients send it
+};
+
 // Unavailable (with Retry-After) while draining; Unauthenticated for a missing or unknown key.
 [[nodiscard]] absl::StatusOr<std::shared_ptr<Tenant>> AuthenticateRequest(
-    const ServingContext& context, const HttpRequest& request);
+    const ServingContext& context, const HttpRequest& request,
+    KeyHeaders headers = KeyHeaders::kBearer);
 
 }  // namespace kvd::server

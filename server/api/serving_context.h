@@ -16,6 +16,9 @@
 namespace kvd::documents {
 class DocumentService;
 }  // namespace kvd::documents
+namespace kvd::server::responses {
+class ResponseStore;
+}  // namespace kvd::server::responses
 
 namespace kvd::server {
 
@@ -27,6 +30,7 @@ struct ServingContext {
   const TenantDirectory* tenants = nullptr;
   MetricsExporter* metrics = nullptr;               // null when metrics are off
   documents::DocumentService* documents = nullptr;  // null when documents are off
+  responses::ResponseStore* responses = nullptr;    // null when responses.store is off
   // Compiled structured-output constraints over the model's vocabulary; null: refused.
   structured::ConstraintCache* constraints = nullptr;
   // How the model writes tool calls (model.tool_parser, resolved); empty: `tools` is refused.

@@ -16,6 +16,7 @@
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
+#include "server/anthropic/messages_routes.h"
 #include "server/api/document_routes.h"
 #include "server/api/openai_routes.h"
 #include "server/api/serving_context.h"
@@ -30,6 +31,8 @@
 #include "server/http/http_server.h"
 #include "server/kv_events/zmq_publisher.h"
 #include "server/metrics/metrics_exporter.h"
+#include "server/responses/response_store.h"
+#include "server/responses/responses_routes.h"
 #include "spdlog/spdlog.h"
 #include "structured/constraint_cache.h"
 
@@ -258,8 +261,19 @@ absl::Status RunServe(const ServeFlags& flags) {
       metrics->AddDocuments([service = documents.get()] { return service->Stats(); });
     }
   }
+  std::unique_ptr<responses::ResponseStore> stored_responses;
+  if (config->responses.store) {
+    auto opened =
+        responses::ResponseStore::Open(std::filesystem::path(config->store.data_dir) / "responses",
+                                       absl::Seconds(config->responses.ttl_seconds));
+    if (!opened.ok()) return opened.status();
+    stored_responses = *std::move(opened);
+    context.responses = stored_responses.get();
+  }
   Router router;
   AddApiRoutes(router, context);
+  anthropic::AddMessagesRoutes(router, context);
+  responses::AddResponsesRoutes(router, context);
   AddDocumentRoutes(router, context);
 
   auto http = HttpServer::Create(HttpOptions(config->server), router);

@@ -236,6 +236,13 @@ void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::Do
   r.Finish();
 }
 
+void ReadResponses(YamlDocument& document, const YAML::Node& node, ResponsesConfig& c) {
+  YamlMapReader r(document, node, "responses");
+  r.Read("store", &c.store);
+  r.Read("ttl_seconds", &c.ttl_seconds);
+  r.Finish();
+}
+
 void ReadMetrics(YamlDocument& document, const YAML::Node& node, MetricsConfig& c) {
   YamlMapReader r(document, node, "metrics");
   r.Read("enabled", &c.enabled);
@@ -278,6 +285,7 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
                  tenant.keepkv);
     }
   }
+  if (auto section = r.Find("responses")) ReadResponses(document, *section, config.responses);
   if (auto section = r.Find("metrics")) ReadMetrics(document, *section, config.metrics);
   if (auto section = r.Find("logging")) ReadLogging(document, *section, config.logging);
   r.Finish();

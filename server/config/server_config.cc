@@ -434,6 +434,11 @@ absl::Status ServerConfig::Validate() const {
   }
   if (auto s = ValidateRemoteTier(store.remote); !s.ok()) return s;
   if (auto s = ValidateDocuments(documents); !s.ok()) return s;
+  constexpr int64_t kMaxResponseTtl = 315360000;  // ten years
+  if (responses.ttl_seconds < 60 || responses.ttl_seconds > kMaxResponseTtl) {
+    return KeyError("responses.ttl_seconds", absl::StrCat("must be in [60, ", kMaxResponseTtl,
+                                                          "], got ", responses.ttl_seconds));
+  }
   if (auto s = CheckOneOf("logging.level", logging.level,
                           {"trace", "debug", "info", "warn", "error", "off"});
       !s.ok()) {

@@ -164,6 +164,17 @@ struct MetricsConfig {
   bool operator==(const MetricsConfig&) const = default;
 };
 
+// Section `responses`: the Responses API's stored responses. Not reloadable.
+struct ResponsesConfig {
+  // Keep responses a request asks to store (`store`, true unless it says false) for
+  // `previous_response_id` and GET /v1/responses/{id}; false stores none. Default true.
+  bool store = true;
+  // Seconds a stored response is kept, in [60, 315360000]. Default 2592000 (30 days).
+  int64_t ttl_seconds = 2592000;
+
+  bool operator==(const ResponsesConfig&) const = default;
+};
+
 // Section `logging`. Not reloadable.
 struct LoggingConfig {
   // Least severe level logged: "trace", "debug", "info", "warn", "error" or "off".
@@ -194,8 +205,9 @@ struct ServerConfig {
   // Section `keepkv`: the defaults of every tenant (and of the one default tenant when there
   // are none); reloadable on SIGHUP with the tenants.
   KeepKvConfig keepkv;
-  MetricsConfig metrics;  // section `metrics`; not reloadable
-  LoggingConfig logging;  // section `logging`; not reloadable
+  ResponsesConfig responses;  // section `responses`; not reloadable
+  MetricsConfig metrics;      // section `metrics`; not reloadable
+  LoggingConfig logging;      // section `logging`; not reloadable
 
   // Checks every field and the relations between them. An error's message starts with the key
   // path ("server.port: must be in [0, 65535], got 70000") and carries the path as a payload

@@ -13,6 +13,7 @@
 #include "base/check.h"
 #include "base/mutex.h"
 #include "server/api/completion_start.h"
+#include "server/api/generation_output.h"
 #include "server/api/openai_json.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/generate_request.h"
@@ -335,41 +336,22 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
       }
       return;
     }
-    // With tools, the text is parsed into content and call fragments as it arrives.
-    ChoiceCalls* calls = nullptr;
-    structured::ParsedOutput parsed;
-    if (completion_.params.tool_syntax) {
-      calls = &CallsOf(event.index);
-      parsed = calls->stream.Feed(event.text);
-      if (event.finish_reason) {
-        structured::ParsedOutput rest = calls->stream.Finish();
-        parsed.content += rest.content;
-        parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
-      }
-    }
-    const std::string& text = calls != nullptr ? parsed.content : event.text;
-    if (!event.token_ids.empty() || !text.empty() || !parsed.calls.empty()) {
-      usage_.completion_tokens += static_cast<int32_t>(event.token_ids.size());
+    const ChoiceDelta delta = Output().Take(static_cast<size_t>(event.index), event);
+    if (!delta.token_ids.empty() || !delta.content.empty() || !delta.calls.empty()) {
+      usage_.completion_tokens += static_cast<int32_t>(delta.token_ids.size());
       v1::GenerateResponse response;
       v1::Chunk& chunk = *response.mutable_chunk();
       chunk.set_index(event.index);
-      chunk.mutable_token_ids()->Assign(event.token_ids.begin(), event.token_ids.end());
-      chunk.set_text(text);
-      for (const structured::ToolCallFragment& fragment : parsed.calls) {
-        v1::ToolCallDelta& delta = *chunk.add_tool_calls();
-        delta.set_index(fragment.index);
-        if (!fragment.name.empty()) {
-          v1::ToolCall& call = calls->calls.emplace_back();
-          call.set_id(RandomId("call_"));
-          call.set_name(fragment.name);
-          delta.set_id(call.id());
-          delta.set_name(fragment.name);
-        }
-        delta.set_arguments(fragment.arguments);
-        KVD_CHECK(static_cast<size_t>(fragment.index) + 1 == calls->calls.size());
-        calls->calls.back().mutable_arguments()->append(fragment.arguments);
+      chunk.mutable_token_ids()->Assign(delta.token_ids.begin(), delta.token_ids.end());
+      chunk.set_text(delta.content);
+      for (const ToolCallDelta& piece : delta.calls) {
+        v1::ToolCallDelta& call = *chunk.add_tool_calls();
+        call.set_index(piece.index);
+        call.set_id(piece.id);
+        call.set_name(piece.name);
+        call.set_arguments(piece.arguments);
       }
-      for (const engine::SampledToken& sampled : event.logprobs) {
+      for (const engine::SampledToken& sampled : delta.logprobs) {
         v1::TokenLogprob& logprob = *chunk.add_logprobs();
         logprob.set_token_id(sampled.token);
         logprob.set_token(TokenText(tokenizer, sampled.token));
@@ -384,38 +366,36 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
       ToProto(usage_, *chunk.mutable_usage());
       queue_.push_back(std::move(response));
     }
-    if (event.finish_reason) {
+    if (delta.finish) {
       // The last choice to finish carries the final usage: hold each back until the next.
       if (pending_completion_) queue_.push_back(*std::move(pending_completion_));
       pending_completion_.emplace();
       v1::Completion& completion = *pending_completion_->mutable_completion();
       completion.set_index(event.index);
-      completion.set_finish_reason(ToProto(*event.finish_reason));
-      completion.set_stop(event.stop_string);
-      if (calls != nullptr && !calls->calls.empty()) {
-        // Calls the model chose to make end its turn; a named choice is the caller's.
-        if (*event.finish_reason == scheduler::FinishReason::kStop &&
-            !completion_.params.named_tool_choice) {
-          completion.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
-        }
-        completion.mutable_tool_calls()->Assign(calls->calls.begin(), calls->calls.end());
+      completion.set_finish_reason(ToProto(*delta.finish));
+      completion.set_stop(delta.stop_string);
+      const std::vector<ToolCallOutput>& calls = Output().choice(delta.choice).calls;
+      // Calls the model chose to make end its turn; a named choice is the caller's.
+      if (!calls.empty() && *delta.finish == scheduler::FinishReason::kStop &&
+          !completion_.params.named_tool_choice) {
+        completion.set_finish_reason(v1::FINISH_REASON_TOOL_CALLS);
+      }
+      for (const ToolCallOutput& call : calls) {
+        v1::ToolCall& out = *completion.add_tool_calls();
+        out.set_id(call.id);
+        out.set_name(call.name);
+        out.set_arguments(call.arguments);
       }
     }
   }
 
-  // One choice's output parsed for tool calls, and the calls so far.
-  struct ChoiceCalls {
-    explicit ChoiceCalls(structured::ToolCallSyntax syntax) : stream(syntax) {}
-    structured::ToolCallStream stream;
-    std::vector<v1::ToolCall> calls;
-  };
-
-  ChoiceCalls& CallsOf(int32_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    KVD_CHECK(index >= 0 && index < completion_.params.request.n);
-    while (tool_calls_.size() <= static_cast<size_t>(index)) {
-      tool_calls_.emplace_back(*completion_.params.tool_syntax);
+  // The choices' output, made on the first event (the request's n and tools are known by then).
+  GenerationOutput& Output() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!output_) {
+      output_.emplace(static_cast<size_t>(completion_.params.request.n),
+                      completion_.params.tool_syntax);
     }
-    return tool_calls_[static_cast<size_t>(index)];
+    return *output_;
   }
 
   ServingContext& context_;
@@ -433,7 +413,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
   bool begun_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<v1::GenerateResponse> queue_ ABSL_GUARDED_BY(mu_);
   std::optional<v1::GenerateResponse> pending_completion_ ABSL_GUARDED_BY(mu_);
-  std::deque<ChoiceCalls> tool_calls_ ABSL_GUARDED_BY(mu_);  // by choice, with tools
+  std::optional<GenerationOutput> output_ ABSL_GUARDED_BY(mu_);
   v1::GenerateResponse writing_ ABSL_GUARDED_BY(mu_);
   scheduler::Usage usage_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -1,8 +1,12 @@
-// `kvd serve` over real HTTP (curl): the OpenAI endpoints on the bundled model, streaming, and
-// every error path with its status and OpenAI error type.
+// `kvd serve` over real HTTP (curl): the OpenAI endpoints (chat, completions, Responses with
+// its stored responses) and Anthropic's Messages on the bundled model, streaming, and every
+// error path with its status and OpenAI error type.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
 #include "tests/integration/kvd_server_process.h"
@@ -178,6 +182,79 @@ TEST_F(ServeTest, StreamingChatSendsRoleDeltasUsageAndDone) {
   const json& usage_chunk = chunks.back();
   EXPECT_TRUE(usage_chunk["choices"].empty());
   EXPECT_GT(usage_chunk["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+// The `data:` payloads of an SSE body, in order.
+std::vector<json> SseEvents(const std::string& body) {
+  std::vector<json> events;
+  std::istringstream lines(body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("data: ", 0) == 0) events.push_back(json::parse(line.substr(6)));
+  }
+  return events;
+}
+
+TEST_F(ServeTest, AnthropicMessagesAnswerWholeAndStreamed) {
+  const json body = {{"model", "kvd-tiny"},
+                     {"max_tokens", 16},
+                     {"temperature", 0},
+                     {"messages", {{{"role", "user"}, {"content", DocumentQuestionText()}}}}};
+  const HttpResult whole = Post("/v1/messages", body, "-H 'x-api-key: any'");
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const json message = json::parse(whole.body);
+  EXPECT_EQ(message["content"], json::parse(R"([{"type": "text", "text": "KSOHB"}])"));
+  EXPECT_EQ(message["stop_reason"], "end_turn");
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const HttpResult streamed = Post("/v1/messages", streamed_body);
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string text;
+  std::vector<std::string> types;
+  for (const json& event : SseEvents(streamed.body)) {
+    types.push_back(event["type"]);
+    if (event["type"] == "content_block_delta") text += event["delta"]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, "KSOHB");
+  EXPECT_EQ(types.front(), "message_start");
+  EXPECT_EQ(types.back(), "message_stop");
+  const HttpResult refused = Post("/v1/messages", {{"messages", body["messages"]}});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(json::parse(refused.body)["error"]["type"], "invalid_request_error");
+}
+
+TEST_F(ServeTest, ResponsesAreStoredContinuedAndDeleted) {
+  const HttpResult first = Post("/v1/responses", {{"model", "kvd-tiny"},
+                                                  {"input", DocumentQuestionText()},
+                                                  {"temperature", 0},
+                                                  {"max_output_tokens", 16}});
+  ASSERT_EQ(first.status, 200) << first.body;
+  const json response = json::parse(first.body);
+  EXPECT_EQ(response["output"][0]["content"][0]["text"], "KSOHB");
+  const std::string id = response["id"];
+  const HttpResult stored = Curl("GET", server_->url("/v1/responses/" + id), "");
+  ASSERT_EQ(stored.status, 200);
+  EXPECT_EQ(json::parse(stored.body), response);
+
+  const HttpResult next = Post("/v1/responses", {{"model", "kvd-tiny"},
+                                                 {"previous_response_id", id},
+                                                 {"input", "Q:vox"},
+                                                 {"stream", true},
+                                                 {"max_output_tokens", 8}});
+  ASSERT_EQ(next.status, 200) << next.body;
+  const std::vector<json> events = SseEvents(next.body);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front()["type"], "response.created");
+  const json& done = events.back();
+  ASSERT_TRUE(done["type"] == "response.completed" || done["type"] == "response.incomplete");
+  EXPECT_GT(done["response"]["usage"]["input_tokens"].get<int>(),
+            response["usage"]["total_tokens"].get<int>());
+  EXPECT_GT(done["response"]["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), 0);
+
+  EXPECT_EQ(Curl("DELETE", server_->url("/v1/responses/" + id), "").status, 200);
+  EXPECT_EQ(Curl("GET", server_->url("/v1/responses/" + id), "").status, 404);
+  ExpectError(Post("/v1/responses", {{"input", "x"}, {"previous_response_id", id}}), 404,
+              "not_found_error", "previous_response_id");
 }
 
 TEST_F(ServeTest, SeveralPromptsAndCompletionsAreIndexedPromptMajor) {

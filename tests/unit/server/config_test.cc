@@ -94,6 +94,9 @@ void ExpectSameExceptTenants(const ServerConfig& a, const ServerConfig& b) {
   EXPECT_EQ(a.documents.max_stored_bytes_per_tenant, b.documents.max_stored_bytes_per_tenant);
   EXPECT_TRUE(a.documents == b.documents);
   ExpectKeepKvEq(a.keepkv, b.keepkv);
+  EXPECT_EQ(a.responses.store, b.responses.store);
+  EXPECT_EQ(a.responses.ttl_seconds, b.responses.ttl_seconds);
+  EXPECT_TRUE(a.responses == b.responses);
   EXPECT_EQ(a.metrics.enabled, b.metrics.enabled);
   EXPECT_TRUE(a.metrics == b.metrics);
   EXPECT_EQ(a.logging.level, b.logging.level);
@@ -257,6 +260,9 @@ prefix_cache:
   kv_events: true
 store:
   data_dir: /var/lib/kvd
+responses:
+  store: false
+  ttl_seconds: 3600
 metrics:
   enabled: false
 logging:
@@ -295,6 +301,8 @@ logging:
   EXPECT_DOUBLE_EQ(config.scheduler.prefix_cache.max_pool_fraction, 0.5);
   EXPECT_TRUE(config.scheduler.prefix_cache.kv_events);
   EXPECT_EQ(config.store.data_dir, "/var/lib/kvd");
+  EXPECT_FALSE(config.responses.store);
+  EXPECT_EQ(config.responses.ttl_seconds, 3600);
   EXPECT_FALSE(config.metrics.enabled);
   EXPECT_EQ(config.logging.level, "debug");
   EXPECT_EQ(config.logging.format, "json");
@@ -430,6 +438,8 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
       {"# kv\nscheduler:\n  kv_cache_bytes: 0\n",
        "config.yaml:2: scheduler: set kv_cache_bytes or kv_cache_memory_fraction"},
       {"server:\n  port: 70000\n", "config.yaml:2: server.port: must be in [0, 65535], got 70000"},
+      {"responses:\n  ttl_seconds: 59\n",
+       "config.yaml:2: responses.ttl_seconds: must be in [60, 315360000], got 59"},
       {"server:\n  port: -1\n", "config.yaml:2: server.port: must be in [0, 65535], got -1"},
       {"server:\n  grpc_port: 65536\n",
        "config.yaml:2: server.grpc_port: must be in [0, 65535], got 65536"},
@@ -489,7 +499,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "health_step_timeout_seconds)");
   EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
             "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "prefix_cache, auth, tenants, store, documents, keepkv, metrics, logging)");
+            "prefix_cache, auth, tenants, store, documents, keepkv, responses, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads, tool_parser)");
