@@ -377,10 +377,7 @@ absl::Status ReadExtensions(const JsonValue& body, CompletionRequest& request) {
       request.documents.push_back(id.get<std::string>());
     }
   }
-  if (!body.contains("keepkv")) return absl::OkStatus();
-  const json keepkv = {
-      {"keepkv", json::parse(body["keepkv"].dump(-1, ' ', false, json::error_handler_t::replace))}};
-  KVD_ASSIGN_OR_RETURN(request.keepkv, ReadKeepKvJson(keepkv));
+  KVD_ASSIGN_OR_RETURN(request.keepkv, ReadKeepKvJson(body));
   return absl::OkStatus();
 }
 

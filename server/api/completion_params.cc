@@ -439,7 +439,8 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   return params;
 }
 
-absl::StatusOr<CompletionParams> ParseCompletionParams(const json& body, ApiKind kind,
+absl::StatusOr<CompletionParams> ParseCompletionParams(const structured::JsonValue& body,
+                                                       ApiKind kind,
                                                        const engine::ServedModel& model,
                                                        const DocumentContext* document,
                                                        const KeepKvConfig* keepkv) {

@@ -73,7 +73,7 @@ struct DocumentContext {
 
 // ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(
-    const nlohmann::json& body, ApiKind kind, const engine::ServedModel& model,
+    const structured::JsonValue& body, ApiKind kind, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr);
 
 }  // namespace kvd::server

@@ -19,7 +19,8 @@
 namespace kvd::server {
 namespace {
 
-using json = nlohmann::json;
+// The body as read: ordered, so that tools and schemas keep the client's key order.
+using structured::JsonValue;
 
 // `keys` with `owned`, the keys a sub-reader owns.
 std::set<std::string> KeysWith(std::initializer_list<std::string_view> keys,
@@ -73,7 +74,7 @@ const std::set<std::string>& ChatKeys() {
 
 // An integer JSON value as int64_t, the largest ones clamped (parsed non-negative integers are
 // unsigned), so that a range check refuses them.
-int64_t IntegerOf(const json& value) {
+int64_t IntegerOf(const JsonValue& value) {
   if (!value.is_number_unsigned()) return value.get<int64_t>();
   return value.get<uint64_t>() > uint64_t{INT64_MAX} ? INT64_MAX
                                                      : static_cast<int64_t>(value.get<uint64_t>());
@@ -83,16 +84,16 @@ int64_t IntegerOf(const json& value) {
 // the object in params ("keepkv." for its keys).
 class Fields {
  public:
-  Fields(const json& object, std::string prefix = "")
+  Fields(const JsonValue& object, std::string prefix = "")
       : object_(object), prefix_(std::move(prefix)) {}
 
-  const json* Get(const std::string& key) const {
+  const JsonValue* Get(const std::string& key) const {
     const auto it = object_.find(key);
     return it == object_.end() || it->is_null() ? nullptr : &*it;
   }
 
   absl::Status Number(const std::string& key, std::optional<double>& out) const {
-    const json* value = Get(key);
+    const JsonValue* value = Get(key);
     if (value == nullptr) return absl::OkStatus();
     if (!value->is_number()) return Mistyped(key, "a number", *value);
     out = value->get<double>();
@@ -100,7 +101,7 @@ class Fields {
   }
 
   absl::Status Integer(const std::string& key, std::optional<int64_t>& out) const {
-    const json* value = Get(key);
+    const JsonValue* value = Get(key);
     if (value == nullptr) return absl::OkStatus();
     if (!value->is_number_integer()) return Mistyped(key, "an integer", *value);
     out = IntegerOf(*value);
@@ -108,7 +109,7 @@ class Fields {
   }
 
   absl::Status Boolean(const std::string& key, bool& out) const {
-    const json* value = Get(key);
+    const JsonValue* value = Get(key);
     if (value == nullptr) return absl::OkStatus();
     if (!value->is_boolean()) return Mistyped(key, "a boolean", *value);
     out = value->get<bool>();
@@ -124,7 +125,7 @@ class Fields {
   }
 
   absl::Status String(const std::string& key, std::string& out) const {
-    const json* value = Get(key);
+    const JsonValue* value = Get(key);
     if (value == nullptr) return absl::OkStatus();
     if (!value->is_string()) return Mistyped(key, "a string", *value);
     out = value->get<std::string>();
@@ -132,17 +133,18 @@ class Fields {
   }
 
  private:
-  absl::Status Mistyped(const std::string& key, std::string_view type, const json& value) const {
+  absl::Status Mistyped(const std::string& key, std::string_view type,
+                        const JsonValue& value) const {
     const std::string param = prefix_ + key;
     return InvalidParam(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
                                             std::string(value.type_name())));
   }
 
-  const json& object_;
+  const JsonValue& object_;
   std::string prefix_;
 };
 
-absl::Status CheckKeys(const json& body, ApiKind kind) {
+absl::Status CheckKeys(const JsonValue& body, ApiKind kind) {
   const auto& own = kind == ApiKind::kChat ? ChatKeys() : CompletionKeys();
   for (const auto& [key, value] : body.items()) {
     if (CommonKeys().count(key) == 0 && own.count(key) == 0) {
@@ -152,8 +154,9 @@ absl::Status CheckKeys(const json& body, ApiKind kind) {
   return absl::OkStatus();
 }
 
-absl::Status ReadTokenIds(const json& array, std::string_view param, std::vector<int64_t>& out) {
-  for (const json& id : array) {
+absl::Status ReadTokenIds(const JsonValue& array, std::string_view param,
+                          std::vector<int64_t>& out) {
+  for (const JsonValue& id : array) {
     if (!id.is_number_integer()) {
       return InvalidParam(param,
                           absl::StrCat("'", std::string(param), "' token ids must be integers"));
@@ -164,11 +167,11 @@ absl::Status ReadTokenIds(const json& array, std::string_view param, std::vector
 }
 
 // `prompt`: a string, strings, token ids, or lists of token ids.
-absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
+absl::Status ReadPrompts(const JsonValue& body, CompletionRequest& request) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) return InvalidParam("prompt", "'prompt' is required");
-  const json& prompt = *it;
-  auto add_ids = [&](const json& ids) -> absl::Status {
+  const JsonValue& prompt = *it;
+  auto add_ids = [&](const JsonValue& ids) -> absl::Status {
     std::vector<int64_t> tokens;
     KVD_RETURN_IF_ERROR(ReadTokenIds(ids, "prompt", tokens));
     request.prompts.emplace_back(std::move(tokens));
@@ -183,7 +186,7 @@ absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
         "prompt", "'prompt' must be a non-empty string, array of strings or array of token ids");
   }
   if (prompt.front().is_number_integer()) return add_ids(prompt);
-  for (const json& entry : prompt) {
+  for (const JsonValue& entry : prompt) {
     if (entry.is_string()) {
       request.prompts.emplace_back(entry.get<std::string>());
     } else if (entry.is_array() && !entry.empty()) {
@@ -199,7 +202,7 @@ absl::Status ReadPrompts(const json& body, CompletionRequest& request) {
 }
 
 // A message's content: a string, or text parts joined.
-absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
+absl::StatusOr<std::string> MessageText(const JsonValue& content, size_t index) {
   const std::string param = absl::StrCat("messages[", index, "].content");
   if (content.is_string()) return content.get<std::string>();
   if (content.is_null()) return std::string();
@@ -207,7 +210,7 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
     return InvalidParam(param, absl::StrCat("'", param, "' must be a string or an array of parts"));
   }
   std::string text;
-  for (const json& part : content) {
+  for (const JsonValue& part : content) {
     if (!StringFieldIs(part, "type", "text") || !part.contains("text") ||
         !part["text"].is_string()) {
       return InvalidParam(param,
@@ -220,13 +223,13 @@ absl::StatusOr<std::string> MessageText(const json& content, size_t index) {
   return text;
 }
 
-absl::Status ReadMessages(const json& body, CompletionRequest& request) {
+absl::Status ReadMessages(const JsonValue& body, CompletionRequest& request) {
   const auto it = body.find("messages");
   if (it == body.end() || !it->is_array() || it->empty()) {
     return InvalidParam("messages", "'messages' must be a non-empty array");
   }
   for (size_t i = 0; i < it->size(); ++i) {
-    const json& message = (*it)[i];
+    const JsonValue& message = (*it)[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!message.is_object()) {
       return InvalidParam(param, absl::StrCat("'", param, "' must be an object"));
@@ -236,28 +239,29 @@ absl::Status ReadMessages(const json& body, CompletionRequest& request) {
       return InvalidParam(param + ".role", RoleRule(param));
     }
     KVD_RETURN_IF_ERROR(CheckMessageToolFields(message, i));
-    json normalized = message;
-    KVD_ASSIGN_OR_RETURN(normalized["content"],
-                         MessageText(message.contains("content") ? message["content"] : json(), i));
+    nlohmann::json normalized(message);
+    KVD_ASSIGN_OR_RETURN(
+        normalized["content"],
+        MessageText(message.contains("content") ? message["content"] : JsonValue(), i));
     request.messages.push_back(std::move(normalized));
   }
   const Fields fields(body);
   KVD_RETURN_IF_ERROR(fields.Boolean("add_generation_prompt", request.add_generation_prompt));
-  if (const json* kwargs = fields.Get("chat_template_kwargs")) {
+  if (const JsonValue* kwargs = fields.Get("chat_template_kwargs")) {
     if (!kwargs->is_object()) {
       return InvalidParam("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     }
-    request.chat_template_kwargs = *kwargs;
+    request.chat_template_kwargs = nlohmann::json(*kwargs);
   }
   return absl::OkStatus();
 }
 
 absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
-  if (const json* stop = fields.Get("stop")) {
+  if (const JsonValue* stop = fields.Get("stop")) {
     if (stop->is_string()) {
       request.stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
-      for (const json& entry : *stop) {
+      for (const JsonValue& entry : *stop) {
         if (!entry.is_string()) return InvalidParam("stop", "'stop' must hold strings");
         request.stop.push_back(entry.get<std::string>());
       }
@@ -265,7 +269,7 @@ absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
       return InvalidParam("stop", StopRule());
     }
   }
-  if (const json* ids = fields.Get("stop_token_ids")) {
+  if (const JsonValue* ids = fields.Get("stop_token_ids")) {
     if (!ids->is_array())
       return InvalidParam("stop_token_ids", "'stop_token_ids' must be an array");
     KVD_RETURN_IF_ERROR(ReadTokenIds(*ids, "stop_token_ids", request.stop_token_ids));
@@ -274,7 +278,7 @@ absl::Status ReadStop(const Fields& fields, CompletionRequest& request) {
 }
 
 absl::Status ReadLogitBias(const Fields& fields, CompletionRequest& request) {
-  const json* bias = fields.Get("logit_bias");
+  const JsonValue* bias = fields.Get("logit_bias");
   if (bias == nullptr) return absl::OkStatus();
   if (!bias->is_object()) return InvalidParam("logit_bias", "'logit_bias' must be an object");
   for (const auto& [key, value] : bias->items()) {
@@ -307,7 +311,7 @@ absl::Status ReadLogprobs(const Fields& fields, ApiKind kind, CompletionRequest&
 
 absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request) {
   KVD_RETURN_IF_ERROR(fields.Boolean("stream", request.stream));
-  const json* options = fields.Get("stream_options");
+  const JsonValue* options = fields.Get("stream_options");
   if (options == nullptr) return absl::OkStatus();
   if (!request.stream) {
     return InvalidParam("stream_options", "'stream_options' is only allowed when 'stream' is true");
@@ -319,7 +323,7 @@ absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request)
       return InvalidParam("stream_options", absl::StrCat("unsupported stream option '", key, "'"));
     }
   }
-  const json& usage = options->value("include_usage", json(false));
+  const JsonValue& usage = options->value("include_usage", JsonValue(false));
   if (!usage.is_boolean()) {
     return InvalidParam("stream_options", "'stream_options.include_usage' must be a boolean");
   }
@@ -328,10 +332,10 @@ absl::Status ReadStreamOptions(const Fields& fields, CompletionRequest& request)
 }
 
 absl::Status ReadDocuments(const Fields& fields, CompletionRequest& request) {
-  const json* documents = fields.Get("documents");
+  const JsonValue* documents = fields.Get("documents");
   if (documents == nullptr) return absl::OkStatus();
   if (!documents->is_array()) return InvalidParam("documents", DocumentsRule());
-  for (const json& id : *documents) {
+  for (const JsonValue& id : *documents) {
     if (!id.is_string()) return InvalidParam("documents", DocumentsRule());
     request.documents.push_back(id.get<std::string>());
   }
@@ -342,7 +346,7 @@ absl::Status ReadDocuments(const Fields& fields, CompletionRequest& request) {
 absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
                                const CompletionRequest& request) {
   if (kind == ApiKind::kCompletion) {
-    if (const json* best_of = fields.Get("best_of")) {
+    if (const JsonValue* best_of = fields.Get("best_of")) {
       if (!best_of->is_number_integer() || IntegerOf(*best_of) != request.n.value_or(1)) {
         return InvalidParam("best_of", "'best_of' other than n is not supported");
       }
@@ -354,7 +358,7 @@ absl::Status RefuseUnsupported(const Fields& fields, ApiKind kind,
 
 // The value of a KeepKV row as the JSON `value` writes it, when its type fits the row's.
 absl::StatusOr<cache_store::KeepKvValue> KeepKvValueOf(const cache_store::KeepKvField& field,
-                                                       const json& value) {
+                                                       const JsonValue& value) {
   const std::string param = "keepkv." + std::string(field.name);
   auto mistyped = [&](std::string_view type) {
     return InvalidParam(param, absl::StrCat("'", param, "' must be ", std::string(type), ", got ",
@@ -382,7 +386,7 @@ absl::StatusOr<cache_store::KeepKvValue> KeepKvValueOf(const cache_store::KeepKv
 
 }  // namespace
 
-absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
+absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const JsonValue& body) {
   const auto it = body.find("keepkv");
   if (it == body.end()) return std::nullopt;
   KeepKvRequest keepkv;
@@ -409,8 +413,7 @@ absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const json& body) {
   return keepkv;
 }
 
-absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, ApiKind kind,
-                                                            std::string_view raw_body) {
+absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const JsonValue& body, ApiKind kind) {
   if (!body.is_object()) {
     return absl::InvalidArgumentError("the request body must be a JSON object");
   }
@@ -428,11 +431,11 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const json& body, Ap
     KVD_RETURN_IF_ERROR(ReadPrompts(body, request));
   } else {
     KVD_RETURN_IF_ERROR(ReadMessages(body, request));
-    KVD_RETURN_IF_ERROR(ReadToolsJson(body, raw_body, request));
+    KVD_RETURN_IF_ERROR(ReadToolsJson(body, request));
     KVD_RETURN_IF_ERROR(fields.Integer("max_completion_tokens", request.max_completion_tokens));
   }
   KVD_RETURN_IF_ERROR(ReadDocuments(fields, request));
-  KVD_RETURN_IF_ERROR(ReadStructuredOutputJson(body, raw_body, request));
+  KVD_RETURN_IF_ERROR(ReadStructuredOutputJson(body, request));
   KVD_RETURN_IF_ERROR(ReadSampling(fields, request));
   KVD_RETURN_IF_ERROR(ReadLogprobs(fields, kind, request));
   KVD_RETURN_IF_ERROR(ReadStop(fields, request));

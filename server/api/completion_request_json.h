@@ -12,10 +12,11 @@
 
 namespace kvd::server {
 
-// InvalidArgument with a param payload (OpenAI's `param`) for every problem. `raw_body` is the
-// text `body` was parsed from: a JSON Schema keeps its key order from it (empty: `body`'s).
+// InvalidArgument with a param payload (OpenAI's `param`) for every problem. `body` is read in
+// its key order (ParseJsonObjectBody<structured::JsonValue>): tools and JSON Schemas keep the
+// client's.
 [[nodiscard]] absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(
-    const nlohmann::json& body, ApiKind kind, std::string_view raw_body = {});
+    const structured::JsonValue& body, ApiKind kind);
 
 // `body`'s "keepkv": absent, none (the tenant's default); null, disabled; an object of the
 // keys of cache_store::kKeepKvFields a request may set (a null key counts as absent), each of
@@ -23,6 +24,6 @@ namespace kvd::server {
 // many JSON writers do not tell apart, both mean the whole prompt); a larger one an integer
 // token count.
 [[nodiscard]] absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(
-    const nlohmann::json& body);
+    const structured::JsonValue& body);
 
 }  // namespace kvd::server

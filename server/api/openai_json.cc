@@ -34,26 +34,6 @@ json UsageJson(const scheduler::Usage& usage) {
   return result;
 }
 
-bool StringFieldIs(const json& value, std::string_view key, std::string_view expected) {
-  if (!value.is_object()) return false;
-  const auto it = value.find(std::string(key));
-  return it != value.end() && it->is_string() && it->get_ref<const std::string&>() == expected;
-}
-
-absl::StatusOr<json> ParseJsonObjectBody(std::string_view body) {
-  absl::StatusOr<json> parsed = engine::ParseBoundedJson(body, "the request body");
-  if (!parsed.ok()) {
-    if (absl::StrContains(parsed.status().message(), "deeper")) return parsed.status();
-    return absl::InvalidArgumentError(
-        "the request body is not valid JSON; send a JSON object with Content-Type: "
-        "application/json");
-  }
-  if (!parsed->is_object()) {
-    return absl::InvalidArgumentError("the request body must be a JSON object");
-  }
-  return parsed;
-}
-
 json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
                             const std::vector<engine::SampledToken>& tokens, size_t text_offset) {
   json result = {{"tokens", json::array()},

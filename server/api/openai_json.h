@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "engine/bounded_json.h"
 #include "engine/sampling.h"
 #include "engine/tokenizer.h"
 #include "nlohmann/json.hpp"
@@ -20,11 +22,31 @@ nlohmann::json UsageJson(const scheduler::Usage& usage);
 
 // Whether `value` is an object whose `key` holds the string `expected` (never throws, whatever
 // the value's shape).
-bool StringFieldIs(const nlohmann::json& value, std::string_view key, std::string_view expected);
+template <typename Json>
+bool StringFieldIs(const Json& value, std::string_view key, std::string_view expected) {
+  if (!value.is_object()) return false;
+  const auto it = value.find(std::string(key));
+  return it != value.end() && it->is_string() &&
+         it->template get_ref<const std::string&>() == expected;
+}
 
 // A request body that must be a JSON object nested no deeper than engine::kMaxJsonDepth;
-// InvalidArgument otherwise.
-[[nodiscard]] absl::StatusOr<nlohmann::json> ParseJsonObjectBody(std::string_view body);
+// InvalidArgument otherwise. `Json` nlohmann::ordered_json keeps the keys in the client's order
+// (what a chat template prints and a schema orders its output by).
+template <typename Json = nlohmann::json>
+[[nodiscard]] absl::StatusOr<Json> ParseJsonObjectBody(std::string_view body) {
+  absl::StatusOr<Json> parsed = engine::ParseBoundedJson<Json>(body, "the request body");
+  if (!parsed.ok()) {
+    if (absl::StrContains(parsed.status().message(), "deeper")) return parsed.status();
+    return absl::InvalidArgumentError(
+        "the request body is not valid JSON; send a JSON object with Content-Type: "
+        "application/json");
+  }
+  if (!parsed->is_object()) {
+    return absl::InvalidArgumentError("the request body must be a JSON object");
+  }
+  return parsed;
+}
 
 // Completions' logprobs for an echoed, scored prompt: the prompt's tokens first (the first
 // with null logprob and alternatives, as OpenAI's legacy API), then the completion's;

@@ -27,8 +27,9 @@ HttpResponse JsonResponse(const json& body, int status = 200) {
   return HttpResponse{.status = status, .body = Dump(body)};
 }
 
-absl::StatusOr<json> ParseBody(const HttpRequest& request) {
-  return ParseJsonObjectBody(request.body);
+// A body read in its key order, once: what a generation request's reader takes.
+absl::StatusOr<structured::JsonValue> ParseOrderedBody(const HttpRequest& request) {
+  return ParseJsonObjectBody<structured::JsonValue>(request.body);
 }
 
 class Api {
@@ -46,11 +47,11 @@ class Api {
       return Refuse(request.method, request.path, "-", tenant.status(), start,
                     RejectionFor(tenant.status()));
     }
-    auto body = ParseBody(request);
+    auto body = ParseOrderedBody(request);
     if (!body.ok()) {
       return Refuse(request.method, request.path, (*tenant)->id(), body.status(), start);
     }
-    auto completion_request = ReadCompletionRequestJson(*body, kind, request.body);
+    auto completion_request = ReadCompletionRequestJson(*body, kind);
     if (!completion_request.ok()) {
       return Refuse(request.method, request.path, (*tenant)->id(), completion_request.status(),
                     start);
@@ -105,17 +106,17 @@ class Api {
   HandlerResult Tokenize(HttpRequest& request) {
     auto tenant = Authenticate(request);
     if (!tenant.ok()) return ErrorResponse(tenant.status());
-    auto body = ParseBody(request);
+    auto body = ParseOrderedBody(request);
     if (!body.ok()) return ErrorResponse(body.status());
     if (absl::Status model = CheckModel(*body); !model.ok()) return ErrorResponse(model);
     std::vector<int32_t> tokens;
     if (body->contains("messages")) {
-      json chat = {{"model", context_.model.name}, {"messages", (*body)["messages"]}};
+      structured::JsonValue chat = {{"model", context_.model.name},
+                                    {"messages", (*body)["messages"]}};
       for (const char* key : {"add_generation_prompt", "tools", "chat_template_kwargs"}) {
         if (body->contains(key)) chat[key] = (*body)[key];
       }
-      // The raw body keeps the tools' key order, as the template prints them.
-      auto chat_request = ReadCompletionRequestJson(chat, ApiKind::kChat, request.body);
+      auto chat_request = ReadCompletionRequestJson(chat, ApiKind::kChat);
       if (!chat_request.ok()) return ErrorResponse(chat_request.status());
       auto params = ResolveCompletionParams(*chat_request, context_.model, nullptr, nullptr,
                                             nullptr, context_.tool_call_syntax);
@@ -144,7 +145,7 @@ class Api {
   HandlerResult Detokenize(HttpRequest& request) {
     auto tenant = Authenticate(request);
     if (!tenant.ok()) return ErrorResponse(tenant.status());
-    auto body = ParseBody(request);
+    auto body = ParseOrderedBody(request);
     if (!body.ok()) return ErrorResponse(body.status());
     if (absl::Status model = CheckModel(*body); !model.ok()) return ErrorResponse(model);
     const auto tokens = body->find("tokens");
@@ -153,7 +154,7 @@ class Api {
           absl::InvalidArgumentError("'tokens' must be an array of token ids"), "tokens"));
     }
     std::vector<int32_t> ids;
-    for (const json& id : *tokens) {
+    for (const structured::JsonValue& id : *tokens) {
       if (!id.is_number_integer()) {
         return ErrorResponse(
             WithParam(absl::InvalidArgumentError("'tokens' must hold integers"), "tokens"));
@@ -181,7 +182,7 @@ class Api {
 
  private:
   // A `model` the body names must be the one served (the field itself is optional here).
-  absl::Status CheckModel(const json& body) const {
+  absl::Status CheckModel(const structured::JsonValue& body) const {
     const auto model = body.find("model");
     if (model == body.end()) return absl::OkStatus();
     if (!model->is_string()) {

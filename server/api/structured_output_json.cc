@@ -13,42 +13,20 @@
 namespace kvd::server {
 namespace {
 
-using json = nlohmann::json;
+using structured::JsonValue;
 using Kind = structured::ConstraintSpec::Kind;
 
-// The JSON text of the value at `path` in the body, keys in the order the client wrote them.
-std::string OrderedText(const json& value, std::string_view raw_body,
-                        const std::vector<std::string>& path) {
-  if (!raw_body.empty()) {
-    absl::StatusOr<structured::JsonValue> ordered =
-        engine::ParseBoundedJson<structured::JsonValue>(raw_body, "the request body");
-    if (ordered.ok()) {
-      const structured::JsonValue* at = &*ordered;
-      for (const std::string& key : path) {
-        if (!at->is_object() || !at->contains(key)) {
-          at = nullptr;
-          break;
-        }
-        at = &(*at)[key];
-      }
-      if (at != nullptr) return at->dump(-1, ' ', false, json::error_handler_t::replace);
-    }
-  }
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
 // A schema given as an object (or boolean), or as a string holding one, as vLLM allows.
-absl::StatusOr<std::string> SchemaText(const json& value, std::string_view raw_body,
-                                       const std::vector<std::string>& path,
-                                       std::string_view param) {
+absl::StatusOr<std::string> SchemaText(const JsonValue& value, std::string_view param) {
   if (value.is_string()) return value.get<std::string>();
-  if (value.is_object() || value.is_boolean()) return OrderedText(value, raw_body, path);
+  if (value.is_object() || value.is_boolean()) {
+    return value.dump(-1, ' ', false, JsonValue::error_handler_t::replace);
+  }
   return InvalidParam(param,
                       absl::StrCat("'", std::string(param), "' must be a JSON Schema object"));
 }
 
-absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
-                                CompletionRequest& request) {
+absl::Status ReadResponseFormat(const JsonValue& format, CompletionRequest& request) {
   const std::string param = "response_format";
   if (!format.is_object() || !format.contains("type") || !format["type"].is_string()) {
     return InvalidParam(param, "'response_format' must be an object with a string 'type'");
@@ -99,39 +77,37 @@ absl::Status ReadResponseFormat(const json& format, std::string_view raw_body,
                         "'response_format.json_schema.name' is required");
   }
   // OpenAI's default for a missing schema: any JSON value.
-  const json schema = spec->value("schema", json(true));
-  KVD_ASSIGN_OR_RETURN(std::string text,
-                       SchemaText(schema, raw_body, {"response_format", "json_schema", "schema"},
-                                  "response_format.json_schema.schema"));
+  const JsonValue schema = spec->value("schema", JsonValue(true));
+  KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(schema, "response_format.json_schema.schema"));
   request.structured_output =
       structured::ConstraintSpec{.kind = Kind::kJsonSchema, .text = std::move(text)};
   request.structured_output_param = "response_format.json_schema.schema";
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ChoicesText(const json& choices, std::string_view param) {
+absl::StatusOr<std::string> ChoicesText(const JsonValue& choices, std::string_view param) {
   if (!choices.is_array() || choices.empty()) {
     return InvalidParam(
         param, absl::StrCat("'", std::string(param), "' must be a non-empty array of strings"));
   }
-  for (const json& choice : choices) {
+  for (const JsonValue& choice : choices) {
     if (!choice.is_string() || choice.get_ref<const std::string&>().empty()) {
       return InvalidParam(param, absl::StrCat("'", std::string(param),
                                               "' must be a non-empty array of non-empty strings"));
     }
   }
-  return choices.dump(-1, ' ', false, json::error_handler_t::replace);
+  return choices.dump(-1, ' ', false, JsonValue::error_handler_t::replace);
 }
 
 // vLLM's `structured_outputs.disable_any_whitespace`; kvd's default is true (compact JSON).
 constexpr char kWhitespaceKey[] = "disable_any_whitespace";
 
 // Whether `outputs` holds a constraint, not only the whitespace option.
-bool HoldsConstraint(const json& outputs) {
+bool HoldsConstraint(const JsonValue& outputs) {
   return !outputs.is_object() || outputs.size() != (outputs.contains(kWhitespaceKey) ? 1u : 0u);
 }
 
-absl::Status ReadWhitespaceOption(const json& body, CompletionRequest& request) {
+absl::Status ReadWhitespaceOption(const JsonValue& body, CompletionRequest& request) {
   const auto outputs = body.find("structured_outputs");
   if (outputs == body.end() || !outputs->is_object()) return absl::OkStatus();
   const auto option = outputs->find(kWhitespaceKey);
@@ -143,22 +119,21 @@ absl::Status ReadWhitespaceOption(const json& body, CompletionRequest& request) 
   return absl::OkStatus();
 }
 
-absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_body,
-                                   CompletionRequest& request) {
+absl::Status ReadStructuredOutputs(const JsonValue& outputs, CompletionRequest& request) {
   const size_t options = outputs.is_object() && outputs.contains(kWhitespaceKey) ? 1 : 0;
   if (!outputs.is_object() || outputs.size() != options + 1) {
-    return InvalidParam("structured_outputs",
-                        "'structured_outputs' must be an object with exactly one of json, regex, "
-                        "choice, json_object (and optionally disable_any_whitespace)");
+    return InvalidParam(
+        "structured_outputs",
+        "'structured_outputs' must be an object with exactly one of JsonValue, regex, "
+        "choice, json_object (and optionally disable_any_whitespace)");
   }
   auto entry = outputs.begin();
   if (entry.key() == kWhitespaceKey) ++entry;
   const std::string key = entry.key();
-  const json& value = entry.value();
+  const JsonValue& value = entry.value();
   const std::string param = "structured_outputs." + key;
   if (key == "json") {
-    KVD_ASSIGN_OR_RETURN(std::string text,
-                         SchemaText(value, raw_body, {"structured_outputs", "json"}, param));
+    KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(value, param));
     request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
   } else if (key == "regex") {
     if (!value.is_string()) return InvalidParam(param, "'" + param + "' must be a string");
@@ -171,7 +146,7 @@ absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_bod
     request.structured_output = structured::ConstraintSpec{.kind = Kind::kJsonObject};
   } else {
     return InvalidParam(param, absl::StrCat("'", param,
-                                            "' is not supported (supported: json, regex, "
+                                            "' is not supported (supported: JsonValue, regex, "
                                             "choice, json_object)"));
   }
   request.structured_output_param = param;
@@ -180,35 +155,34 @@ absl::Status ReadStructuredOutputs(const json& outputs, std::string_view raw_bod
 
 }  // namespace
 
-absl::Status ReadStructuredOutputJson(const json& body, std::string_view raw_body,
-                                      CompletionRequest& request) {
+absl::Status ReadStructuredOutputJson(const JsonValue& body, CompletionRequest& request) {
   KVD_RETURN_IF_ERROR(ReadWhitespaceOption(body, request));
   std::vector<std::string> given;
   for (std::string_view key : kStructuredOutputKeys) {
     const auto it = body.find(std::string(key));
     if (it == body.end() || it->is_null()) continue;
-    if (key == "response_format" && it->is_object() && it->value("type", json()) == "text") {
+    if (key == "response_format" && it->is_object() && it->value("type", JsonValue()) == "text") {
       continue;  // the default: free text
     }
     if (key == "structured_outputs" && !HoldsConstraint(*it)) continue;
     given.emplace_back(key);
   }
-  if (given.empty()) return ReadResponseFormat(json{{"type", "text"}}, raw_body, request);
+  if (given.empty()) return ReadResponseFormat(JsonValue{{"type", "text"}}, request);
   if (given.size() > 1) {
     return InvalidParam(given[1], absl::StrCat("'", given[0], "' and '", given[1],
                                                "' both constrain the output; send one"));
   }
   const std::string& key = given[0];
-  const json& value = body[key];
-  if (key == "response_format") return ReadResponseFormat(value, raw_body, request);
-  if (key == "structured_outputs") return ReadStructuredOutputs(value, raw_body, request);
+  const JsonValue& value = body[key];
+  if (key == "response_format") return ReadResponseFormat(value, request);
+  if (key == "structured_outputs") return ReadStructuredOutputs(value, request);
   if (key == "guided_grammar") {
     return InvalidParam(key,
                         "'guided_grammar' (grammar constraints) is not supported; use a JSON "
                         "Schema or a regex");
   }
   if (key == "guided_json") {
-    KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(value, raw_body, {"guided_json"}, key));
+    KVD_ASSIGN_OR_RETURN(std::string text, SchemaText(value, key));
     request.structured_output = structured::ConstraintSpec{Kind::kJsonSchema, std::move(text)};
   } else if (key == "guided_regex") {
     if (!value.is_string()) return InvalidParam(key, "'guided_regex' must be a string");

@@ -2,8 +2,8 @@
 // `response_format` (text, json_object, json_schema), vLLM's `structured_outputs` (json, regex,
 // choice, json_object) and its older `guided_json` / `guided_regex` / `guided_choice`. At most
 // one of them; a schema keeps the key order the client wrote (it orders the output's
-// properties), read from the raw body. `structured_outputs.disable_any_whitespace: false`, alone
-// or beside a constraint, lets constrained JSON (tool calls too) be spaced freely.
+// properties): the body is read as ordered JSON. `structured_outputs.disable_any_whitespace:
+// false`, alone or beside a constraint, lets constrained JSON (tool calls too) be spaced freely.
 #pragma once
 
 #include <string_view>
@@ -19,11 +19,9 @@ inline constexpr std::string_view kStructuredOutputKeys[] = {
     "response_format", "structured_outputs", "guided_json",
     "guided_regex",    "guided_choice",      "guided_grammar"};
 
-// Fills request.structured_output (and its param) and request.json_whitespace from `body`;
-// `raw_body` is the text `body` was parsed from (empty: key order as `body` keeps it).
+// Fills request.structured_output (and its param) and request.json_whitespace from `body`.
 // InvalidArgument with a param payload.
-[[nodiscard]] absl::Status ReadStructuredOutputJson(const nlohmann::json& body,
-                                                    std::string_view raw_body,
+[[nodiscard]] absl::Status ReadStructuredOutputJson(const structured::JsonValue& body,
                                                     CompletionRequest& request);
 
 }  // namespace kvd::server

@@ -27,17 +27,6 @@ bool IsFunctionName(const std::string& name) {
   });
 }
 
-// `tools` as the client wrote it: from the raw body in its key order, else from `body`.
-JsonValue OrderedTools(const json& tools, std::string_view raw_body) {
-  if (!raw_body.empty()) {
-    auto ordered = engine::ParseBoundedJson<JsonValue>(raw_body, "the request body");
-    if (ordered.ok() && ordered->is_object() && ordered->contains("tools")) {
-      return (*ordered)["tools"];
-    }
-  }
-  return JsonValue::parse(tools.dump(-1, ' ', false, json::error_handler_t::replace));
-}
-
 absl::StatusOr<ToolDefinition> ReadTool(const JsonValue& entry, size_t index) {
   const std::string param = absl::StrCat("tools[", index, "]");
   const std::string shape =
@@ -87,7 +76,7 @@ absl::StatusOr<ToolDefinition> ReadTool(const JsonValue& entry, size_t index) {
   return tool;
 }
 
-absl::StatusOr<ToolChoice> ReadToolChoice(const json& value) {
+absl::StatusOr<ToolChoice> ReadToolChoice(const JsonValue& value) {
   const std::string shape =
       "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
       "\"function\": {\"name\": ...}}";
@@ -109,25 +98,23 @@ absl::StatusOr<ToolChoice> ReadToolChoice(const json& value) {
 
 }  // namespace
 
-absl::Status ReadToolsJson(const json& body, std::string_view raw_body,
-                           CompletionRequest& request) {
-  const auto given = [&](std::string_view key) -> const json* {
+absl::Status ReadToolsJson(const JsonValue& body, CompletionRequest& request) {
+  const auto given = [&](std::string_view key) -> const JsonValue* {
     const auto it = body.find(std::string(key));
     return it == body.end() || it->is_null() ? nullptr : &*it;
   };
-  if (const json* parallel = given("parallel_tool_calls")) {
+  if (const JsonValue* parallel = given("parallel_tool_calls")) {
     if (!parallel->is_boolean()) {
       return InvalidParam("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     }
     request.parallel_tool_calls = parallel->get<bool>();
   }
-  if (const json* choice = given("tool_choice")) {
+  if (const JsonValue* choice = given("tool_choice")) {
     KVD_ASSIGN_OR_RETURN(request.tool_choice, ReadToolChoice(*choice));
   }
-  const json* tools = given("tools");
+  const JsonValue* tools = given("tools");
   if (tools == nullptr) return absl::OkStatus();
-  if (!tools->is_array()) return InvalidParam("tools", "'tools' must be an array");
-  return ReadToolDefinitions(OrderedTools(*tools, raw_body), request);
+  return ReadToolDefinitions(*tools, request);
 }
 
 absl::Status ReadToolDefinitions(const JsonValue& tools, CompletionRequest& request) {
@@ -146,7 +133,7 @@ absl::Status ReadToolDefinitions(const JsonValue& tools, CompletionRequest& requ
   return absl::OkStatus();
 }
 
-absl::Status CheckMessageToolFields(const json& message, size_t index) {
+absl::Status CheckMessageToolFields(const JsonValue& message, size_t index) {
   const std::string param = absl::StrCat("messages[", index, "]");
   if (const auto calls = message.find("tool_calls"); calls != message.end() && !calls->is_null()) {
     const std::string shape = absl::StrCat(
@@ -157,7 +144,7 @@ absl::Status CheckMessageToolFields(const json& message, size_t index) {
       return InvalidParam(param + ".tool_calls", "only assistant messages carry 'tool_calls'");
     }
     if (!calls->is_array()) return InvalidParam(param + ".tool_calls", shape);
-    for (const json& call : *calls) {
+    for (const JsonValue& call : *calls) {
       if (!call.is_object() || !call.contains("id") || !call["id"].is_string() ||
           !StringFieldIs(call, "type", "function") || !call.contains("function") ||
           !call["function"].is_object() || !call["function"].contains("name") ||
@@ -185,7 +172,7 @@ absl::Status CheckMessageToolFields(const json& message, size_t index) {
 }
 
 JsonValue TemplateMessages(const json& messages) {
-  JsonValue out = JsonValue::parse(messages.dump(-1, ' ', false, json::error_handler_t::replace));
+  JsonValue out(messages);
   for (JsonValue& message : out) {
     const auto calls = message.find("tool_calls");
     if (calls == message.end() || !calls->is_array()) continue;

@@ -397,11 +397,7 @@ absl::Status ReadExtensions(const JsonValue& body, ResponsesRequest& request) {
       completion.documents.push_back(id.get<std::string>());
     }
   }
-  if (body.contains("keepkv")) {
-    const json keepkv = {{"keepkv", json::parse(body["keepkv"].dump(
-                                        -1, ' ', false, json::error_handler_t::replace))}};
-    KVD_ASSIGN_OR_RETURN(completion.keepkv, ReadKeepKvJson(keepkv));
-  }
+  KVD_ASSIGN_OR_RETURN(completion.keepkv, ReadKeepKvJson(body));
   KVD_RETURN_IF_ERROR(ReadNumber(body, "seed", completion.seed));
   return ReadNumber(body, "top_k", completion.top_k);
 }

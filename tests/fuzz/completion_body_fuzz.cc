@@ -11,14 +11,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kvd::engine::ServedModel& model = kvd::fuzz::BundledModelInfo();
   static const kvd::server::KeepKvConfig keepkv_on{.enabled = true};
   const std::string_view text = kvd::fuzz::AsText(data, size);
-  auto body = kvd::server::ParseJsonObjectBody(text);
+  auto body = kvd::server::ParseJsonObjectBody<kvd::structured::JsonValue>(text);
   if (!body.ok()) return 0;
   for (kvd::server::ApiKind kind :
        {kvd::server::ApiKind::kCompletion, kvd::server::ApiKind::kChat}) {
     (void)kvd::server::ParseCompletionParams(*body, kind, model);
     (void)kvd::server::ParseCompletionParams(*body, kind, model, nullptr, &keepkv_on);
   }
-  auto chat = kvd::server::ReadCompletionRequestJson(*body, kvd::server::ApiKind::kChat, text);
+  auto chat = kvd::server::ReadCompletionRequestJson(*body, kvd::server::ApiKind::kChat);
   if (chat.ok()) {
     (void)kvd::server::ResolveCompletionParams(*chat, kvd::fuzz::ToolsModelInfo(), nullptr, nullptr,
                                                &kvd::fuzz::BundledConstraints(),

@@ -10,7 +10,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const kvd::server::KeepKvConfig defaults_off;
   static const kvd::server::KeepKvConfig defaults_on{.enabled = true,
                                                      .params = {.budget = {.tokens = 64}}};
-  auto body = kvd::server::ParseJsonObjectBody(kvd::fuzz::AsText(data, size));
+  auto body =
+      kvd::server::ParseJsonObjectBody<kvd::structured::JsonValue>(kvd::fuzz::AsText(data, size));
   if (!body.ok()) return 0;
   auto keepkv = kvd::server::ReadKeepKvJson(*body);
   if (!keepkv.ok()) return 0;

@@ -1,9 +1,9 @@
 // kvd's Anthropic Messages API driven by the official Anthropic SDK, on the bundled model under a
-// hermes tools template: whole and streamed messages (the same for the same seed, and the same
+// hermes tools template: whole and streamed messages (greedy streamed equals whole, and the same
 // as chat completions for the same conversation), stop sequences, a forced tool call and its
-// tool_result round trip (read back from the prefix cache), countTokens, x-api-key, and errors in
-// Anthropic's shape.
-import { test, before, after } from 'node:test';
+// tool_result round trip (read back from the prefix cache; under the llama3_json template too),
+// countTokens, x-api-key, and errors in Anthropic's shape.
+import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -102,35 +102,56 @@ test('a stop sequence ends the message and is named', async () => {
   assert.deepEqual(stopped.content, [{ type: 'text', text: 'KS' }]);
 });
 
-test('a forced tool call validates, streams the same, and its result continues the turn',
-     async () => {
-  const body = { model: 'kvd-tiny', max_tokens: 200, temperature: 1, tools: [weather],
-                 tool_choice: { type: 'tool', name: 'get_weather' }, messages: [question] };
-  const call = await anthropic().messages.create(body);
-  assert.equal(call.stop_reason, 'tool_use');
-  const uses = call.content.filter((block) => block.type === 'tool_use');
-  assert.equal(uses.length, 1);
-  assert.match(uses[0].id, /^toolu_/);
-  assert.equal(uses[0].name, 'get_weather');
-  assert.equal(typeof uses[0].input.city, 'string');
-  assert.ok(['C', 'F'].includes(uses[0].input.unit));
+// A forced call and its tool_result round trip under each tool-call syntax the templates teach.
+for (const templateFile of ['hermes_tools.jinja', 'llama3_json_tools.jinja']) {
+  describe(templateFile, () => {
+    let toolServer;
+    const toolClient = () => new Anthropic({ apiKey: 'key-alpha', maxRetries: 0,
+                                             baseURL: toolServer.baseURL.replace(/\/v1$/, '') });
+    before(async () => {
+      toolServer = await startKvd({
+        modelDir: tinyModelVariant({ templateFile }),
+        configLines: ['tenants:', '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`],
+      });
+    });
+    after(async () => {
+      assert.equal(await toolServer.stop(), 0, toolServer.logs());
+    });
 
-  const greedy = { ...body, temperature: 0 };
-  const whole = await anthropic().messages.create(greedy);
-  const streamed = await anthropic().messages.stream(greedy).finalMessage();
-  assert.deepEqual(streamed.content.map(({ id, ...rest }) => rest),
-                   whole.content.map(({ id, ...rest }) => rest));
+    test('a forced call validates, streams the same, and its result continues the turn',
+         async () => {
+      const body = { model: 'kvd-tiny', max_tokens: 200, temperature: 1, tools: [weather],
+                     tool_choice: { type: 'tool', name: 'get_weather' }, messages: [question] };
+      const call = await toolClient().messages.create(body);
+      assert.equal(call.stop_reason, 'tool_use');
+      const uses = call.content.filter((block) => block.type === 'tool_use');
+      assert.equal(uses.length, 1);
+      assert.match(uses[0].id, /^toolu_/);
+      assert.equal(uses[0].name, 'get_weather');
+      assert.equal(typeof uses[0].input.city, 'string');
+      assert.ok(['C', 'F'].includes(uses[0].input.unit));
 
-  const result = await anthropic().messages.create({
-    model: 'kvd-tiny', max_tokens: 20, temperature: 0, tools: [weather],
-    messages: [question, { role: 'assistant', content: call.content },
-               { role: 'user', content: [{ type: 'tool_result', tool_use_id: uses[0].id,
-                                           content: 'sunny, 21 degrees' }] }],
+      const greedy = { ...body, temperature: 0 };
+      const whole = await toolClient().messages.create(greedy);
+      const streamed = await toolClient().messages.stream(greedy).finalMessage();
+      assert.deepEqual(streamed.content.map(({ id, ...rest }) => rest),
+                       whole.content.map(({ id, ...rest }) => rest));
+
+      const result = await toolClient().messages.create({
+        model: 'kvd-tiny', max_tokens: 20, temperature: 0, tools: [weather],
+        messages: [question, { role: 'assistant', content: call.content },
+                   { role: 'user', content: [{ type: 'tool_result', tool_use_id: uses[0].id,
+                                               content: 'sunny, 21 degrees' }] }],
+      });
+      assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(result.stop_reason));
+      // The conversation up to the call was computed by the first request (llama3_json's
+      // template prints the tools into the last user turn only, so its turns share no prefix).
+      if (templateFile === 'hermes_tools.jinja') {
+        assert.ok(result.usage.cache_read_input_tokens > 0, JSON.stringify(result.usage));
+      }
+    });
   });
-  assert.ok(['end_turn', 'max_tokens', 'tool_use'].includes(result.stop_reason));
-  // The conversation up to the call was computed by the first request.
-  assert.ok(result.usage.cache_read_input_tokens > 0, JSON.stringify(result.usage));
-});
+}
 
 test('countTokens counts the prompt a message would read', async () => {
   const body = { model: 'kvd-tiny', system, tools: [weather], messages: [question] };

@@ -1,10 +1,11 @@
 // kvd's Responses API (/v1/responses) driven by the clients that speak it, on the bundled model
 // under a hermes tools template: the OpenAI SDK (create, streamed events, a function tool round
-// trip through function_call_output, previous_response_id, retrieve and delete, another
-// tenant's id, text.format with a zod schema, refusals), the AI SDK's default OpenAI provider
-// (generateText, streamText, generateObject, a tool loop) and LangChain's ChatOpenAI with
-// useResponsesApi (invoke, stream, withStructuredOutput, bindTools with a named tool_choice).
-import { test, before, after } from 'node:test';
+// trip through function_call_output under the hermes and llama3_json templates,
+// previous_response_id, retrieve and delete, another tenant's id, text.format with a zod
+// schema, refusals), the AI SDK's default OpenAI provider (generateText, streamText,
+// generateObject, a tool loop) and LangChain's ChatOpenAI with useResponsesApi (invoke, stream,
+// withStructuredOutput, bindTools with a named tool_choice).
+import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -105,36 +106,57 @@ test('max_output_tokens leaves a response incomplete', async () => {
   assert.equal(response.usage.output_tokens, 2);
 });
 
-test('a function call round trip, by previous_response_id and by items', async () => {
-  const first = await client().responses.create({
-    model: 'kvd-tiny', input: 'What is the weather in Paris?', tools: [weatherTool],
-    tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 200 });
-  const calls = first.output.filter((item) => item.type === 'function_call');
-  assert.equal(calls.length, 1, JSON.stringify(first.output));
-  assert.equal(calls[0].name, 'get_weather');
-  assert.match(calls[0].call_id, /^call_/);
-  const args = JSON.parse(calls[0].arguments);
-  assert.equal(typeof args.city, 'string');
-  assert.ok(['C', 'F'].includes(args.unit));
+// A function call round trip under each tool-call syntax the templates teach.
+for (const templateFile of ['hermes_tools.jinja', 'llama3_json_tools.jinja']) {
+  describe(templateFile, () => {
+    let toolServer;
+    const toolClient = () => new OpenAI({ apiKey: 'key-alpha', baseURL: toolServer.baseURL,
+                                          maxRetries: 0 });
+    before(async () => {
+      toolServer = await startKvd({
+        modelDir: tinyModelVariant({ templateFile }),
+        configLines: ['tenants:', '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`],
+      });
+    });
+    after(async () => {
+      assert.equal(await toolServer.stop(), 0, toolServer.logs());
+    });
 
-  const output = { type: 'function_call_output', call_id: calls[0].call_id,
-                   output: 'sunny, 21 degrees' };
-  const continued = await client().responses.create({
-    model: 'kvd-tiny', previous_response_id: first.id, input: [output], tools: [weatherTool],
-    max_output_tokens: 20, temperature: 0 });
-  assert.equal(continued.previous_response_id, first.id);
-  assert.ok(continued.usage.input_tokens > first.usage.input_tokens);
-  // The conversation up to the call was computed by the first request.
-  assert.ok(continued.usage.input_tokens_details.cached_tokens > 0,
-            JSON.stringify(continued.usage));
+    test('a function call round trip, by previous_response_id and by items', async () => {
+      const first = await toolClient().responses.create({
+        model: 'kvd-tiny', input: 'What is the weather in Paris?', tools: [weatherTool],
+        tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 200 });
+      const calls = first.output.filter((item) => item.type === 'function_call');
+      assert.equal(calls.length, 1, JSON.stringify(first.output));
+      assert.equal(calls[0].name, 'get_weather');
+      assert.match(calls[0].call_id, /^call_/);
+      const args = JSON.parse(calls[0].arguments);
+      assert.equal(typeof args.city, 'string');
+      assert.ok(['C', 'F'].includes(args.unit));
 
-  const byItems = await client().responses.create({
-    model: 'kvd-tiny', store: false, tools: [weatherTool], max_output_tokens: 20,
-    temperature: 0,
-    input: [{ role: 'user', content: 'What is the weather in Paris?' }, ...first.output, output] });
-  assert.equal(byItems.output_text, continued.output_text);
-  assert.equal(byItems.usage.input_tokens, continued.usage.input_tokens);
-});
+      const output = { type: 'function_call_output', call_id: calls[0].call_id,
+                       output: 'sunny, 21 degrees' };
+      const continued = await toolClient().responses.create({
+        model: 'kvd-tiny', previous_response_id: first.id, input: [output], tools: [weatherTool],
+        max_output_tokens: 20, temperature: 0 });
+      assert.equal(continued.previous_response_id, first.id);
+      // The conversation up to the call was computed by the first request (llama3_json's
+      // template prints the tools into the last user turn only, so its turns share no prefix).
+      if (templateFile === 'hermes_tools.jinja') {
+        assert.ok(continued.usage.input_tokens > first.usage.input_tokens);
+        assert.ok(continued.usage.input_tokens_details.cached_tokens > 0,
+                  JSON.stringify(continued.usage));
+      }
+
+      const byItems = await toolClient().responses.create({
+        model: 'kvd-tiny', store: false, tools: [weatherTool], max_output_tokens: 20,
+        temperature: 0,
+        input: [{ role: 'user', content: 'What is the weather in Paris?' }, ...first.output, output] });
+      assert.equal(byItems.output_text, continued.output_text);
+      assert.equal(byItems.usage.input_tokens, continued.usage.input_tokens);
+    });
+  });
+}
 
 test('stored responses are retrieved and deleted by their own tenant only', async () => {
   const response = await client().responses.create({

@@ -22,7 +22,7 @@ using Kind = structured::ConstraintSpec::Kind;
 using ::testing::HasSubstr;
 
 absl::StatusOr<CompletionRequest> Read(const std::string& body) {
-  return ReadCompletionRequestJson(json::parse(body), ApiKind::kCompletion, body);
+  return ReadCompletionRequestJson(structured::JsonValue::parse(body), ApiKind::kCompletion);
 }
 
 std::string ParamOf(const absl::Status& status) {
@@ -95,7 +95,7 @@ TEST(StructuredOutputJsonTest, RefusesBadShapesNamingTheParam) {
   for (const auto& [fields, param] : cases) {
     json body = json::parse(fields);
     body["prompt"] = "x";
-    const auto request = ReadCompletionRequestJson(body, ApiKind::kCompletion, body.dump());
+    const auto request = ReadCompletionRequestJson(body, ApiKind::kCompletion);
     ASSERT_FALSE(request.ok()) << fields;
     EXPECT_EQ(ParamOf(request.status()), param) << fields << ": " << request.status();
   }

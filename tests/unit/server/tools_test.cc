@@ -55,7 +55,7 @@ class ToolsTest : public TinyModelTest {
   absl::StatusOr<CompletionParams> Chat(
       const std::string& body, std::optional<ToolCallSyntax> syntax = ToolCallSyntax::kHermes,
       const engine::ChatTemplate* chat_template = nullptr) {
-    auto request = ReadCompletionRequestJson(json::parse(body), ApiKind::kChat, body);
+    auto request = ReadCompletionRequestJson(structured::JsonValue::parse(body), ApiKind::kChat);
     if (!request.ok()) return request.status();
     return ResolveCompletionParams(*request, Model(chat_template ? chat_template : hermes_),
                                    nullptr, nullptr, &cache_, syntax);
