@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<SignalWatch>> SignalWatch::Install() {
 
 SignalWatch::~SignalWatch() {
   struct sigaction action = {};
-  action.sa_handler = SIG_DFL;
+  action.sa_handler = SIG_IGN;
   sigemptyset(&action.sa_mask);
   for (int signal : kSignals) sigaction(signal, &action, nullptr);
   g_write_fd = -1;

@@ -15,7 +15,9 @@ class SignalWatch {
  public:
   // One per process.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<SignalWatch>> Install();
-  ~SignalWatch();  // restores the default actions
+  // The watch lives until the process stops, so signals that come after it (while the process
+  // tears down, after a drain) are ignored: the stop they ask for is already under way.
+  ~SignalWatch();
   SignalWatch(const SignalWatch&) = delete;
   SignalWatch& operator=(const SignalWatch&) = delete;
 
