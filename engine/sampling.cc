@@ -8,6 +8,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "engine/sampling_fields.h"
 #include "kernels/backend.h"
 
 namespace kvd::engine {
@@ -37,20 +39,8 @@ int32_t ArgMax(const std::vector<float>& values) {
 
 absl::Status SamplingParams::Validate(int32_t vocab_size) const {
   auto invalid = [](auto&&... parts) { return absl::InvalidArgumentError(absl::StrCat(parts...)); };
-  if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
-    return invalid("temperature must be a finite number >= 0");
-  }
-  if (top_k < -1) return invalid("top_k must be -1, 0 or positive");
-  if (!(top_p > 0.0f && top_p <= 1.0f)) return invalid("top_p must be in (0, 1]");
-  if (!(min_p >= 0.0f && min_p <= 1.0f)) return invalid("min_p must be in [0, 1]");
-  if (!(repetition_penalty > 0.0f) || !std::isfinite(repetition_penalty)) {
-    return invalid("repetition_penalty must be a finite number > 0");
-  }
-  if (!(presence_penalty >= -2.0f && presence_penalty <= 2.0f)) {
-    return invalid("presence_penalty must be in [-2, 2]");
-  }
-  if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
-    return invalid("frequency_penalty must be in [-2, 2]");
+  for (const SamplingField& field : kSamplingFields) {
+    KVD_RETURN_IF_ERROR(CheckSamplingField(field, *this));
   }
   for (const auto& [token, bias] : logit_bias) {
     if (token < 0 || token >= vocab_size) {

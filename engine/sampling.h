@@ -14,14 +14,16 @@
 
 namespace kvd::engine {
 
+// What a sequence's tokens are drawn with. The numeric members' ranges and documentation are
+// their rows of kSamplingFields (sampling_fields.h).
 struct SamplingParams {
   float temperature = 1.0f;         // 0: greedy (argmax after penalties and bias)
-  int32_t top_k = 0;                // keep the k most likely tokens; 0 or -1: all
-  float top_p = 1.0f;               // nucleus: smallest set with probability ≥ top_p, in (0, 1]
-  float min_p = 0.0f;               // drop tokens below min_p × the top probability, in [0, 1]
-  float repetition_penalty = 1.0f;  // > 0; on prompt and output tokens (divides positive logits)
-  float presence_penalty = 0.0f;    // [-2, 2], subtracted once per token present in the output
-  float frequency_penalty = 0.0f;   // [-2, 2], subtracted per occurrence in the output
+  int32_t top_k = 0;                // the k most likely tokens; 0 or -1: all
+  float top_p = 1.0f;               // nucleus: the smallest set with probability >= top_p
+  float min_p = 0.0f;               // drops tokens below min_p times the top probability
+  float repetition_penalty = 1.0f;  // on prompt and output tokens (divides positive logits)
+  float presence_penalty = 0.0f;    // subtracted once per token present in the output
+  float frequency_penalty = 0.0f;   // subtracted per occurrence in the output
   std::vector<std::pair<int32_t, float>> logit_bias;  // added to the logits, [-100, 100]
   std::optional<uint64_t> seed;                       // reproducible sampling when set
   bool logprobs = false;                              // report each sampled token's logprob

@@ -313,13 +313,6 @@ absl::Status ReadToolChoice(const JsonValue& body, CompletionRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status ReadNumber(const JsonValue& body, const char* key, std::optional<double>& out) {
-  if (!body.contains(key) || body[key].is_null()) return absl::OkStatus();
-  if (!body[key].is_number()) return Mistyped(key, "a number");
-  out = body[key].get<double>();
-  return absl::OkStatus();
-}
-
 absl::Status ReadInteger(const JsonValue& body, const char* key, std::optional<int64_t>& out) {
   if (!body.contains(key) || body[key].is_null()) return absl::OkStatus();
   if (!body[key].is_number_integer()) return Mistyped(key, "an integer");
@@ -333,9 +326,9 @@ absl::Status ReadSampling(const JsonValue& body, CompletionRequest& request) {
   }
   KVD_RETURN_IF_ERROR(ReadInteger(body, "max_tokens", request.max_tokens));
   if (*request.max_tokens < 1) return InvalidParam("max_tokens", "'max_tokens' must be at least 1");
-  KVD_RETURN_IF_ERROR(ReadNumber(body, "temperature", request.temperature));
-  KVD_RETURN_IF_ERROR(ReadNumber(body, "top_p", request.top_p));
-  KVD_RETURN_IF_ERROR(ReadInteger(body, "top_k", request.top_k));
+  for (const char* name : {"temperature", "top_p", "top_k"}) {
+    KVD_RETURN_IF_ERROR(ReadSamplingJson(body, name, request));
+  }
   if (body.contains("stop_sequences") && !body["stop_sequences"].is_null()) {
     const JsonValue& stop = body["stop_sequences"];
     if (!stop.is_array()) return Mistyped("stop_sequences", "an array of strings");

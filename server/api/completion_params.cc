@@ -122,50 +122,44 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
         "documents on this server are plain text after BOS (documents.framing: "
         "plain), which chat cannot place in a conversation; ask with /v1/completions");
   }
-  if (document != nullptr) {
-    auto split =
-        engine::SplitDocumentChat(*model.chat_template, document->text, TemplateMessages(messages),
-                                  add_generation_prompt, extra, document->role);
-    if (!split.ok()) {
-      return InvalidParam("messages",
-                          absl::StrCat("cannot place the document in this conversation: ",
-                                       std::string(split.status().message())));
-    }
-    if (split->prefix != document->prefix.payload->prefix_text) {
-      return InvalidParam("messages",
-                          "the conversation renders the text before the document differently from "
-                          "when the document was uploaded (chat_template_kwargs change it)");
-    }
-    params.prompts.push_back(model.tokenizer->Encode(split->suffix, /*add_special=*/false));
-    params.prompt_texts.push_back(split->suffix);
-    if (params.request.keepkv.has_value() && last_system >= 0) {
-      const std::string text = split->prefix + split->suffix;
-      params.request.keepkv->protected_prefix = SystemPrefixTokens(
-          messages, last_system, {text, split->prefix.size(), params.prompts.back()},
-          *model.tokenizer, [&](int64_t last) -> absl::StatusOr<std::string> {
-            auto placed = engine::MessagesWithDocument(
-                document->text, TemplateMessages(MessagesThrough(messages, last)), document->role);
-            if (!placed.ok()) return placed.status();
-            return model.chat_template->Render(*placed, /*add_generation_prompt=*/false, extra);
-          });
-    }
-    return absl::OkStatus();
+  // A stored document is placed in the conversation, whose one rendering must then start with
+  // the document's stored prefix (checked at upload to be where every conversation's rendering
+  // starts with this template); the prompt is the rest.
+  auto with_document = [&](structured::JsonValue chat) -> absl::StatusOr<structured::JsonValue> {
+    if (document == nullptr) return chat;
+    return engine::MessagesWithDocument(document->text, chat, document->role);
+  };
+  auto placed = with_document(TemplateMessages(messages));
+  if (!placed.ok()) {
+    return InvalidParam("messages", absl::StrCat("cannot place the document in this conversation: ",
+                                                 std::string(placed.status().message())));
   }
-  auto rendered =
-      model.chat_template->Render(TemplateMessages(messages), add_generation_prompt, extra);
+  auto rendered = model.chat_template->Render(*placed, add_generation_prompt, extra);
   if (!rendered.ok()) {
     return InvalidParam("messages", absl::StrCat("the chat template refused the messages: ",
                                                  std::string(rendered.status().message())));
   }
-  params.prompts.push_back(model.tokenizer->Encode(*rendered, /*add_special=*/false));
-  params.prompt_texts.push_back(*rendered);
+  size_t prompt_offset = 0;
+  if (document != nullptr) {
+    const std::string& prefix = document->prefix.payload->prefix_text;
+    if (!rendered->starts_with(prefix)) {
+      return InvalidParam("messages",
+                          "the conversation renders the text before the document differently from "
+                          "when the document was uploaded (chat_template_kwargs change it)");
+    }
+    prompt_offset = prefix.size();
+  }
+  std::string prompt_text = rendered->substr(prompt_offset);
+  params.prompts.push_back(model.tokenizer->Encode(prompt_text, /*add_special=*/false));
+  params.prompt_texts.push_back(std::move(prompt_text));
   if (params.request.keepkv.has_value() && last_system >= 0) {
     // A second, shorter rendering: a template's output does not say where a turn ends.
     params.request.keepkv->protected_prefix = SystemPrefixTokens(
-        messages, last_system, {*rendered, 0, params.prompts.back()}, *model.tokenizer,
-        [&](int64_t last) {
-          return model.chat_template->Render(TemplateMessages(MessagesThrough(messages, last)),
-                                             /*add_generation_prompt=*/false, extra);
+        messages, last_system, {*rendered, prompt_offset, params.prompts.back()},
+        *model.tokenizer, [&](int64_t last) -> absl::StatusOr<std::string> {
+          KVD_ASSIGN_OR_RETURN(structured::JsonValue through,
+                               with_document(TemplateMessages(MessagesThrough(messages, last))));
+          return model.chat_template->Render(through, /*add_generation_prompt=*/false, extra);
         });
   }
   return absl::OkStatus();
@@ -198,24 +192,10 @@ absl::Status ResolveLogitBias(const CompletionRequest& request, int32_t vocab_si
 }
 
 absl::Status ResolveSampling(const CompletionRequest& request, engine::SamplingParams& sampling) {
-  KVD_RETURN_IF_ERROR(InRange(request.temperature, "temperature", 0.0, 2.0, sampling.temperature));
-  if (request.top_p) {
-    // In (0, 1] as the sampler keeps it: a positive value too small for a float is 0.
-    const double top_p = *request.top_p;
-    if (!(top_p > 0.0 && top_p <= 1.0 && static_cast<float>(top_p) > 0.0f)) {
-      return InvalidParam("top_p", absl::StrCat("'top_p' must be in (0, 1], got ", top_p));
-    }
-    sampling.top_p = static_cast<float>(top_p);
+  for (const auto& [field, value] : request.sampling) {
+    const absl::Status status = engine::SetSamplingField(*field, value, sampling);
+    if (!status.ok()) return InvalidParam(field->name, std::string(status.message()));
   }
-  KVD_RETURN_IF_ERROR(InRange<int64_t>(request.top_k, "top_k", -1,
-                                       std::numeric_limits<int32_t>::max(), sampling.top_k));
-  KVD_RETURN_IF_ERROR(InRange(request.min_p, "min_p", 0.0, 1.0, sampling.min_p));
-  KVD_RETURN_IF_ERROR(
-      InRange(request.presence_penalty, "presence_penalty", -2.0, 2.0, sampling.presence_penalty));
-  KVD_RETURN_IF_ERROR(InRange(request.frequency_penalty, "frequency_penalty", -2.0, 2.0,
-                              sampling.frequency_penalty));
-  KVD_RETURN_IF_ERROR(InRange(request.repetition_penalty, "repetition_penalty", 0.01, 10.0,
-                              sampling.repetition_penalty));
   if (request.seed) sampling.seed = static_cast<uint64_t>(*request.seed);
   return absl::OkStatus();
 }

@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "cache_store/keepkv/keepkv_fields.h"
+#include "engine/sampling_fields.h"
 #include "nlohmann/json.hpp"
 #include "structured/constraint_spec.h"
 #include "structured/json_rules.h"
@@ -70,13 +72,8 @@ struct CompletionRequest {
   bool chat_logprobs = false;
   std::optional<int64_t> top_logprobs;
 
-  std::optional<double> temperature;
-  std::optional<double> top_p;
-  std::optional<int64_t> top_k;
-  std::optional<double> min_p;
-  std::optional<double> presence_penalty;
-  std::optional<double> frequency_penalty;
-  std::optional<double> repetition_penalty;
+  // The rows of engine::kSamplingFields the client set, each with the number it sent.
+  std::vector<std::pair<const engine::SamplingField*, double>> sampling;
   std::optional<int64_t> seed;
   std::vector<std::pair<std::string, double>> logit_bias;  // token id as sent, bias
   std::optional<int64_t> max_tokens;
@@ -100,5 +97,14 @@ struct CompletionRequest {
   bool include_usage = false;
   std::string user;
 };
+
+// The number the client sent for the sampling parameter `name`, if it sent one.
+inline std::optional<double> SentSampling(const CompletionRequest& request,
+                                          std::string_view name) {
+  for (const auto& [field, value] : request.sampling) {
+    if (field->name == name) return value;
+  }
+  return std::nullopt;
+}
 
 }  // namespace kvd::server

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/check.h"
 #include "base/status_macros.h"
 #include "server/api/completion_rules.h"
 #include "server/api/openai_json.h"
@@ -31,19 +32,13 @@ std::set<std::string> KeysWith(std::initializer_list<std::string_view> keys,
 }
 
 const std::set<std::string>& CommonKeys() {
-  static const std::set<std::string> keys = KeysWith({"model",
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> all = KeysWith({"model",
                                                       "max_tokens",
-                                                      "temperature",
-                                                      "top_p",
-                                                      "top_k",
-                                                      "min_p",
                                                       "n",
                                                       "seed",
                                                       "stop",
                                                       "stop_token_ids",
-                                                      "presence_penalty",
-                                                      "frequency_penalty",
-                                                      "repetition_penalty",
                                                       "logit_bias",
                                                       "logprobs",
                                                       "prompt_logprobs",
@@ -58,6 +53,9 @@ const std::set<std::string>& CommonKeys() {
                                                       "skip_special_tokens",
                                                       "keepkv"},
                                                      kStructuredOutputKeys);
+    for (const engine::SamplingField& field : engine::kSamplingFields) all.emplace(field.name);
+    return all;
+  }();
   return keys;
 }
 const std::set<std::string>& CompletionKeys() {
@@ -290,14 +288,11 @@ absl::Status ReadLogitBias(const Fields& fields, CompletionRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status ReadSampling(const Fields& fields, CompletionRequest& request) {
-  KVD_RETURN_IF_ERROR(fields.Number("temperature", request.temperature));
-  KVD_RETURN_IF_ERROR(fields.Number("top_p", request.top_p));
-  KVD_RETURN_IF_ERROR(fields.Integer("top_k", request.top_k));
-  KVD_RETURN_IF_ERROR(fields.Number("min_p", request.min_p));
-  KVD_RETURN_IF_ERROR(fields.Number("presence_penalty", request.presence_penalty));
-  KVD_RETURN_IF_ERROR(fields.Number("frequency_penalty", request.frequency_penalty));
-  KVD_RETURN_IF_ERROR(fields.Number("repetition_penalty", request.repetition_penalty));
+absl::Status ReadSampling(const JsonValue& body, const Fields& fields,
+                          CompletionRequest& request) {
+  for (const engine::SamplingField& field : engine::kSamplingFields) {
+    KVD_RETURN_IF_ERROR(ReadSamplingJson(body, field.name, request));
+  }
   KVD_RETURN_IF_ERROR(fields.Integer("seed", request.seed));
   return ReadLogitBias(fields, request);
 }
@@ -386,6 +381,24 @@ absl::StatusOr<cache_store::KeepKvValue> KeepKvValueOf(const cache_store::KeepKv
 
 }  // namespace
 
+absl::Status ReadSamplingJson(const JsonValue& body, std::string_view name,
+                              CompletionRequest& request) {
+  const engine::SamplingField* field = engine::FindSamplingField(name);
+  KVD_CHECK(field != nullptr);
+  const Fields fields(body);
+  const std::string key(name);
+  if (engine::IsInteger(*field)) {
+    std::optional<int64_t> value;
+    KVD_RETURN_IF_ERROR(fields.Integer(key, value));
+    if (value) request.sampling.emplace_back(field, static_cast<double>(*value));
+  } else {
+    std::optional<double> value;
+    KVD_RETURN_IF_ERROR(fields.Number(key, value));
+    if (value) request.sampling.emplace_back(field, *value);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(const JsonValue& body) {
   const auto it = body.find("keepkv");
   if (it == body.end()) return std::nullopt;
@@ -436,7 +449,7 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const JsonValue& bod
   }
   KVD_RETURN_IF_ERROR(ReadDocuments(fields, request));
   KVD_RETURN_IF_ERROR(ReadStructuredOutputJson(body, request));
-  KVD_RETURN_IF_ERROR(ReadSampling(fields, request));
+  KVD_RETURN_IF_ERROR(ReadSampling(body, fields, request));
   KVD_RETURN_IF_ERROR(ReadLogprobs(fields, kind, request));
   KVD_RETURN_IF_ERROR(ReadStop(fields, request));
   KVD_RETURN_IF_ERROR(fields.Boolean("ignore_eos", request.ignore_eos));

@@ -26,4 +26,9 @@ namespace kvd::server {
 [[nodiscard]] absl::StatusOr<std::optional<KeepKvRequest>> ReadKeepKvJson(
     const structured::JsonValue& body);
 
+// `body`'s sampling parameter `name`, a row of engine::kSamplingFields (a number, an integer for
+// the integer rows; absent or null: not given), appended to request.sampling when given.
+[[nodiscard]] absl::Status ReadSamplingJson(const structured::JsonValue& body,
+                                            std::string_view name, CompletionRequest& request);
+
 }  // namespace kvd::server

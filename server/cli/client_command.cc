@@ -4,6 +4,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -24,8 +25,10 @@
 #include "absl/strings/str_join.h"
 #include "kvd/v1/documents.grpc.pb.h"
 #include "kvd/v1/inference.grpc.pb.h"
+#include "engine/sampling_fields.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/exit_status.h"
+#include "server/grpc/sampling_proto.h"
 
 namespace kvd::server {
 namespace {
@@ -45,7 +48,8 @@ struct GenerateOptions {
   std::string prompt_file;
   std::string chat;
   std::optional<int32_t> max_tokens;
-  std::optional<float> temperature;
+  // By the rows of engine::kSamplingFields: the values given.
+  std::array<std::optional<double>, std::size(engine::kSamplingFields)> sampling;
   std::optional<uint64_t> seed;
   bool ignore_eos = false;
   std::vector<std::string> documents;
@@ -164,7 +168,12 @@ absl::StatusOr<v1::GenerateRequest> BuildRequest(const GenerateOptions& options)
     request.set_prompt(options.prompt);
   }
   if (options.max_tokens) request.set_max_tokens(*options.max_tokens);
-  if (options.temperature) request.mutable_sampling()->set_temperature(*options.temperature);
+  for (size_t i = 0; i < options.sampling.size(); ++i) {
+    if (options.sampling[i]) {
+      WriteSamplingProto(engine::kSamplingFields[i], *options.sampling[i],
+                         *request.mutable_sampling());
+    }
+  }
   if (options.seed) request.mutable_sampling()->set_seed(*options.seed);
   request.set_ignore_eos(options.ignore_eos);
   for (const std::string& id : options.documents) request.add_documents(id);
@@ -372,7 +381,11 @@ void AddClientCommand(CLI::App& app) {
                                "One user message of a chat (the model's chat template)");
   generate_command->add_option("--max-tokens", generate->max_tokens, "Tokens to generate at most")
       ->check(CLI::PositiveNumber);
-  generate_command->add_option("--temperature", generate->temperature, "0 means greedy");
+  for (size_t i = 0; i < generate->sampling.size(); ++i) {
+    const engine::SamplingField& field = engine::kSamplingFields[i];
+    generate_command->add_option(engine::SamplingFlag(field), generate->sampling[i],
+                                 engine::SamplingHelp(field));
+  }
   generate_command->add_option("--seed", generate->seed, "Seed for reproducible sampling");
   generate_command->add_flag("--ignore-eos", generate->ignore_eos,
                              "Keep generating past end-of-sequence");

@@ -8,9 +8,11 @@
 #include <iterator>
 #include <memory>
 #include <sstream>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 #include "engine/model.h"
+#include "engine/sampling_fields.h"
 #include "engine/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
@@ -163,20 +165,16 @@ void AddGenerateCommand(CLI::App& app) {
                       "Also stop on this id (repeatable)");
   command->add_option("--stop", options->stop,
                       "Stop before this string; it is not printed (repeatable)");
-  command->add_option("--temperature", options->sampling.temperature, "0 means greedy")
-      ->capture_default_str();
-  command->add_option("--top-k", options->sampling.top_k, "0: off")->capture_default_str();
-  command->add_option("--top-p", options->sampling.top_p, "Nucleus sampling mass")
-      ->capture_default_str();
-  command->add_option("--min-p", options->sampling.min_p, "Relative probability floor")
-      ->capture_default_str();
+  for (const engine::SamplingField& field : engine::kSamplingFields) {
+    std::visit(
+        [&](auto member) {
+          return command->add_option(engine::SamplingFlag(field), options->sampling.*member,
+                                     engine::SamplingHelp(field));
+        },
+        field.member)
+        ->capture_default_str();
+  }
   command->add_option("--seed", options->sampling.seed, "Seed for reproducible sampling");
-  command->add_option("--repetition-penalty", options->sampling.repetition_penalty)
-      ->capture_default_str();
-  command->add_option("--presence-penalty", options->sampling.presence_penalty)
-      ->capture_default_str();
-  command->add_option("--frequency-penalty", options->sampling.frequency_penalty)
-      ->capture_default_str();
   command->add_option("--logit-bias", options->logit_bias, "TOKEN_ID=BIAS (repeatable)");
   command->callback([options] { ExitWith(RunGenerate(*options)); });
 }

@@ -8,6 +8,7 @@
 #include "base/status_macros.h"
 #include "engine/bounded_json.h"
 #include "server/api/tools_json.h"
+#include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server {
@@ -187,14 +188,8 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
                        "input");
   }
   const v1::SamplingParams& s = request.sampling();
-  out.temperature = OptionalOf(s.has_temperature(), s.temperature());
-  out.top_p = OptionalOf(s.has_top_p(), s.top_p());
-  out.top_k = OptionalOf(s.has_top_k(), s.top_k());
-  out.min_p = OptionalOf(s.has_min_p(), s.min_p());
+  out.sampling = ReadSamplingProto(s);
   if (s.has_seed()) out.seed = static_cast<int64_t>(s.seed());
-  out.presence_penalty = OptionalOf(s.has_presence_penalty(), s.presence_penalty());
-  out.frequency_penalty = OptionalOf(s.has_frequency_penalty(), s.frequency_penalty());
-  out.repetition_penalty = OptionalOf(s.has_repetition_penalty(), s.repetition_penalty());
   for (const auto& [token, bias] : s.logit_bias()) {
     out.logit_bias.emplace_back(std::to_string(token), bias);
   }

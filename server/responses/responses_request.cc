@@ -399,7 +399,7 @@ absl::Status ReadExtensions(const JsonValue& body, ResponsesRequest& request) {
   }
   KVD_ASSIGN_OR_RETURN(completion.keepkv, ReadKeepKvJson(body));
   KVD_RETURN_IF_ERROR(ReadNumber(body, "seed", completion.seed));
-  return ReadNumber(body, "top_k", completion.top_k);
+  return ReadSamplingJson(body, "top_k", completion);
 }
 
 }  // namespace
@@ -427,8 +427,8 @@ absl::StatusOr<ResponsesRequest> ReadResponsesRequest(std::string_view text) {
   if (request.completion.max_tokens && *request.completion.max_tokens < 1) {
     return InvalidParam("max_output_tokens", "'max_output_tokens' must be at least 1");
   }
-  KVD_RETURN_IF_ERROR(ReadNumber(body, "temperature", request.completion.temperature));
-  KVD_RETURN_IF_ERROR(ReadNumber(body, "top_p", request.completion.top_p));
+  KVD_RETURN_IF_ERROR(ReadSamplingJson(body, "temperature", request.completion));
+  KVD_RETURN_IF_ERROR(ReadSamplingJson(body, "top_p", request.completion));
   KVD_RETURN_IF_ERROR(ReadExtensions(body, request));
   return request;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/member_count.h"
 #include "tests/support/source_dir.h"
 
 namespace kvd::cache_store {
@@ -25,24 +26,6 @@ std::string ReadSource(const std::string& path) {
 
 std::string MessageOf(const std::optional<KeepKvViolation>& violation) {
   return violation ? std::string(violation->field) + " " + violation->message : "";
-}
-
-// Converts to any member's type, to count an aggregate's members.
-struct AnyMember {
-  template <typename T>
-  operator T() const {
-    return T{};
-  }
-};
-
-// How many members the aggregate T has: the most initializers T{...} takes.
-template <typename T, typename... Initializers>
-constexpr size_t MemberCount() {
-  if constexpr (requires { T{Initializers{}..., AnyMember{}}; }) {
-    return MemberCount<T, Initializers..., AnyMember>();
-  } else {
-    return sizeof...(Initializers);
-  }
 }
 
 const KeepKvField& Row(std::string_view name) {
@@ -64,7 +47,7 @@ TEST(KeepKvFieldsTest, EveryMemberHasOneRow) {
     }
   }
   // And every member has a row.
-  EXPECT_EQ(MemberCount<KeepKvParams>(), std::size(kKeepKvFields));
+  EXPECT_EQ(test_support::MemberCount<KeepKvParams>(), std::size(kKeepKvFields));
   EXPECT_FALSE(KeepKvParams{}.Check().has_value()) << MessageOf(KeepKvParams{}.Check());
 }
 

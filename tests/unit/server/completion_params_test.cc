@@ -354,6 +354,39 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
             "\n\nBe brief.<|eot_id|>");
 }
 
+// A chat continuing a document is the rest of the conversation's one rendering after the
+// document's stored prefix; a conversation whose rendering does not start with that prefix (a
+// template kwarg that changes the text before the document) is refused.
+TEST_F(CompletionParamsTest, DocumentChatIsTheRenderingAfterTheStoredPrefix) {
+  const json messages = json::parse(R"([{"role": "user", "content": "Q:vig"}])");
+  const std::string document = "the river runs by the old mill";
+  auto placed = engine::MessagesWithDocument(
+      document, nlohmann::ordered_json::parse(messages.dump()), engine::DocumentRole::kSystem);
+  ASSERT_TRUE(placed.ok()) << placed.status();
+  auto whole = chat_template_->Render(*placed, true);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const size_t end = whole->find(document) + document.size();
+  auto payload = std::make_shared<cache_store::DocumentPayload>();
+  payload->prefix_text = whole->substr(0, end);
+  payload->original_length = static_cast<int32_t>(tokenizer_->Encode(payload->prefix_text, false).size());
+  DocumentContext context{{"doc-key", payload},
+                          document,
+                          cache_store::FramingKind::kChat,
+                          engine::DocumentRole::kSystem};
+  json body = {{"model", "kvd-tiny"}, {"messages", messages}};
+  auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context);
+  ASSERT_TRUE(params.ok()) << params.status();
+  EXPECT_EQ(params->prompt_texts.front(), whole->substr(end));
+  EXPECT_EQ(params->prompts.front(), tokenizer_->Encode(whole->substr(end), false));
+
+  payload->prefix_text = "<|begin_of_text|>another template's start" + document;
+  auto refused = ParseCompletionParams(body, ApiKind::kChat, Model(), &context);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParamOf(refused.status()), "messages");
+  EXPECT_THAT(std::string(refused.status().message()),
+              ::testing::HasSubstr("differently from when the document was uploaded"));
+}
+
 // A document framed as plain text is continued by completions; chat cannot place it.
 TEST_F(CompletionParamsTest, PlainDocumentsAreContinuedByCompletionsAndRefusedByChat) {
   const std::string document = "vig: QXTV";

@@ -11,6 +11,7 @@
 
 #include "server/api/completion_params.h"
 #include "server/api/keepkv_request.h"
+#include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
 #include "tests/unit/server/tiny_model_test.h"
 
@@ -52,8 +53,9 @@ TEST(ReadGenerateRequestTest, ChatRequestMapsEveryField) {
   EXPECT_EQ(read->model, "kvd-tiny");
   EXPECT_EQ(read->messages,
             json::parse(R"([{"role": "user", "content": "Q:vig", "name": "ana"}])"));
-  EXPECT_EQ(read->temperature, 0.5);
-  EXPECT_EQ(read->top_k, 5);
+  EXPECT_EQ(SentSampling(*read, "temperature"), 0.5);
+  EXPECT_EQ(SentSampling(*read, "top_k"), 5);
+  EXPECT_EQ(read->sampling.size(), 2u);
   EXPECT_EQ(read->seed, 7);
   EXPECT_EQ(read->logit_bias, (std::vector<std::pair<std::string, double>>{{"42", -100.0}}));
   EXPECT_EQ(read->max_tokens, 12);
@@ -81,7 +83,8 @@ TEST(ReadGenerateRequestTest, CompletionInputsAndUnsetFields) {
   ASSERT_EQ(read->prompts.size(), 1u);
   EXPECT_EQ(std::get<std::string>(read->prompts[0]), "the old river");
   EXPECT_EQ(read->logprobs, 2);
-  EXPECT_FALSE(read->temperature || read->top_p || read->top_k || read->min_p || read->seed ||
+  EXPECT_TRUE(read->sampling.empty());
+  EXPECT_FALSE(read->seed ||
                read->max_tokens || read->min_tokens || read->n || read->priority ||
                read->skip_special_tokens || read->add_generation_prompt);
   request.mutable_prompt_token_ids()->add_ids(1);
@@ -191,6 +194,31 @@ TEST(ReadGenerateRequestTest, KeepKvMessageHoldsTheTablesRequestRows) {
   std::set<std::string> actual;
   for (int i = 0; i < message.field_count(); ++i) actual.insert(message.field(i)->name());
   EXPECT_EQ(actual, expected);
+}
+
+// The proto's SamplingParams has an optional field of the row's name for each row of
+// engine::kSamplingFields, of a type that holds the row's values, and the reader and the writer
+// carry each row's value through it.
+TEST(ReadGenerateRequestTest, SamplingMessageHoldsEveryRowOfTheTable) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Descriptor& message = *v1::SamplingParams::descriptor();
+  v1::SamplingParams sampling;
+  for (const engine::SamplingField& field : engine::kSamplingFields) {
+    SCOPED_TRACE(std::string(field.name));
+    const FieldDescriptor* proto_field = message.FindFieldByName(std::string(field.name));
+    ASSERT_NE(proto_field, nullptr);
+    EXPECT_TRUE(proto_field->has_presence());
+    EXPECT_EQ(proto_field->cpp_type(), engine::IsInteger(field) ? FieldDescriptor::CPPTYPE_INT32
+                                                                : FieldDescriptor::CPPTYPE_FLOAT);
+    WriteSamplingProto(field, field.range.max, sampling);
+  }
+  const auto read = ReadSamplingProto(sampling);
+  ASSERT_EQ(read.size(), std::size(engine::kSamplingFields));
+  for (size_t i = 0; i < read.size(); ++i) {
+    EXPECT_EQ(read[i].first, &engine::kSamplingFields[i]);
+    EXPECT_FLOAT_EQ(static_cast<float>(read[i].second),
+                    static_cast<float>(engine::kSamplingFields[i].range.max));
+  }
 }
 
 class BothProtocolsTest : public TinyModelTest {};

@@ -75,9 +75,9 @@ TEST(MessagesRequestTest, ReadsToolsChoiceAndSampling) {
   ASSERT_TRUE(request.tool_choice.has_value());
   EXPECT_EQ(*request.tool_choice, (ToolChoice{ToolChoice::Kind::kFunction, "get_weather"}));
   EXPECT_FALSE(request.parallel_tool_calls);
-  EXPECT_EQ(request.temperature, 0.5);
-  EXPECT_EQ(request.top_p, 0.9);
-  EXPECT_EQ(request.top_k, 7);
+  EXPECT_EQ(SentSampling(request, "temperature"), 0.5);
+  EXPECT_EQ(SentSampling(request, "top_p"), 0.9);
+  EXPECT_EQ(SentSampling(request, "top_k"), 7);
   EXPECT_EQ(request.stop, (std::vector<std::string>{"\n\n", "END"}));
   EXPECT_TRUE(request.stream);
   EXPECT_EQ(request.user, "u-1");

@@ -30,7 +30,7 @@ TEST(ResponsesRequestTest, AStringInputIsOneUserMessage) {
             JsonValue::parse(R"([{"type": "message", "role": "user", "content": "Hi"}])"));
   EXPECT_EQ(request.instructions, "Be\n brief.");
   EXPECT_EQ(request.completion.max_tokens, 12);
-  EXPECT_EQ(request.completion.temperature, 0.5);
+  EXPECT_EQ(SentSampling(request.completion, "temperature"), 0.5);
   EXPECT_FALSE(request.store);
   EXPECT_EQ(ConversationMessages(request.instructions, request.input_items),
             json::parse(R"([{"role": "system", "content": "Be\n brief."},
@@ -89,7 +89,7 @@ TEST(ResponsesRequestTest, ReadsToolsChoiceFormatAndMetadata) {
   EXPECT_EQ(request.completion.structured_output_param, "text.format.schema");
   EXPECT_EQ(request.metadata, JsonValue::parse(R"({"k": "v"})"));
   EXPECT_EQ(request.completion.seed, 7);
-  EXPECT_EQ(request.completion.top_k, 3);
+  EXPECT_EQ(SentSampling(request.completion, "top_k"), 3);
 }
 
 TEST(ResponsesRequestTest, RefusalsNameTheirField) {
