@@ -20,25 +20,6 @@ absl::Status DocumentNotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("document ", id, " not found"));
 }
 
-// Redis's answer when it is not a reply the call expects. Refusals a retry may get past (the
-// server loading, busy, out of memory, read-only, or the credentials) are Unavailable; anything
-// else (a key of another type, a reply of the wrong shape) means the data is not what kvd
-// wrote: DataLoss.
-absl::Status Refused(const RedisReply& reply, absl::string_view doing) {
-  static constexpr absl::string_view kTransient[] = {
-      "LOADING", "BUSY",     "OOM",      "NOAUTH",     "WRONGPASS",   "NOPERM",
-      "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "MISCONF", "NOSCRIPT"};
-  if (reply.type == RedisReply::Type::kError) {
-    for (absl::string_view prefix : kTransient) {
-      if (absl::StartsWith(reply.text, prefix)) {
-        return absl::UnavailableError(absl::StrCat("Redis refused ", doing, ": ", reply.text));
-      }
-    }
-    return absl::DataLossError(absl::StrCat("Redis refused ", doing, ": ", reply.text));
-  }
-  return absl::DataLossError(absl::StrCat("Redis answered ", doing, " with an unexpected reply"));
-}
-
 // Replaces a document's hash, its expiry and its index entry in one step, unless ARGV[1] is "1"
 // and the document is gone (deleted or expired since): then writes nothing and returns 0.
 // KEYS: the document, its tenant's index. ARGV: must exist ("1" or "0"), meta, payload ("" for
@@ -56,20 +37,15 @@ redis.call('ZADD', KEYS[2], 0, ARGV[5])
 return 1
 )lua";
 
-// How long calls fail at once after one could not reach Redis, so that a partition costs each
-// request one fast failure rather than a connect timeout.
-constexpr absl::Duration kFailFast = absl::Seconds(1);
-
 std::string UnixMillis(absl::Time time) { return std::to_string(absl::ToUnixMillis(time)); }
 
 }  // namespace
 
-std::vector<double> RemoteLatencyBuckets() {
-  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
-}
-
 RemoteDocumentStore::RemoteDocumentStore(RemoteStoreOptions options)
-    : options_(std::move(options)), seconds_(RemoteLatencyBuckets()) {}
+    : options_(std::move(options)),
+      pool_({.endpoint = options_.endpoint,
+             .timeout = options_.timeout,
+             .idle_connections = options_.idle_connections}) {}
 
 std::string RemoteDocumentStore::DocumentKey(const std::string& tenant,
                                              const std::string& id) const {
@@ -87,52 +63,23 @@ void RemoteDocumentStore::Count(const std::function<void(RemoteStoreStats&)>& up
 }
 
 RemoteStoreStats RemoteDocumentStore::Stats() const {
-  base::MutexLock lock(stats_mu_);
-  RemoteStoreStats stats = stats_;
-  stats.seconds = seconds_.snapshot();
+  RemoteStoreStats stats;
+  {
+    base::MutexLock lock(stats_mu_);
+    stats = stats_;
+  }
+  const RedisCallStats calls = pool_.Stats();
+  stats.reads = calls.reads;
+  stats.writes = calls.writes;
+  stats.failures = calls.failures;
+  stats.seconds = calls.seconds;
   return stats;
 }
 
 absl::StatusOr<std::vector<RedisReply>> RemoteDocumentStore::Run(
     Call call, const std::vector<std::vector<std::string>>& commands) {
-  std::unique_ptr<RedisConnection> connection;
-  {
-    base::MutexLock lock(mu_);
-    if (!idle_.empty()) {
-      connection = std::move(idle_.back());
-      idle_.pop_back();
-    }
-  }
-  if (connection == nullptr) {
-    connection = std::make_unique<RedisConnection>(options_.endpoint, options_.timeout);
-  }
-  const absl::Time start = absl::Now();
-  bool fail_fast;
-  {
-    base::MutexLock lock(stats_mu_);
-    fail_fast = start < unreachable_until_;
-  }
-  absl::StatusOr<std::vector<RedisReply>> replies =
-      fail_fast ? absl::UnavailableError(absl::StrCat(
-                      "Redis did not answer a call within the timeout in the last ",
-                      absl::FormatDuration(kFailFast), "; not trying again yet"))
-                : connection->Pipeline(commands);
-  {
-    base::MutexLock lock(stats_mu_);
-    ++(call == Call::kRead ? stats_.reads : stats_.writes);
-    const absl::Duration took = absl::Now() - start;
-    seconds_.Observe(absl::ToDoubleSeconds(took));
-    if (!replies.ok()) ++stats_.failures;
-    // Only a call that waited (a timeout, not a refused connection) opens the window.
-    if (!replies.ok() && took >= options_.timeout / 2) {
-      unreachable_until_ = std::max(unreachable_until_, absl::Now() + kFailFast);
-    }
-  }
-  base::MutexLock lock(mu_);
-  if (static_cast<int>(idle_.size()) < options_.idle_connections) {
-    idle_.push_back(std::move(connection));
-  }
-  return replies;
+  return pool_.Run(call == Call::kRead ? RedisPool::Call::kRead : RedisPool::Call::kWrite,
+                   commands);
 }
 
 absl::StatusOr<std::vector<RedisReply>> RemoteDocumentStore::Transaction(
@@ -144,19 +91,19 @@ absl::StatusOr<std::vector<RedisReply>> RemoteDocumentStore::Transaction(
   if (!replies.ok()) return replies.status();
   for (const RedisReply& reply : *replies) {
     if (reply.type == RedisReply::Type::kError) {
-      Count([](RemoteStoreStats& stats) { ++stats.failures; });
-      return Refused(reply, "a transaction");
+      pool_.CountRefusal();
+      return RedisRefused(reply, "a transaction");
     }
   }
   RedisReply& exec = replies->back();
   if (exec.type != RedisReply::Type::kArray || exec.elements.size() != count) {
-    Count([](RemoteStoreStats& stats) { ++stats.failures; });
+    pool_.CountRefusal();
     return absl::UnavailableError("Redis aborted a transaction");
   }
   for (const RedisReply& reply : exec.elements) {
     if (reply.type == RedisReply::Type::kError) {
-      Count([](RemoteStoreStats& stats) { ++stats.failures; });
-      return Refused(reply, "a command of a transaction");
+      pool_.CountRefusal();
+      return RedisRefused(reply, "a command of a transaction");
     }
   }
   return std::move(exec.elements);
@@ -165,7 +112,7 @@ absl::StatusOr<std::vector<RedisReply>> RemoteDocumentStore::Transaction(
 absl::Status RemoteDocumentStore::Ping() {
   absl::StatusOr<std::vector<RedisReply>> replies = Run(Call::kRead, {{"PING"}});
   if (!replies.ok()) return replies.status();
-  if (replies->front().type == RedisReply::Type::kError) return Refused(replies->front(), "PING");
+  if (replies->front().type == RedisReply::Type::kError) return RedisRefused(replies->front(), "PING");
   return absl::OkStatus();
 }
 
@@ -178,7 +125,7 @@ absl::Status RemoteDocumentStore::Write(const DocumentMeta& meta, const std::str
         expires == absl::InfiniteFuture() ? "" : UnixMillis(expires), meta.id}});
   if (!replies.ok()) return replies.status();
   const RedisReply& reply = replies->front();
-  if (reply.type != RedisReply::Type::kInteger) return Refused(reply, "a write");
+  if (reply.type != RedisReply::Type::kInteger) return RedisRefused(reply, "a write");
   if (reply.integer == 0) {
     return absl::NotFoundError(
         absl::StrCat("document ", meta.id, " was deleted while it was being written"));
@@ -236,7 +183,7 @@ absl::StatusOr<DocumentMeta> RemoteDocumentStore::GetMeta(const std::string& ten
   if (!replies.ok()) return replies.status();
   const RedisReply& reply = replies->front();
   if (reply.type == RedisReply::Type::kNil) return DocumentNotFound(id);
-  if (reply.type != RedisReply::Type::kString) return Refused(reply, "a meta read");
+  if (reply.type != RedisReply::Type::kString) return RedisRefused(reply, "a meta read");
   return DecodeOwnMeta(reply.text, tenant, id);
 }
 
@@ -247,7 +194,7 @@ absl::StatusOr<RemoteDocument> RemoteDocumentStore::GetDocument(const std::strin
   if (!replies.ok()) return replies.status();
   RedisReply& reply = replies->front();
   if (reply.type != RedisReply::Type::kArray || reply.elements.size() != 2) {
-    return Refused(reply, "a document read");
+    return RedisRefused(reply, "a document read");
   }
   const RedisReply& meta_reply = reply.elements[0];
   RedisReply& kv_reply = reply.elements[1];
@@ -298,7 +245,7 @@ absl::StatusOr<DocumentPage> RemoteDocumentStore::List(const std::string& tenant
                            "0", std::to_string(want)}});
     if (!ids.ok()) return ids.status();
     const RedisReply& id_reply = ids->front();
-    if (id_reply.type != RedisReply::Type::kArray) return Refused(id_reply, "a list");
+    if (id_reply.type != RedisReply::Type::kArray) return RedisRefused(id_reply, "a list");
     if (id_reply.elements.empty()) return page;
     std::vector<std::vector<std::string>> reads;
     std::string previous = after;
@@ -306,7 +253,7 @@ absl::StatusOr<DocumentPage> RemoteDocumentStore::List(const std::string& tenant
       // Ids come sorted and past the cursor, or the index is not one kvd wrote: stop, as a
       // loop over what a broken server repeats would never end.
       if (id.type != RedisReply::Type::kString || id.text <= previous) {
-        return Refused(id, "a list");
+        return RedisRefused(id, "a list");
       }
       previous = id.text;
       reads.push_back({"HGET", DocumentKey(tenant, id.text), "meta"});
@@ -322,7 +269,7 @@ absl::StatusOr<DocumentPage> RemoteDocumentStore::List(const std::string& tenant
       if (reply.type == RedisReply::Type::kNil) {
         expired.push_back(id);
       } else if (reply.type != RedisReply::Type::kString) {
-        return Refused(reply, "a list");
+        return RedisRefused(reply, "a list");
       } else if (static_cast<int32_t>(page.documents.size()) == limit) {
         page.next_page_token = page.documents.back().id;
         full = true;
@@ -352,7 +299,7 @@ absl::StatusOr<std::vector<bool>> RemoteDocumentStore::Exist(
   if (!replies.ok()) return replies.status();
   std::vector<bool> exist;
   for (const RedisReply& reply : *replies) {
-    if (reply.type != RedisReply::Type::kInteger) return Refused(reply, "EXISTS");
+    if (reply.type != RedisReply::Type::kInteger) return RedisRefused(reply, "EXISTS");
     exist.push_back(reply.integer != 0);
   }
   return exist;

@@ -6,7 +6,7 @@
 // a local read is: a value that is corrupt or names another document is DataLoss.
 //
 // Thread-safety: every method may be called from any thread; each call borrows a connection of
-// its own from a small pool. Calls block on the network (each connect, read and write bounded
+// its own from a small pool (redis_pool.h). Calls block on the network (each connect, read and write bounded
 // by the configured timeout), so keep them off I/O threads; after a call could not reach
 // Redis by waiting out a timeout, calls fail at once for a second.
 #pragma once
@@ -25,7 +25,7 @@
 #include "cache_store/store/document_meta.h"
 #include "cache_store/store/document_payload.h"
 #include "cache_store/store/document_store.h"
-#include "cache_store/store/redis_connection.h"
+#include "cache_store/store/redis_pool.h"
 
 namespace kvd::cache_store {
 
@@ -52,9 +52,6 @@ struct RemoteDocument {
   DocumentPayload payload;
   std::string sealed;
 };
-
-// Upper bounds of RemoteStoreStats::seconds' buckets.
-std::vector<double> RemoteLatencyBuckets();
 
 // Counters of the tier's traffic, for the metrics exporter.
 struct RemoteStoreStats {
@@ -109,7 +106,7 @@ class RemoteDocumentStore {
 
  private:
   enum class Call { kRead, kWrite };
-  // Runs `commands` on a pooled connection; counts the call and its latency.
+  // Runs `commands` on a pooled connection.
   absl::StatusOr<std::vector<RedisReply>> Run(Call call,
                                               const std::vector<std::vector<std::string>>& commands);
   [[nodiscard]] absl::Status Write(const DocumentMeta& meta, const std::string& payload,
@@ -124,13 +121,9 @@ class RemoteDocumentStore {
   void Count(const std::function<void(RemoteStoreStats&)>& update);
 
   const RemoteStoreOptions options_;
-  base::Mutex mu_;
-  std::vector<std::unique_ptr<RedisConnection>> idle_ ABSL_GUARDED_BY(mu_);
+  RedisPool pool_;
   mutable base::Mutex stats_mu_;
-  RemoteStoreStats stats_ ABSL_GUARDED_BY(stats_mu_);
-  // Until when calls fail at once: set by a call that could not reach Redis.
-  absl::Time unreachable_until_ ABSL_GUARDED_BY(stats_mu_) = absl::InfinitePast();
-  base::Histogram seconds_ ABSL_GUARDED_BY(stats_mu_);
+  RemoteStoreStats stats_ ABSL_GUARDED_BY(stats_mu_);  // hits, misses and bytes
 };
 
 }  // namespace kvd::cache_store
