@@ -13,6 +13,8 @@
 #include "server/api/request_auth.h"
 #include "server/api/request_log.h"
 #include "server/http/error_response.h"
+#include "server/http/query_string.h"
+#include "server/responses/input_items.h"
 #include "server/responses/response_store.h"
 #include "server/responses/responses_reply.h"
 #include "server/responses/responses_request.h"
@@ -66,6 +68,21 @@ class ResponsesApi {
     auto stored = Stored((*tenant)->id(), http.path_params["id"]);
     if (!stored.ok()) return ErrorResponse(stored.status());
     return HttpResponse{.status = 200, .body = DumpOrdered(stored->response)};
+  }
+
+  HandlerResult InputItems(HttpRequest& http) {
+    auto tenant = AuthenticateRequest(context_, http);
+    if (!tenant.ok()) return ErrorResponse(tenant.status());
+    auto params = ParseQueryString(http.query);
+    if (!params.ok()) return ErrorResponse(params.status());
+    auto query = ReadInputItemsQuery(*params);
+    if (!query.ok()) return ErrorResponse(query.status());
+    const std::string& id = http.path_params["id"];
+    auto stored = Stored((*tenant)->id(), id);
+    if (!stored.ok()) return ErrorResponse(stored.status());
+    auto page = InputItemsPage(*stored, id, *query);
+    if (!page.ok()) return ErrorResponse(page.status());
+    return HttpResponse{.status = 200, .body = DumpOrdered(*page)};
   }
 
   HandlerResult Delete(HttpRequest& http) {
@@ -142,6 +159,8 @@ void AddResponsesRoutes(Router& router, ServingContext& context) {
   auto api = std::make_shared<ResponsesApi>(context);
   router.Add("POST", "/v1/responses", [api](HttpRequest& r) { return api->Create(r); });
   router.Add("GET", "/v1/responses/{id}", [api](HttpRequest& r) { return api->Get(r); });
+  router.Add("GET", "/v1/responses/{id}/input_items",
+             [api](HttpRequest& r) { return api->InputItems(r); });
   router.Add("DELETE", "/v1/responses/{id}", [api](HttpRequest& r) { return api->Delete(r); });
 }
 

@@ -250,6 +250,19 @@ TEST_F(ServeTest, ResponsesAreStoredContinuedAndDeleted) {
   EXPECT_GT(done["response"]["usage"]["input_tokens"].get<int>(),
             response["usage"]["total_tokens"].get<int>());
   EXPECT_GT(done["response"]["usage"]["input_tokens_details"]["cached_tokens"].get<int>(), 0);
+  // The continued response's input items: the first input, the first output, the new input.
+  const std::string next_id = done["response"]["id"];
+  const HttpResult items =
+      Curl("GET", server_->url("/v1/responses/" + next_id + "/input_items?order=asc"), "");
+  ASSERT_EQ(items.status, 200) << items.body;
+  const json listed = json::parse(items.body)["data"];
+  ASSERT_EQ(listed.size(), 3u) << items.body;
+  EXPECT_EQ(listed[0]["content"][0]["text"], DocumentQuestionText());
+  EXPECT_EQ(listed[1]["content"][0]["text"], "KSOHB");
+  EXPECT_EQ(listed[1]["role"], "assistant");
+  EXPECT_EQ(listed[2]["content"][0]["text"], "Q:vox");
+  ExpectError(Curl("GET", server_->url("/v1/responses/" + next_id + "/input_items?limit=0"), ""),
+              400, "invalid_request_error", "limit");
 
   EXPECT_EQ(Curl("DELETE", server_->url("/v1/responses/" + id), "").status, 200);
   EXPECT_EQ(Curl("GET", server_->url("/v1/responses/" + id), "").status, 404);

@@ -140,6 +140,19 @@ for (const templateFile of ['hermes_tools.jinja', 'llama3_json_tools.jinja']) {
         model: 'kvd-tiny', previous_response_id: first.id, input: [output], tools: [weatherTool],
         max_output_tokens: 20, temperature: 0 });
       assert.equal(continued.previous_response_id, first.id);
+      // The continued response's input: the first request's, its call, and the call's output;
+      // the SDK pages through them one at a time.
+      const listed = [];
+      for await (const item of toolClient().responses.inputItems.list(continued.id,
+                                                                       { order: 'asc', limit: 1 })) {
+        listed.push(item);
+      }
+      assert.deepEqual(listed.map((item) => item.type),
+                       ['message', 'function_call', 'function_call_output'], JSON.stringify(listed));
+      assert.equal(listed[0].content[0].text, 'What is the weather in Paris?');
+      assert.equal(listed[1].call_id, calls[0].call_id);
+      assert.equal(listed[2].output, 'sunny, 21 degrees');
+      assert.equal(new Set(listed.map((item) => item.id)).size, 3);
       // The conversation up to the call was computed by the first request (llama3_json's
       // template prints the tools into the last user turn only, so its turns share no prefix).
       if (templateFile === 'hermes_tools.jinja') {
@@ -171,6 +184,8 @@ test('stored responses are retrieved and deleted by their own tenant only', asyn
     client('key-beta').responses.create({ model: 'kvd-tiny', input: 'x',
                                           previous_response_id: response.id }),
     (error) => error instanceof OpenAI.NotFoundError && error.param === 'previous_response_id');
+  await assert.rejects(client('key-beta').responses.inputItems.list(response.id),
+                       (error) => error instanceof OpenAI.NotFoundError);
   await assert.rejects(client('key-beta').responses.delete(response.id),
                        (error) => error instanceof OpenAI.NotFoundError);
 
