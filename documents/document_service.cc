@@ -6,9 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_details.h"
+#include "base/status_macros.h"
 #include "cache_store/kvzip/recut.h"
 #include "documents/document_framing_config.h"
 #include "documents/head_profiles.h"
+#include "documents/shared_tier.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::documents {
@@ -23,18 +25,13 @@ absl::Status ShuttingDown() { return absl::UnavailableError("the server is shutt
 // The shared tier store.remote configures; null without one.
 absl::StatusOr<std::unique_ptr<cache_store::RemoteDocumentStore>> OpenRemoteTier(
     const RemoteTierConfig& config) {
-  if (config.url.empty()) return nullptr;
-  absl::StatusOr<cache_store::RedisEndpoint> endpoint = cache_store::ParseRedisUrl(config.url);
-  if (!endpoint.ok()) return WithParam(endpoint.status(), "store.remote.url");
-  if (!config.user.empty()) endpoint->user = config.user;
-  if (!config.password.empty()) endpoint->password = config.password;
-  // Where, for the log: never the credentials.
-  const std::string where = endpoint->unix_path.empty()
-                                ? absl::StrCat(endpoint->host, ":", endpoint->port)
-                                : endpoint->unix_path;
+  KVD_ASSIGN_OR_RETURN(std::optional<cache_store::RedisPoolOptions> pool,
+                       SharedTierPoolOptions(config));
+  if (!pool) return nullptr;
+  const std::string where = SharedTierAddress(pool->endpoint);
   auto remote = std::make_unique<cache_store::RemoteDocumentStore>(cache_store::RemoteStoreOptions{
-      .endpoint = *std::move(endpoint),
-      .timeout = absl::Seconds(config.timeout_seconds),
+      .endpoint = std::move(pool->endpoint),
+      .timeout = pool->timeout,
       .max_payload_bytes = static_cast<int64_t>(config.max_payload_bytes),
       .key_prefix = config.key_prefix,
       .processing_lease = absl::Seconds(config.processing_lease_seconds)});

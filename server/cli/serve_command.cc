@@ -10,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "documents/document_service.h"
+#include "documents/shared_tier.h"
 #include "engine/chat_template.h"
 #include "engine/model.h"
 #include "engine/tokenizer.h"
@@ -31,8 +33,9 @@
 #include "server/http/http_server.h"
 #include "server/kv_events/zmq_publisher.h"
 #include "server/metrics/metrics_exporter.h"
-#include "server/responses/response_store.h"
+#include "server/responses/local_response_store.h"
 #include "server/responses/responses_routes.h"
+#include "server/responses/shared_response_store.h"
 #include "spdlog/spdlog.h"
 #include "structured/constraint_cache.h"
 
@@ -159,6 +162,24 @@ void Drain(ServingContext& context, SignalWatch& signals, absl::Duration timeout
   spdlog::info("drained; {} replies cut off", context.replies_in_flight.load());
 }
 
+// Where stored responses live: the shared tier when store.remote configures one (any replica
+// continues any conversation), else this replica's database.
+absl::StatusOr<std::unique_ptr<responses::ResponseStore>> OpenResponseStore(
+    const ServerConfig& config) {
+  const absl::Duration ttl = absl::Seconds(config.responses.ttl_seconds);
+  KVD_ASSIGN_OR_RETURN(std::optional<cache_store::RedisPoolOptions> shared,
+                       documents::SharedTierPoolOptions(config.store.remote));
+  if (shared) {
+    spdlog::info("responses: stored in the shared tier at {}",
+                 documents::SharedTierAddress(shared->endpoint));
+    return std::make_unique<responses::SharedResponseStore>(
+        std::make_shared<cache_store::RedisPool>(*std::move(shared)),
+        config.store.remote.key_prefix, ttl);
+  }
+  return responses::LocalResponseStore::Open(
+      std::filesystem::path(config.store.data_dir) / "responses", ttl);
+}
+
 absl::Status RunServe(const ServeFlags& flags) {
   auto signals = SignalWatch::Install();
   if (!signals.ok()) return signals.status();
@@ -263,9 +284,7 @@ absl::Status RunServe(const ServeFlags& flags) {
   }
   std::unique_ptr<responses::ResponseStore> stored_responses;
   if (config->responses.store) {
-    auto opened =
-        responses::ResponseStore::Open(std::filesystem::path(config->store.data_dir) / "responses",
-                                       absl::Seconds(config->responses.ttl_seconds));
+    auto opened = OpenResponseStore(*config);
     if (!opened.ok()) return opened.status();
     stored_responses = *std::move(opened);
     context.responses = stored_responses.get();

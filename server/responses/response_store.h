@@ -1,25 +1,19 @@
 // Stored responses of the Responses API, for `previous_response_id` and GET / DELETE
 // /v1/responses/{id}: per tenant (another tenant's id reads as missing), each expiring after
-// the operator's `responses.ttl_seconds`, in their own RocksDB database. A record holds the
-// response object as it was returned and the conversation it ended (input items, the previous
-// responses' first, then its output items), as JSON text that is checked again when read.
-// Writes do not wait for the log's sync: a crash may lose the last responses, never corrupt one.
+// the operator's `responses.ttl_seconds`. A record holds the response object as it was returned
+// and the conversation it ended (input items, the previous responses' first, then its output
+// items), as JSON text that is checked again when read. Kept in this replica's RocksDB
+// (local_response_store.h), or in the shared tier's Redis when `store.remote` configures one
+// (shared_response_store.h), so that any replica continues any conversation.
 //
 // Thread-safety: every method may be called from any thread concurrently.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
-#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "structured/json_rules.h"
-
-namespace rocksdb {
-class DB;
-}  // namespace rocksdb
 
 namespace kvd::server::responses {
 
@@ -30,27 +24,35 @@ struct StoredResponse {
 
 class ResponseStore {
  public:
-  // Opens (creating) the database in `dir` and drops the records already expired.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ResponseStore>> Open(
-      const std::filesystem::path& dir, absl::Duration ttl);
-  ~ResponseStore();
-  ResponseStore(const ResponseStore&) = delete;
-  ResponseStore& operator=(const ResponseStore&) = delete;
+  virtual ~ResponseStore() = default;
 
-  [[nodiscard]] absl::Status Put(const std::string& tenant, const std::string& id,
-                                 const StoredResponse& stored);
+  [[nodiscard]] virtual absl::Status Put(const std::string& tenant, const std::string& id,
+                                         const StoredResponse& stored) = 0;
   // NotFound (code response_not_found) when missing, expired or another tenant's; Internal when
-  // the record does not read back as one.
-  [[nodiscard]] absl::StatusOr<StoredResponse> Get(const std::string& tenant,
-                                                   const std::string& id) const;
+  // the record does not read back as one; Unavailable when the shared tier does not answer.
+  [[nodiscard]] virtual absl::StatusOr<StoredResponse> Get(const std::string& tenant,
+                                                           const std::string& id) = 0;
   // NotFound as Get.
-  [[nodiscard]] absl::Status Delete(const std::string& tenant, const std::string& id);
-
- private:
-  ResponseStore(std::unique_ptr<rocksdb::DB> db, absl::Duration ttl);
-
-  std::unique_ptr<rocksdb::DB> db_;
-  const absl::Duration ttl_;
+  [[nodiscard]] virtual absl::Status Delete(const std::string& tenant, const std::string& id) = 0;
+  // Whether calls wait on the network, so that HTTP threads hand them to workers.
+  virtual bool remote() const = 0;
 };
+
+// A record as both stores keep it: {"expires_at": unix seconds, "response", "conversation"}.
+std::string EncodeResponseRecord(const StoredResponse& stored, int64_t expires_at);
+
+struct ResponseRecord {
+  int64_t expires_at = 0;
+  StoredResponse stored;
+};
+// Internal unless `text` is a record whose response is the one named `id`.
+[[nodiscard]] absl::StatusOr<ResponseRecord> DecodeResponseRecord(const std::string& text,
+                                                                  const std::string& id);
+
+// Whether a record with this expiry has expired.
+bool ResponseExpired(int64_t expires_at);
+
+// NotFound, code response_not_found.
+absl::Status ResponseNotFound(const std::string& id);
 
 }  // namespace kvd::server::responses

@@ -31,6 +31,10 @@ ResponsesReply::ResponsesReply(ResponseContext context, CompletionParams params,
 }
 
 void ResponsesReply::SetNotify(std::function<void()> notify) {
+  {
+    base::MutexLock lock(write_->mu);
+    write_->notify = notify;
+  }
   generation_.SetNotify(std::move(notify));
 }
 
@@ -191,8 +195,7 @@ JsonValue ResponsesReply::Response(const std::string& status) const {
           {"metadata", request.metadata}};
 }
 
-void ResponsesReply::Store(const JsonValue& response) const {
-  if (context_.store == nullptr) return;
+StoredResponse ResponsesReply::StoredOf(const JsonValue& response) const {
   StoredResponse stored{.response = response, .conversation = context_.conversation};
   for (const Item& item : items_) {
     stored.conversation.push_back(
@@ -202,15 +205,32 @@ void ResponsesReply::Store(const JsonValue& response) const {
                               {"arguments", item.text}}
                   : JsonValue{{"type", "message"}, {"role", "assistant"}, {"content", item.text}});
   }
-  const absl::Status status = context_.store->Put(context_.tenant, context_.id, stored);
-  if (!status.ok())
-    spdlog::error("response {} was not stored: {}", context_.id, std::string(status.message()));
+  return stored;
+}
+
+void ResponsesReply::End(const JsonValue& response, ReplyProgress& progress) {
+  if (generation_.params().stream) {
+    Event(response["status"] == "completed" ? "response.completed" : "response.incomplete",
+          {{"response", response}}, progress.stream_data);
+  } else {
+    progress.response = HttpResponse{.status = 200, .body = DumpOrdered(response)};
+  }
+  generation_.Finish(200, absl::OkStatus());
+  progress.done = true;
 }
 
 ReplyProgress ResponsesReply::Poll() {
   ReplyProgress progress;
   if (generation_.finished()) {
     progress.done = true;
+    return progress;
+  }
+  if (ending_) {
+    {
+      base::MutexLock lock(write_->mu);
+      if (!write_->status) return progress;
+    }
+    End(*ending_, progress);
     return progress;
   }
   std::string& events = progress.stream_data;
@@ -223,9 +243,9 @@ ReplyProgress ResponsesReply::Poll() {
   const bool ended = generation_.Drain(deltas);
   for (const ChoiceDelta& delta : deltas) Take(delta, events);
   if (!ended) return progress;
-  progress.done = true;
   const absl::Status error = generation_.error();
   if (!error.ok()) {
+    progress.done = true;
     if (generation_.params().stream) {
       const std::vector<std::pair<std::string, std::string>> fields = ErrorFields(error);
       JsonValue body = {
@@ -243,16 +263,31 @@ ReplyProgress ResponsesReply::Poll() {
   }
   if (items_.empty()) OpenItem({.id = RandomId("msg_")}, events);
   CloseItem(events);
-  const std::string status = FinalStatus();
-  JsonValue response = Response(status);
-  Store(response);
-  if (generation_.params().stream) {
-    Event(status == "completed" ? "response.completed" : "response.incomplete",
-          {{"response", response}}, events);
-  } else {
-    progress.response = HttpResponse{.status = 200, .body = DumpOrdered(response)};
+  JsonValue response = Response(FinalStatus());
+  if (context_.store == nullptr) {
+    End(response, progress);
+    return progress;
   }
-  generation_.Finish(200, absl::OkStatus());
+  auto write = [store = context_.store, tenant = context_.tenant, id = context_.id,
+                stored = StoredOf(response), pending = write_] {
+    absl::Status status = store->Put(tenant, id, stored);
+    if (!status.ok()) {
+      spdlog::error("response {} was not stored: {}", id, std::string(status.message()));
+    }
+    std::function<void()> notify;
+    {
+      base::MutexLock lock(pending->mu);
+      pending->status = std::move(status);
+      notify = pending->notify;
+    }
+    if (notify) notify();
+  };
+  if (context_.store_workers == nullptr || !context_.store_workers->Post(write)) {
+    write();
+    End(response, progress);
+    return progress;
+  }
+  ending_ = std::move(response);
   return progress;
 }
 

@@ -5,7 +5,8 @@
 // content_part.added, output_text.delta and .done, content_part.done, for a call
 // function_call_arguments.delta and .done; output_item.done; then response.completed (or
 // .incomplete). Streamed and whole replies build their items the same way, from the same
-// deltas. With `store`, the response and its conversation are kept when it ends.
+// deltas. With `store`, the response and its conversation are kept when it ends, before the
+// reply's end is written.
 #pragma once
 
 #include <functional>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
+#include "documents/request_workers.h"
 #include "server/api/completion_params.h"
 #include "server/api/generation.h"
 #include "server/auth/tenants.h"
@@ -31,6 +34,8 @@ struct ResponseContext {
   ResponsesRequest request;            // its completion part moved into the generation
   structured::JsonValue conversation;  // the input items, the previous responses' first
   ResponseStore* store = nullptr;      // null: not kept
+  // Where a remote store's write runs (the routes' workers); null: on the replying thread.
+  documents::RequestWorkers* store_workers = nullptr;
 };
 
 class ResponsesReply final : public AsyncReply {
@@ -63,7 +68,18 @@ class ResponsesReply final : public AsyncReply {
   // The response object: `status` "in_progress" before the end.
   structured::JsonValue Response(const std::string& status) const;
   std::string FinalStatus() const;
-  void Store(const structured::JsonValue& response) const;
+  // What the store keeps of the ended response.
+  StoredResponse StoredOf(const structured::JsonValue& response) const;
+  // Ends the reply with `response`: its last event, or the whole object.
+  void End(const structured::JsonValue& response, ReplyProgress& progress);
+
+  // A response's write to a remote store, on store_workers: the reply ends once it is done, so
+  // that a client that continues the response at once finds it.
+  struct PendingWrite {
+    base::Mutex mu;
+    std::optional<absl::Status> status ABSL_GUARDED_BY(mu);
+    std::function<void()> notify ABSL_GUARDED_BY(mu);
+  };
 
   Generation generation_;
   ResponseContext context_;
@@ -72,6 +88,8 @@ class ResponsesReply final : public AsyncReply {
   bool open_ = false;  // items_.back() is still being written
   int64_t sequence_ = 0;
   bool started_ = false;
+  const std::shared_ptr<PendingWrite> write_ = std::make_shared<PendingWrite>();
+  std::optional<structured::JsonValue> ending_;  // the ended response while its write runs
 };
 
 }  // namespace kvd::server::responses

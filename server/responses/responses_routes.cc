@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "base/status_details.h"
+#include "documents/request_workers.h"
 #include "server/api/completion_start.h"
 #include "server/api/deferred_reply.h"
 #include "server/api/openai_json.h"
@@ -24,6 +25,10 @@ namespace {
 
 using structured::JsonValue;
 
+// Threads that wait on the shared tier for the routes: two keep one slow round trip from
+// delaying every other.
+constexpr int kStoreWorkers = 2;
+
 class ResponsesApi {
  public:
   explicit ResponsesApi(ServingContext& context) : context_(context) {}
@@ -33,41 +38,26 @@ class ResponsesApi {
     auto tenant = AuthenticateRequest(context_, http);
     if (!tenant.ok())
       return Refuse(http, "-", tenant.status(), start, RejectionFor(tenant.status()));
-    const std::string tenant_id = (*tenant)->id();
     auto request = ReadResponsesRequest(http.body);
-    if (!request.ok()) return Refuse(http, tenant_id, request.status(), start);
-    auto conversation = Conversation(tenant_id, *request);
-    if (!conversation.ok()) return Refuse(http, tenant_id, conversation.status(), start);
-    CompletionRequest completion = request->completion;
-    completion.messages = ConversationMessages(request->instructions, *conversation);
-    ResponseStore* store = request->store ? context_.responses : nullptr;
-    ResponseContext response{.id = RandomId("resp_"),
-                             .model = context_.model.name,
-                             .tenant = tenant_id,
-                             .request = *std::move(request),
-                             .conversation = *std::move(conversation),
-                             .store = store};
-    auto reply = std::make_unique<DeferredReply>();
-    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
-    in_flight->fetch_add(1);
-    StartCompletion(
-        context_, *tenant, std::move(completion),
-        [this, state = reply->state(), method = http.method, path = http.path, start, in_flight,
-         response =
-             std::make_shared<ResponseContext>(std::move(response))](CompletionStart started) {
-          DeferredReply::Complete(
-              *state, Reply(std::move(started), std::move(*response), method, path, start));
-          in_flight->fetch_sub(1);
-        });
-    return reply;
+    if (!request.ok()) return Refuse(http, (*tenant)->id(), request.status(), start);
+    // Continuing a stored response reads the store first.
+    if (!request->previous_response_id) {
+      return Start(*std::move(tenant), *std::move(request), http.method, http.path, start);
+    }
+    return WithStore([this, tenant = *std::move(tenant), request = *std::move(request),
+                      method = http.method, path = http.path, start]() mutable {
+      return Start(std::move(tenant), std::move(request), method, path, start);
+    });
   }
 
   HandlerResult Get(HttpRequest& http) {
     auto tenant = AuthenticateRequest(context_, http);
     if (!tenant.ok()) return ErrorResponse(tenant.status());
-    auto stored = Stored((*tenant)->id(), http.path_params["id"]);
-    if (!stored.ok()) return ErrorResponse(stored.status());
-    return HttpResponse{.status = 200, .body = DumpOrdered(stored->response)};
+    return WithStore([this, tenant = (*tenant)->id(), id = http.path_params["id"]] {
+      auto stored = Stored(tenant, id);
+      if (!stored.ok()) return ErrorResponse(stored.status());
+      return HttpResponse{.status = 200, .body = DumpOrdered(stored->response)};
+    });
   }
 
   HandlerResult InputItems(HttpRequest& http) {
@@ -77,28 +67,79 @@ class ResponsesApi {
     if (!params.ok()) return ErrorResponse(params.status());
     auto query = ReadInputItemsQuery(*params);
     if (!query.ok()) return ErrorResponse(query.status());
-    const std::string& id = http.path_params["id"];
-    auto stored = Stored((*tenant)->id(), id);
-    if (!stored.ok()) return ErrorResponse(stored.status());
-    auto page = InputItemsPage(*stored, id, *query);
-    if (!page.ok()) return ErrorResponse(page.status());
-    return HttpResponse{.status = 200, .body = DumpOrdered(*page)};
+    return WithStore(
+        [this, tenant = (*tenant)->id(), id = http.path_params["id"], query = *query] {
+          auto stored = Stored(tenant, id);
+          if (!stored.ok()) return ErrorResponse(stored.status());
+          auto page = InputItemsPage(*stored, id, query);
+          if (!page.ok()) return ErrorResponse(page.status());
+          return HttpResponse{.status = 200, .body = DumpOrdered(*page)};
+        });
   }
 
   HandlerResult Delete(HttpRequest& http) {
     auto tenant = AuthenticateRequest(context_, http);
     if (!tenant.ok()) return ErrorResponse(tenant.status());
-    const std::string& id = http.path_params["id"];
-    const absl::Status deleted = context_.responses == nullptr
-                                     ? Stored((*tenant)->id(), id).status()
-                                     : context_.responses->Delete((*tenant)->id(), id);
-    if (!deleted.ok()) return ErrorResponse(deleted);
-    return HttpResponse{
-        .status = 200,
-        .body = DumpOrdered({{"id", id}, {"object", "response"}, {"deleted", true}})};
+    return WithStore([this, tenant = (*tenant)->id(), id = http.path_params["id"]] {
+      const absl::Status deleted = context_.responses == nullptr
+                                       ? Stored(tenant, id).status()
+                                       : context_.responses->Delete(tenant, id);
+      if (!deleted.ok()) return ErrorResponse(deleted);
+      return HttpResponse{
+          .status = 200,
+          .body = DumpOrdered({{"id", id}, {"object", "response"}, {"deleted", true}})};
+    });
   }
 
  private:
+  // The response of `request`: its conversation (the stored one it continues first), then the
+  // completion, whose reply answers.
+  HandlerResult Start(std::shared_ptr<Tenant> tenant, ResponsesRequest request,
+                      const std::string& method, const std::string& path, absl::Time start) {
+    const std::string tenant_id = tenant->id();
+    auto conversation = Conversation(tenant_id, request);
+    if (!conversation.ok()) {
+      return Refuse(method, path, tenant_id, conversation.status(), start, std::nullopt);
+    }
+    CompletionRequest completion = request.completion;
+    completion.messages = ConversationMessages(request.instructions, *conversation);
+    ResponseStore* store = request.store ? context_.responses : nullptr;
+    ResponseContext response{.id = RandomId("resp_"),
+                             .model = context_.model.name,
+                             .tenant = tenant_id,
+                             .request = std::move(request),
+                             .conversation = *std::move(conversation),
+                             .store = store,
+                             .store_workers = workers_.get()};
+    auto reply = std::make_unique<DeferredReply>();
+    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
+    in_flight->fetch_add(1);
+    StartCompletion(
+        context_, std::move(tenant), std::move(completion),
+        [this, state = reply->state(), method, path, start, in_flight,
+         response =
+             std::make_shared<ResponseContext>(std::move(response))](CompletionStart started) {
+          DeferredReply::Complete(
+              *state, Reply(std::move(started), std::move(*response), method, path, start));
+          in_flight->fetch_sub(1);
+        });
+    return reply;
+  }
+
+  // Runs `handle`, which reads or writes the store: on the workers when the store waits on the
+  // network (the shared tier), so that no HTTP thread does; here otherwise.
+  template <typename Handle>
+  HandlerResult WithStore(Handle handle) {
+    if (workers_ == nullptr) return handle();
+    auto reply = std::make_unique<DeferredReply>();
+    const bool posted = workers_->Post(
+        [state = reply->state(), handle = std::move(handle)]() mutable {
+          DeferredReply::Complete(*state, handle());
+        });
+    if (!posted) return ErrorResponse(absl::UnavailableError("the server is shutting down"));
+    return reply;
+  }
+
   absl::StatusOr<StoredResponse> Stored(const std::string& tenant, const std::string& id) const {
     if (context_.responses == nullptr) {
       return WithErrorCode(
@@ -151,6 +192,11 @@ class ResponsesApi {
   }
 
   ServingContext& context_;
+  // For the shared tier's round trips; null unless the store is remote.
+  const std::unique_ptr<documents::RequestWorkers> workers_ =
+      context_.responses != nullptr && context_.responses->remote()
+          ? std::make_unique<documents::RequestWorkers>(kStoreWorkers)
+          : nullptr;
 };
 
 }  // namespace

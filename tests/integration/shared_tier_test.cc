@@ -1,5 +1,6 @@
 // Several `kvd serve` processes sharing one real Redis (store.remote): any replica answers any
-// document as the one that stored it does, a delete on one is seen by all, a replica killed while
+// document as the one that stored it does and continues any stored response, a delete on one is
+// seen by all, a replica killed while
 // uploading loses nothing it acknowledged, and a Redis that goes away refuses writes with 503
 // and Retry-After while local copies keep answering, until it is back.
 #include <gtest/gtest.h>
@@ -114,6 +115,47 @@ TEST_F(SharedTierTest, AnyReplicaAnswersAnyDocumentAndADeleteIsSeenByAll) {
     EXPECT_EQ(Ask(*replica, id).status, 404);
   }
   EXPECT_EQ(Curl("DELETE", b.url("/v1/documents/" + id)).status, 404);
+}
+
+// A stored response is the shared tier's: another replica reads it, continues its conversation
+// and lists its input, and a delete on any replica is seen by all.
+TEST_F(SharedTierTest, AnyReplicaContinuesAnyStoredResponse) {
+  KvdServer& a = Start("a");
+  KvdServer& b = Start("b");
+  const HttpResult first = Curl("POST", a.url("/v1/responses"),
+                                json{{"model", "kvd-tiny"},
+                                     {"input", "Q:vig"},
+                                     {"temperature", 0},
+                                     {"max_output_tokens", 8}}
+                                    .dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  const json response = json::parse(first.body);
+  const std::string id = response["id"];
+  const HttpResult read = Curl("GET", b.url("/v1/responses/" + id));
+  ASSERT_EQ(read.status, 200) << read.body;
+  EXPECT_EQ(json::parse(read.body), response);
+  // Streamed: the last event comes after the response is in Redis.
+  const HttpResult next = Curl("POST", b.url("/v1/responses"),
+                               json{{"model", "kvd-tiny"},
+                                    {"previous_response_id", id},
+                                    {"input", "Q:vox"},
+                                    {"stream", true},
+                                    {"max_output_tokens", 8}}
+                                   .dump());
+  ASSERT_EQ(next.status, 200) << next.body;
+  const size_t last = next.body.rfind("data: ");
+  ASSERT_NE(last, std::string::npos) << next.body;
+  const json done = json::parse(next.body.substr(last + 6), nullptr, false);
+  ASSERT_TRUE(done.is_object()) << next.body;
+  const std::string next_id = done["response"]["id"];
+  const HttpResult items =
+      Curl("GET", a.url("/v1/responses/" + next_id + "/input_items?order=asc"));
+  ASSERT_EQ(items.status, 200) << items.body;
+  EXPECT_EQ(json::parse(items.body)["data"].size(), 3u) << items.body;
+
+  EXPECT_EQ(Curl("DELETE", a.url("/v1/responses/" + id)).status, 200);
+  EXPECT_EQ(Curl("GET", b.url("/v1/responses/" + id)).status, 404);
+  EXPECT_NE(b.logs().find("responses: stored in the shared tier"), std::string::npos);
 }
 
 TEST_F(SharedTierTest, AReplicaKilledWhileUploadingLosesNothingItAcknowledged) {

@@ -1,7 +1,7 @@
 // The Responses API's store: a response and its conversation read back by their tenant only,
 // deleted, expired after the TTL (on read and when the store is opened again), and a record
 // that does not read back is an error, never a crash.
-#include "server/responses/response_store.h"
+#include "server/responses/local_response_store.h"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +25,13 @@ class ResponseStoreTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
+  // stored_ as the response named `id`.
+  StoredResponse Named(const std::string& id) const {
+    StoredResponse named = stored_;
+    named.response["id"] = id;
+    return named;
+  }
+
   std::filesystem::path dir_;
   const StoredResponse stored_{
       .response = JsonValue::parse(R"({"id": "resp_1", "output": [], "b": 1, "a": 2})"),
@@ -32,7 +39,7 @@ class ResponseStoreTest : public ::testing::Test {
 };
 
 TEST_F(ResponseStoreTest, ReadsBackByItsTenantOnlyAndDeletes) {
-  auto store = ResponseStore::Open(dir_, absl::Hours(1));
+  auto store = LocalResponseStore::Open(dir_, absl::Hours(1));
   ASSERT_TRUE(store.ok()) << store.status();
   ASSERT_TRUE((*store)->Put("alpha", "resp_1", stored_).ok());
   auto read = (*store)->Get("alpha", "resp_1");
@@ -46,31 +53,34 @@ TEST_F(ResponseStoreTest, ReadsBackByItsTenantOnlyAndDeletes) {
   ASSERT_TRUE((*store)->Delete("alpha", "resp_1").ok());
   EXPECT_EQ((*store)->Get("alpha", "resp_1").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ((*store)->Delete("alpha", "resp_1").code(), absl::StatusCode::kNotFound);
+  // A record is read back only as the response it names.
+  ASSERT_TRUE((*store)->Put("alpha", "resp_2", stored_).ok());
+  EXPECT_EQ((*store)->Get("alpha", "resp_2").status().code(), absl::StatusCode::kInternal);
 }
 
 TEST_F(ResponseStoreTest, SurvivesReopeningAndExpires) {
   {
-    auto store = ResponseStore::Open(dir_, absl::Hours(1));
+    auto store = LocalResponseStore::Open(dir_, absl::Hours(1));
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Put("alpha", "kept", stored_).ok());
+    ASSERT_TRUE((*store)->Put("alpha", "kept", Named("kept")).ok());
   }
   {
-    auto store = ResponseStore::Open(dir_, absl::Hours(1));
+    auto store = LocalResponseStore::Open(dir_, absl::Hours(1));
     ASSERT_TRUE(store.ok());
     EXPECT_TRUE((*store)->Get("alpha", "kept").ok());
     // A TTL already over: expired on read.
   }
-  auto store = ResponseStore::Open(dir_, absl::Seconds(-1));
+  auto store = LocalResponseStore::Open(dir_, absl::Seconds(-1));
   ASSERT_TRUE(store.ok());
-  ASSERT_TRUE((*store)->Put("alpha", "gone", stored_).ok());
+  ASSERT_TRUE((*store)->Put("alpha", "gone", Named("gone")).ok());
   EXPECT_EQ((*store)->Get("alpha", "gone").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(ResponseStoreTest, OpeningDropsExpiredAndUnreadableRecords) {
   {
-    auto store = ResponseStore::Open(dir_, absl::Seconds(-1));
+    auto store = LocalResponseStore::Open(dir_, absl::Seconds(-1));
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE((*store)->Put("alpha", "expired", stored_).ok());
+    ASSERT_TRUE((*store)->Put("alpha", "expired", Named("expired")).ok());
   }
   {
     rocksdb::DB* raw = nullptr;
@@ -88,7 +98,7 @@ TEST_F(ResponseStoreTest, OpeningDropsExpiredAndUnreadableRecords) {
     std::string value;
     EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "5:alphabroken", &value).ok());
   }
-  auto store = ResponseStore::Open(dir_, absl::Hours(1));
+  auto store = LocalResponseStore::Open(dir_, absl::Hours(1));
   ASSERT_TRUE(store.ok());
   EXPECT_EQ((*store)->Get("alpha", "expired").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ((*store)->Get("alpha", "broken").status().code(), absl::StatusCode::kNotFound);
@@ -96,9 +106,9 @@ TEST_F(ResponseStoreTest, OpeningDropsExpiredAndUnreadableRecords) {
 }
 
 TEST_F(ResponseStoreTest, AStoreInUseIsRefused) {
-  auto first = ResponseStore::Open(dir_, absl::Hours(1));
+  auto first = LocalResponseStore::Open(dir_, absl::Hours(1));
   ASSERT_TRUE(first.ok());
-  auto second = ResponseStore::Open(dir_, absl::Hours(1));
+  auto second = LocalResponseStore::Open(dir_, absl::Hours(1));
   EXPECT_FALSE(second.ok());
 }
 
