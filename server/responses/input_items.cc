@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
+#include "server/responses/responses_request.h"
 
 namespace kvd::server::responses {
 namespace {
@@ -39,13 +40,12 @@ JsonValue Listed(const JsonValue& item, std::string id) {
   return listed;
 }
 
-// The item's id: the client's, or its type's prefix, the response's id and its place.
+// The item's id: its type's prefix, the response's id and its place.
 std::string ItemId(const JsonValue& item, const std::string& response_id, size_t index) {
-  if (item.contains("id") && item["id"].is_string()) return item["id"].get<std::string>();
   const std::string type = item.value("type", std::string());
   const char* prefix = type == "message" ? "msg_" : type == "function_call" ? "fc_" : "fco_";
-  const std::string_view response = std::string_view(response_id).substr(
-      response_id.starts_with("resp_") ? 5 : 0);
+  const std::string_view response =
+      std::string_view(response_id).substr(response_id.starts_with("resp_") ? 5 : 0);
   return absl::StrCat(prefix, std::string(response), "_", index);
 }
 
@@ -80,18 +80,24 @@ absl::StatusOr<InputItemsQuery> ReadInputItemsQuery(
 absl::StatusOr<JsonValue> InputItemsPage(const StoredResponse& stored,
                                          const std::string& response_id,
                                          const InputItemsQuery& query) {
+  // What the store returned is read as input items are, which it must be.
+  auto items = NormalizeItems(stored.conversation, "stored");
+  if (!items.ok()) {
+    return absl::InternalError(absl::StrCat("the stored response '", response_id,
+                                            "' does not read back: ", items.status().message()));
+  }
   // The conversation ends with the response's own output items.
   const size_t outputs =
       stored.response.contains("output") && stored.response["output"].is_array()
           ? stored.response["output"].size()
           : 0;
-  const size_t inputs = stored.conversation.size() - std::min(outputs, stored.conversation.size());
+  const size_t inputs = items->size() - std::min(outputs, items->size());
   std::vector<size_t> order(inputs);
   for (size_t i = 0; i < inputs; ++i) order[i] = query.ascending ? i : inputs - 1 - i;
   size_t first = 0;
   if (query.after) {
     const auto at = std::find_if(order.begin(), order.end(), [&](size_t index) {
-      return ItemId(stored.conversation[index], response_id, index) == *query.after;
+      return ItemId((*items)[index], response_id, index) == *query.after;
     });
     if (at == order.end()) {
       return InvalidParam("after", absl::StrCat("no input item of response '", response_id,
@@ -103,8 +109,7 @@ absl::StatusOr<JsonValue> InputItemsPage(const StoredResponse& stored,
   JsonValue data = JsonValue::array();
   for (size_t k = first; k < end; ++k) {
     const size_t index = order[k];
-    data.push_back(Listed(stored.conversation[index],
-                          ItemId(stored.conversation[index], response_id, index)));
+    data.push_back(Listed((*items)[index], ItemId((*items)[index], response_id, index)));
   }
   return JsonValue{{"object", "list"},
                    {"data", data},

@@ -1,7 +1,7 @@
 // GET /v1/responses/{id}/input_items: the items a stored response was generated from (the
 // conversation it continued and its own input, oldest first), as OpenAI lists them: each item
-// with an id (the client's, else one derived from the response's id and the item's place, the
-// same on every call), in pages of `limit` after the item `after`, newest first unless
+// with an id derived from the response's id and the item's place (the same on every call), in
+// pages of `limit` after the item `after`, newest first unless
 // `order=asc`.
 #pragma once
 
@@ -28,7 +28,8 @@ struct InputItemsQuery {
     const std::map<std::string, std::string>& params);
 
 // The page `query` asks for of `stored`'s input items: {"object": "list", "data", "first_id",
-// "last_id", "has_more"}. InvalidArgument naming `after` when no input item has that id.
+// "last_id", "has_more"}. InvalidArgument naming `after` when no input item has that id;
+// Internal when the stored conversation does not read back as input items.
 [[nodiscard]] absl::StatusOr<structured::JsonValue> InputItemsPage(
     const StoredResponse& stored, const std::string& response_id, const InputItemsQuery& query);
 

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       .conversation = kvd::structured::JsonValue::parse(
           R"([{"type": "message", "role": "user", "content": "hi"},
               {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
-              {"type": "function_call_output", "call_id": "c", "output": "x", "id": "fco_x"},
+              {"type": "function_call_output", "call_id": "c", "output": "x"},
               {"type": "message", "role": "assistant", "content": "ok"}])")};
   (void)kvd::server::responses::InputItemsPage(stored, "resp_abc", *query);
   return 0;

@@ -45,6 +45,7 @@ declare -A settings=(
   [tokenize_body]="2048 20 2048"
   [messages_body]="4096 20 2048"
   [responses_body]="4096 20 2048"
+  [response_record]="4096 10 2048"
   [structured_constraint]="2048 20 2048"
   [tool_call_stream]="4096 10 2048"
   [http_request]="4096 10 2048"

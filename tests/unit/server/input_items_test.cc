@@ -1,5 +1,5 @@
 // GET /v1/responses/{id}/input_items' pages: the items before the response's own output, with
-// ids that stay the same from call to call, newest first unless asked, `after` and `limit`
+// ids that stay the same from call to call, read back as input items first, newest first unless asked, `after` and `limit`
 // paging through them, and every bad query parameter named.
 #include "server/responses/input_items.h"
 
@@ -18,7 +18,7 @@ StoredResponse Conversation() {
   stored.conversation = JsonValue::parse(R"([
     {"type": "message", "role": "user", "content": "What is the weather?"},
     {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
-    {"type": "function_call_output", "call_id": "call_1", "output": "sunny", "id": "fco_mine"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
     {"type": "message", "role": "assistant", "content": "Sunny."},
     {"type": "message", "role": "user", "content": "Thanks"},
     {"type": "message", "role": "assistant", "content": "You are welcome."}])");
@@ -35,7 +35,7 @@ TEST(InputItemsTest, ListsTheInputNewestFirstWithStableIds) {
   auto page = InputItemsPage(Conversation(), "resp_abc", {});
   ASSERT_TRUE(page.ok()) << page.status();
   EXPECT_EQ(Ids(*page),
-            (std::vector<std::string>{"msg_abc_4", "msg_abc_3", "fco_mine", "fc_abc_1",
+            (std::vector<std::string>{"msg_abc_4", "msg_abc_3", "fco_abc_2", "fc_abc_1",
                                       "msg_abc_0"}))
       << "the response's own output is not an input";
   EXPECT_EQ((*page)["object"], "list");
@@ -50,7 +50,7 @@ TEST(InputItemsTest, ListsTheInputNewestFirstWithStableIds) {
             JsonValue::parse(R"({"type": "output_text", "text": "Sunny.", "annotations": []})"));
   EXPECT_EQ(data[3], JsonValue::parse(R"({"id": "fc_abc_1", "type": "function_call",
       "call_id": "call_1", "name": "get_weather", "arguments": "{}", "status": "completed"})"));
-  EXPECT_EQ(data[2], JsonValue::parse(R"({"id": "fco_mine", "type": "function_call_output",
+  EXPECT_EQ(data[2], JsonValue::parse(R"({"id": "fco_abc_2", "type": "function_call_output",
       "call_id": "call_1", "output": "sunny", "status": "completed"})"));
 }
 
@@ -65,7 +65,7 @@ TEST(InputItemsTest, PagesWithAfterAndLimitInEitherOrder) {
     more = (*page)["has_more"].get<bool>();
     query.after = (*page)["last_id"].get<std::string>();
   }
-  EXPECT_EQ(all, (std::vector<std::string>{"msg_abc_0", "fc_abc_1", "fco_mine", "msg_abc_3",
+  EXPECT_EQ(all, (std::vector<std::string>{"msg_abc_0", "fc_abc_1", "fco_abc_2", "msg_abc_3",
                                            "msg_abc_4"}));
   auto empty = InputItemsPage(Conversation(), "resp_abc", {.after = "msg_abc_0"});
   ASSERT_TRUE(empty.ok());
@@ -74,6 +74,16 @@ TEST(InputItemsTest, PagesWithAfterAndLimitInEitherOrder) {
   auto unknown = InputItemsPage(Conversation(), "resp_abc", {.after = "msg_abc_5"});
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParamOf(unknown.status()), "after");
+}
+
+// What the store returned is hostile until read as input items (a shared tier's Redis may hold
+// anything): a conversation that does not read back is an error, never a crash.
+TEST(InputItemsTest, AConversationThatDoesNotReadBackIsAnError) {
+  StoredResponse stored = Conversation();
+  stored.conversation[0]["content"] = JsonValue::parse(R"({"id": "resp_abc"})");
+  EXPECT_EQ(InputItemsPage(stored, "resp_abc", {}).status().code(), absl::StatusCode::kInternal);
+  stored.conversation = JsonValue::parse(R"({"not": "an array"})");
+  EXPECT_EQ(InputItemsPage(stored, "resp_abc", {}).status().code(), absl::StatusCode::kInternal);
 }
 
 TEST(InputItemsTest, ReadsTheQueryAndNamesEveryBadParameter) {
