@@ -154,6 +154,17 @@ TEST_F(GrpcClientTest, GenerateAnswersAsTheHttpApi) {
                           std::to_string(answer["usage"]["completion_tokens"].get<int>())),
             std::string::npos)
       << grpc.err;
+  // Every sampling parameter is a flag: a draw from the one most likely token is greedy.
+  const ClientResult top_one =
+      Client("generate", {"--chat", question, "--max-tokens", "24", "--temperature", "1",
+                          "--top-k", "1", "--min-p", "0.5", "--repetition-penalty", "1"});
+  ASSERT_EQ(top_one.exit_code, 0) << top_one.err;
+  EXPECT_EQ(top_one.out, content + "\n");
+  const ClientResult refused =
+      Client("generate", {"--chat", question, "--max-tokens", "4", "--top-p", "0"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("'top_p' must be in (0, 1], got 0"), std::string::npos)
+      << refused.err;
 }
 
 TEST_F(GrpcClientTest, UploadInPiecesThenAskTheDocument) {
