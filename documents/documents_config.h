@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "base/config_key.h"
 
 namespace kvd::documents {
 
@@ -124,6 +127,83 @@ struct DocumentsConfig {
   size_t max_stored_bytes_per_tenant = size_t{4} << 30;
 
   bool operator==(const DocumentsConfig&) const = default;
+};
+
+// The keys of `store.remote` read by table; `password_env` is read from the environment by the
+// loader, and `url` is checked by the Redis URL parser.
+inline constexpr base::ConfigKey<RemoteTierConfig> kRemoteTierKeys[] = {
+    {.name = "url", .member = &RemoteTierConfig::url},
+    {.name = "user", .member = &RemoteTierConfig::user},
+    {.name = "timeout_seconds",
+     .member = &RemoteTierConfig::timeout_seconds,
+     .range = {.min = 0, .max = 60, .min_open = true}},
+    {.name = "max_payload_bytes", .member = &RemoteTierConfig::max_payload_bytes, .range = {.min = 1}},
+    {.name = "key_prefix", .member = &RemoteTierConfig::key_prefix, .text = {.max_bytes = 256}},
+    {.name = "processing_lease_seconds",
+     .member = &RemoteTierConfig::processing_lease_seconds,
+     .range = {.min = 1, .max = 604800}},
+};
+
+// The keys of `store` read by table; `replica`/`replica_env` and `remote` are the loader's.
+inline constexpr base::ConfigKey<StoreConfig> kStoreKeys[] = {
+    {.name = "data_dir", .member = &StoreConfig::data_dir, .text = {.non_empty = true}},
+    {.name = "sync_writes", .member = &StoreConfig::sync_writes},
+};
+
+inline constexpr std::string_view kFramingChoices[] = {"auto", "chat", "plain"};
+inline constexpr std::string_view kChatRoleChoices[] = {"user", "system"};
+inline constexpr std::string_view kMethodChoices[] = {"none", "kvzip", "kvzip_heads", "h2o",
+                                                      "streaming"};
+inline constexpr std::string_view kStoredTypeChoices[] = {"f32", "bf16", "int8"};
+// A repeat prompt or answer prefix, at most.
+inline constexpr size_t kMaxPromptBytes = 4096;
+
+// The keys of the section `documents`.
+inline constexpr base::ConfigKey<DocumentsConfig> kDocumentsKeys[] = {
+    {.name = "enabled", .member = &DocumentsConfig::enabled},
+    {.name = "framing", .member = &DocumentsConfig::framing, .text = {.choices = kFramingChoices}},
+    {.name = "chat_role",
+     .member = &DocumentsConfig::chat_role,
+     .text = {.choices = kChatRoleChoices}},
+    {.name = "repeat_prompt",
+     .member = &DocumentsConfig::repeat_prompt,
+     .text = {.non_empty = true, .max_bytes = kMaxPromptBytes}},
+    {.name = "repeat_from_prompt",
+     .member = &DocumentsConfig::repeat_from_prompt,
+     .text = {.non_empty = true, .max_bytes = kMaxPromptBytes}},
+    {.name = "answer_prefix",
+     .member = &DocumentsConfig::answer_prefix,
+     .text = {.max_bytes = kMaxPromptBytes}},
+    {.name = "head_profile", .member = &DocumentsConfig::head_profile},
+    {.name = "default_method",
+     .member = &DocumentsConfig::default_method,
+     .text = {.choices = kMethodChoices}},
+    {.name = "default_ratio",
+     .member = &DocumentsConfig::default_ratio,
+     .range = {.min = 0, .max = 1, .min_open = true}},
+    {.name = "default_kv_dtype",
+     .member = &DocumentsConfig::default_kv_dtype,
+     .text = {.choices = kStoredTypeChoices}},
+    {.name = "max_document_bytes",
+     .member = &DocumentsConfig::max_document_bytes,
+     .range = {.min = 1}},
+    {.name = "upload_wait_seconds",
+     .member = &DocumentsConfig::upload_wait_seconds,
+     .range = {.min = 0, .max = 600}},
+    {.name = "memory_tier_bytes", .member = &DocumentsConfig::memory_tier_bytes},
+    {.name = "default_ttl_seconds",
+     .member = &DocumentsConfig::default_ttl_seconds,
+     .range = {.min = 0, .zero_means = "forever"}},
+    {.name = "expiry_sweep_seconds",
+     .member = &DocumentsConfig::expiry_sweep_seconds,
+     .range = {.min = 0, .max = 86400, .min_open = true}},
+    {.name = "failed_retention_seconds",
+     .member = &DocumentsConfig::failed_retention_seconds,
+     .range = {.min = 0, .zero_means = "until the next sweep"}},
+    {.name = "max_documents_per_tenant",
+     .member = &DocumentsConfig::max_documents_per_tenant,
+     .range = {.min = 0, .zero_means = "unlimited"}},
+    {.name = "max_stored_bytes_per_tenant", .member = &DocumentsConfig::max_stored_bytes_per_tenant},
 };
 
 }  // namespace kvd::documents

@@ -3,9 +3,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 #include "absl/status/status.h"
+#include "base/config_key.h"
 #include "kernels/dtype.h"
+#include "kernels/kv_layout.h"
 
 namespace kvd::scheduler {
 
@@ -57,7 +61,53 @@ struct SchedulerConfig {
   // YAML section `prefix_cache` (beside `scheduler`).
   PrefixCacheConfig prefix_cache;
 
+  // Checks every key against its row of kSchedulerKeys / kPrefixCacheKeys, then the relations
+  // between them; an error is a base::ConfigKeyError about "scheduler.<key>" or
+  // "prefix_cache.<key>".
   [[nodiscard]] absl::Status Validate() const;
+};
+
+// The keys of the YAML section `scheduler` and their rules.
+inline constexpr base::ConfigKey<SchedulerConfig> kSchedulerKeys[] = {
+    {.name = "max_num_seqs", .member = &SchedulerConfig::max_num_seqs, .range = {.min = 1}},
+    {.name = "max_num_batched_tokens",
+     .member = &SchedulerConfig::max_num_batched_tokens,
+     .range = {.min = 1}},
+    {.name = "block_size", .member = &SchedulerConfig::block_size, .range = {.min = 1, .max = 1024}},
+    {.name = "kv_cache_bytes", .member = &SchedulerConfig::kv_cache_bytes},
+    {.name = "kv_cache_memory_fraction",
+     .member = &SchedulerConfig::kv_cache_memory_fraction,
+     .range = {.min = 0, .max = 1}},
+    {.name = "kv_cache_dtype",
+     .member =
+         base::EnumMember<SchedulerConfig>{
+             .name = [](const SchedulerConfig& c) { return kernels::DTypeName(c.kv_cache_dtype); },
+             .set =
+                 [](SchedulerConfig& c, std::string_view name) {
+                   const std::optional<kernels::DType> dtype = kernels::DTypeFromName(name);
+                   if (dtype) c.kv_cache_dtype = *dtype;
+                   return dtype.has_value();
+                 }},
+     .text = {.choices = kernels::kKvCacheTypeChoices}},
+    {.name = "admission_watermark",
+     .member = &SchedulerConfig::admission_watermark,
+     .range = {.min = 0, .max = 0.5}},
+    {.name = "max_queued_requests",
+     .member = &SchedulerConfig::max_queued_requests,
+     .range = {.min = 1}},
+    {.name = "max_n", .member = &SchedulerConfig::max_n, .range = {.min = 1}},
+    {.name = "compression_tokens_per_step",
+     .member = &SchedulerConfig::compression_tokens_per_step,
+     .range = {.min = 1}},
+};
+
+// The keys of the YAML section `prefix_cache` that are the scheduler's.
+inline constexpr base::ConfigKey<PrefixCacheConfig> kPrefixCacheKeys[] = {
+    {.name = "enabled", .member = &PrefixCacheConfig::enabled},
+    {.name = "max_pool_fraction",
+     .member = &PrefixCacheConfig::max_pool_fraction,
+     .range = {.min = 0, .max = 1, .min_open = true}},
+    {.name = "kv_events", .member = &PrefixCacheConfig::kv_events},
 };
 
 }  // namespace kvd::scheduler

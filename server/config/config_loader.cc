@@ -18,8 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "cache_store/keepkv/keepkv_fields.h"
-#include "kernels/kv_layout.h"
 #include "server/config/api_key.h"
+#include "server/config/config_key_reader.h"
+#include "server/config/server_config_keys.h"
 #include "server/config/yaml_reader.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"
@@ -27,73 +28,20 @@
 namespace kvd::server {
 namespace {
 
-void ReadListen(YamlDocument& document, const YAML::Node& node, ListenConfig& c) {
-  YamlMapReader r(document, node, "server");
-  r.Read("host", &c.host);
-  r.Read("port", &c.port);
-  r.Read("grpc_port", &c.grpc_port);
-  r.Read("io_threads", &c.io_threads);
-  r.ReadByteSize("max_body_bytes", &c.max_body_bytes);
-  r.ReadByteSize("max_header_bytes", &c.max_header_bytes);
-  r.Read("max_connections", &c.max_connections);
-  r.Read("max_connections_per_client", &c.max_connections_per_client);
-  r.Read("read_timeout_seconds", &c.read_timeout_seconds);
-  r.Read("idle_timeout_seconds", &c.idle_timeout_seconds);
-  r.Read("keepalive_interval_seconds", &c.keepalive_interval_seconds);
-  r.Read("drain_timeout_seconds", &c.drain_timeout_seconds);
-  r.Read("health_step_timeout_seconds", &c.health_step_timeout_seconds);
-  r.Finish();
-}
-
-void ReadModel(YamlDocument& document, const YAML::Node& node, ModelSection& c) {
-  YamlMapReader r(document, node, "model");
-  r.Read("path", &c.path);
-  r.Read("name", &c.name);
-  r.Read("backend", &c.backend);
-  r.Read("dtype", &c.dtype);
-  r.Read("threads", &c.threads);
-  r.Read("tool_parser", &c.tool_parser);
-  r.Finish();
-}
-
 void ReadPrefixCache(YamlDocument& document, const YAML::Node& node,
                      scheduler::PrefixCacheConfig& c, KvEventsZmqConfig& zmq) {
   YamlMapReader r(document, node, "prefix_cache");
-  r.Read("enabled", &c.enabled);
-  r.Read("max_pool_fraction", &c.max_pool_fraction);
-  r.Read("kv_events", &c.kv_events);
-  r.Read("kv_events_endpoint", &zmq.endpoint);
-  r.Read("kv_events_replay_endpoint", &zmq.replay_endpoint);
-  r.Read("kv_events_topic", &zmq.topic);
+  ReadConfigKeys(r, scheduler::kPrefixCacheKeys, c);
+  ReadConfigKeys(r, kKvEventsZmqKeys, zmq);
   r.Finish();
 }
 
-void ReadScheduler(YamlDocument& document, const YAML::Node& node, scheduler::SchedulerConfig& c) {
-  YamlMapReader r(document, node, "scheduler");
-  r.Read("max_num_seqs", &c.max_num_seqs);
-  r.Read("max_num_batched_tokens", &c.max_num_batched_tokens);
-  r.Read("block_size", &c.block_size);
-  r.ReadByteSize("kv_cache_bytes", &c.kv_cache_bytes);
-  r.Read("kv_cache_memory_fraction", &c.kv_cache_memory_fraction);
-  if (std::string name; r.Read("kv_cache_dtype", &name)) {
-    const std::optional<kernels::DType> dtype = kernels::DTypeFromName(name);
-    if (dtype && std::ranges::find(kernels::kKvCacheTypeChoices, name) !=
-                     kernels::kKvCacheTypeChoices.end()) {
-      c.kv_cache_dtype = *dtype;
-    } else {
-      std::string message = "must be one of ";
-      for (std::string_view choice : kernels::kKvCacheTypeChoices) {
-        if (message.back() != ' ') message += ", ";
-        message += choice;
-      }
-      document.FailAtPath(r.PathOf("kv_cache_dtype"),
-                          absl::StrCat(message, ", got \"", name, "\""));
-    }
-  }
-  r.Read("admission_watermark", &c.admission_watermark);
-  r.Read("max_queued_requests", &c.max_queued_requests);
-  r.Read("max_n", &c.max_n);
-  r.Read("compression_tokens_per_step", &c.compression_tokens_per_step);
+// A section read wholly by its table.
+template <typename Section, size_t N>
+void ReadSection(YamlDocument& document, const YAML::Node& node, std::string path,
+                 const base::ConfigKey<Section> (&keys)[N], Section& section) {
+  YamlMapReader r(document, node, std::move(path));
+  ReadConfigKeys(r, keys, section);
   r.Finish();
 }
 
@@ -164,15 +112,7 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
   if (auto key = ReadEnvVariable(document, r, "key_env", t.key_env)) {
     t.key_env_sha256 = base::Sha256Hex(*key);
   }
-  r.Read("weight", &t.weight);
-  r.Read("priority", &t.priority);
-  r.Read("max_concurrent_requests", &t.max_concurrent_requests);
-  r.Read("max_queued_requests", &t.max_queued_requests);
-  r.Read("max_running_sequences", &t.max_running_sequences);
-  r.Read("requests_per_minute", &t.requests_per_minute);
-  r.Read("tokens_per_minute", &t.tokens_per_minute);
-  r.Read("max_documents", &t.max_documents);
-  r.ReadByteSize("max_stored_bytes", &t.max_stored_bytes);
+  ReadConfigKeys(r, kTenantKeys, t);
   if (auto prefix_cache = r.Find("prefix_cache")) {
     YamlMapReader cache(document, *prefix_cache, r.PathOf("prefix_cache"));
     cache.Read("share_with", &t.prefix_cache_share_with);
@@ -186,21 +126,16 @@ std::optional<YAML::Node> ReadTenant(YamlDocument& document, const YAML::Node& n
 void ReadRemoteTier(YamlDocument& document, const YAML::Node& node,
                     documents::RemoteTierConfig& c) {
   YamlMapReader r(document, node, "store.remote");
-  r.Read("url", &c.url);
-  r.Read("user", &c.user);
+  ReadConfigKeys(r, documents::kRemoteTierKeys, c);
   if (auto password = ReadEnvVariable(document, r, "password_env", c.password_env)) {
     c.password = *std::move(password);
   }
-  r.Read("timeout_seconds", &c.timeout_seconds);
-  r.ReadByteSize("max_payload_bytes", &c.max_payload_bytes);
-  r.Read("key_prefix", &c.key_prefix);
-  r.Read("processing_lease_seconds", &c.processing_lease_seconds);
   r.Finish();
 }
 
 void ReadStore(YamlDocument& document, const YAML::Node& node, documents::StoreConfig& c) {
   YamlMapReader r(document, node, "store");
-  r.Read("data_dir", &c.data_dir);
+  ReadConfigKeys(r, documents::kStoreKeys, c);
   r.Read("replica", &c.replica);
   if (!c.replica.empty()) {
     r.Read("replica_env", &c.replica_env);
@@ -208,64 +143,25 @@ void ReadStore(YamlDocument& document, const YAML::Node& node, documents::StoreC
     // An unset variable is an error: a replica without its name would mint unroutable ids.
     c.replica = *std::move(name);
   }
-  r.Read("sync_writes", &c.sync_writes);
   if (auto remote = r.Find("remote")) ReadRemoteTier(document, *remote, c.remote);
-  r.Finish();
-}
-
-void ReadDocuments(YamlDocument& document, const YAML::Node& node, documents::DocumentsConfig& c) {
-  YamlMapReader r(document, node, "documents");
-  r.Read("enabled", &c.enabled);
-  r.Read("framing", &c.framing);
-  r.Read("chat_role", &c.chat_role);
-  r.Read("repeat_prompt", &c.repeat_prompt);
-  r.Read("repeat_from_prompt", &c.repeat_from_prompt);
-  r.Read("answer_prefix", &c.answer_prefix);
-  r.Read("head_profile", &c.head_profile);
-  r.Read("default_method", &c.default_method);
-  r.Read("default_ratio", &c.default_ratio);
-  r.Read("default_kv_dtype", &c.default_kv_dtype);
-  r.ReadByteSize("max_document_bytes", &c.max_document_bytes);
-  r.Read("upload_wait_seconds", &c.upload_wait_seconds);
-  r.ReadByteSize("memory_tier_bytes", &c.memory_tier_bytes);
-  r.Read("default_ttl_seconds", &c.default_ttl_seconds);
-  r.Read("expiry_sweep_seconds", &c.expiry_sweep_seconds);
-  r.Read("failed_retention_seconds", &c.failed_retention_seconds);
-  r.Read("max_documents_per_tenant", &c.max_documents_per_tenant);
-  r.ReadByteSize("max_stored_bytes_per_tenant", &c.max_stored_bytes_per_tenant);
-  r.Finish();
-}
-
-void ReadResponses(YamlDocument& document, const YAML::Node& node, ResponsesConfig& c) {
-  YamlMapReader r(document, node, "responses");
-  r.Read("store", &c.store);
-  r.Read("ttl_seconds", &c.ttl_seconds);
-  r.Finish();
-}
-
-void ReadMetrics(YamlDocument& document, const YAML::Node& node, MetricsConfig& c) {
-  YamlMapReader r(document, node, "metrics");
-  r.Read("enabled", &c.enabled);
-  r.Finish();
-}
-
-void ReadLogging(YamlDocument& document, const YAML::Node& node, LoggingConfig& c) {
-  YamlMapReader r(document, node, "logging");
-  r.Read("level", &c.level);
-  r.Read("format", &c.format);
-  r.Read("requests", &c.requests);
   r.Finish();
 }
 
 void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConfig& config) {
   YamlMapReader r(document, node, "");
-  if (auto section = r.Find("server")) ReadListen(document, *section, config.server);
-  if (auto section = r.Find("model")) ReadModel(document, *section, config.model);
-  if (auto section = r.Find("scheduler")) ReadScheduler(document, *section, config.scheduler);
+  if (auto section = r.Find("server")) {
+    ReadSection(document, *section, "server", kListenKeys, config.server);
+  }
+  if (auto section = r.Find("model")) {
+    ReadSection(document, *section, "model", kModelKeys, config.model);
+  }
+  if (auto section = r.Find("scheduler")) {
+    ReadSection(document, *section, "scheduler", scheduler::kSchedulerKeys, config.scheduler);
+  }
   if (auto section = r.Find("prefix_cache")) {
     ReadPrefixCache(document, *section, config.scheduler.prefix_cache, config.kv_events_zmq);
   }
-  r.Read("auth", &config.auth);
+  ReadConfigKeys(r, kTopLevelKeys, config);
   std::vector<std::optional<YAML::Node>> tenant_keepkv;
   if (auto list = r.Find("tenants")) {
     const std::vector<YAML::Node> elements = document.Elements(*list, "tenants");
@@ -275,7 +171,9 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
     }
   }
   if (auto section = r.Find("store")) ReadStore(document, *section, config.store);
-  if (auto section = r.Find("documents")) ReadDocuments(document, *section, config.documents);
+  if (auto section = r.Find("documents")) {
+    ReadSection(document, *section, "documents", documents::kDocumentsKeys, config.documents);
+  }
   if (auto section = r.Find("keepkv")) ReadKeepKv(document, *section, "keepkv", config.keepkv);
   for (size_t i = 0; i < tenant_keepkv.size() && i < config.tenants.size(); ++i) {
     TenantConfig& tenant = config.tenants[i];
@@ -285,9 +183,15 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
                  tenant.keepkv);
     }
   }
-  if (auto section = r.Find("responses")) ReadResponses(document, *section, config.responses);
-  if (auto section = r.Find("metrics")) ReadMetrics(document, *section, config.metrics);
-  if (auto section = r.Find("logging")) ReadLogging(document, *section, config.logging);
+  if (auto section = r.Find("responses")) {
+    ReadSection(document, *section, "responses", kResponsesKeys, config.responses);
+  }
+  if (auto section = r.Find("metrics")) {
+    ReadSection(document, *section, "metrics", kMetricsKeys, config.metrics);
+  }
+  if (auto section = r.Find("logging")) {
+    ReadSection(document, *section, "logging", kLoggingKeys, config.logging);
+  }
   r.Finish();
 }
 
@@ -358,7 +262,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(std::string_view yaml,
 
   if (absl::Status status = config.Validate(); !status.ok()) {
     std::optional<int> line;
-    if (std::optional<std::string> path = ConfigErrorKeyPath(status)) {
+    if (std::optional<std::string> path = base::ConfigErrorKeyPath(status)) {
       line = document.LineOf(*path);
     }
     std::string text = source;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,6 +16,14 @@
 #include "server/config/keepkv_config.h"
 
 namespace kvd::server {
+
+// The names the enumerated keys take (server_config_keys.h checks them).
+inline constexpr std::string_view kBackendChoices[] = {"cpu", "cuda"};
+inline constexpr std::string_view kToolParserChoices[] = {"auto", "none", "hermes", "llama3_json"};
+inline constexpr std::string_view kAuthChoices[] = {"auto", "required", "disabled"};
+inline constexpr std::string_view kLogLevelChoices[] = {"trace", "debug", "info",
+                                                        "warn",  "error", "off"};
+inline constexpr std::string_view kLogFormatChoices[] = {"text", "json"};
 
 // Section `server`: where and how the HTTP (and gRPC) front end listens. Not reloadable.
 struct ListenConfig {
@@ -209,13 +218,10 @@ struct ServerConfig {
   MetricsConfig metrics;      // section `metrics`; not reloadable
   LoggingConfig logging;      // section `logging`; not reloadable
 
-  // Checks every field and the relations between them. An error's message starts with the key
-  // path ("server.port: must be in [0, 65535], got 70000") and carries the path as a payload
-  // (see ConfigErrorKeyPath).
+  // Checks every key against its table's row (server_config_keys.h) and the relations between
+  // keys. An error is a base::ConfigKeyError: its message starts with the key path
+  // ("server.port: must be in [0, 65535], got 70000"), which base::ConfigErrorKeyPath returns.
   [[nodiscard]] absl::Status Validate() const;
 };
-
-// The key path ("tenants[1].weight") an error from ServerConfig::Validate is about, if any.
-std::optional<std::string> ConfigErrorKeyPath(const absl::Status& status);
 
 }  // namespace kvd::server

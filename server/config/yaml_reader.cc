@@ -284,6 +284,10 @@ std::optional<YAML::Node> YamlMapReader::Find(std::string_view key) {
   return entry->value;
 }
 
+void YamlMapReader::Fail(std::string_view key, std::string_view message) {
+  document_.FailAtPath(PathOf(key), message);
+}
+
 void YamlMapReader::Require(std::string_view key) {
   if (!document_.ok()) return;
   for (const Entry& entry : entries_) {

@@ -75,6 +75,8 @@ class YamlMapReader {
   std::optional<YAML::Node> Find(std::string_view key);
   // An error unless `key` is present.
   void Require(std::string_view key);
+  // An error about `key`'s value, at its line.
+  void Fail(std::string_view key, std::string_view message);
   // The key path of `key` in this mapping ("server.port").
   std::string PathOf(std::string_view key) const;
   // Reports the first key no Read or Find named, with the keys that are allowed.

@@ -430,7 +430,7 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:3: prefix_cache.kv_events_endpoint: must be reachable from outside kvd "
        "(tcp:// or ipc://)"},
       {"prefix_cache:\n  kv_events: true\n  kv_events_endpoint: \"tcp://*:1 2\"\n",
-       "config.yaml:3: prefix_cache.kv_events_endpoint: must not hold spaces or control "
+       "config.yaml:3: prefix_cache.kv_events_endpoint: must not contain whitespace or control "
        "characters"},
       {"scheduler:\n  max_queued_requests: 0\n",
        "config.yaml:2: scheduler.max_queued_requests: must be at least 1, got 0"},
@@ -451,7 +451,7 @@ TEST(ConfigLoaderTest, InvalidValuesNameKeyAndLine) {
        "config.yaml:2: server.io_threads: must be in [1, 256], got 257"},
       {"server:\n  host: \"\"\n", "config.yaml:2: server.host: must not be empty"},
       {"server:\n  max_body_bytes: 0\n",
-       "config.yaml:2: server.max_body_bytes: must be at least 1"},
+       "config.yaml:2: server.max_body_bytes: must be at least 1, got 0"},
       {"server:\n  max_header_bytes: 4GiB\n",
        "config.yaml:2: server.max_header_bytes: must be in [1, 4294967295], got 4294967296"},
       {"server:\n  read_timeout_seconds: 0\n",
@@ -509,8 +509,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "kv_cache_dtype, "
             "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
-            "config.yaml:2: store.dir: unknown key (expected one of data_dir, replica, "
-            "replica_env, sync_writes, remote)");
+            "config.yaml:2: store.dir: unknown key (expected one of data_dir, sync_writes, "
+            "replica, replica_env, remote)");
   EXPECT_THAT(ParseError("store:\n  remote:\n    host: x\n"),
               HasSubstr("config.yaml:3: store.remote.host: unknown key"));
   EXPECT_THAT(ParseError("documents:\n  chat_role: assistant\n"),
@@ -839,7 +839,7 @@ TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   absl::Status status = config.Validate();
   EXPECT_EQ(status.message(),
             "tenants[0].key_sha256[0]: must be a SHA-256 digest: 64 lower-case hex digits");
-  EXPECT_EQ(ConfigErrorKeyPath(status), "tenants[0].key_sha256[0]");
+  EXPECT_EQ(kvd::base::ConfigErrorKeyPath(status), "tenants[0].key_sha256[0]");
 
   config = ServerConfig{};
   config.tenants.push_back(TenantConfig{.id = "a", .key_env = "SOME_VAR"});
@@ -850,7 +850,7 @@ TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   config.keepkv.params.alpha = 1.0;
   status = config.Validate();
   EXPECT_EQ(status.message(), "keepkv.alpha: must be in [0, 1), got 1");
-  EXPECT_EQ(ConfigErrorKeyPath(status), "keepkv.alpha");
+  EXPECT_EQ(kvd::base::ConfigErrorKeyPath(status), "keepkv.alpha");
   config = ServerConfig{};
   config.tenants.push_back(TenantConfig{
       .id = "a", .key_sha256 = {kDigestAbc}, .keepkv = {.params = {.budget = {.tokens = -1}}}});
@@ -858,15 +858,15 @@ TEST(ServerConfigTest, ValidateNamesTheKeyPath) {
   EXPECT_EQ(status.message(),
             "tenants[0].keepkv.budget: must be a positive token count or a fraction in (0, 1], "
             "got -1");
-  EXPECT_EQ(ConfigErrorKeyPath(status), "tenants[0].keepkv.budget");
+  EXPECT_EQ(kvd::base::ConfigErrorKeyPath(status), "tenants[0].keepkv.budget");
 
   config = ServerConfig{};
   config.scheduler.max_num_seqs = 0;
   status = config.Validate();
   EXPECT_EQ(status.message(), "scheduler.max_num_seqs: must be at least 1, got 0");
-  EXPECT_EQ(ConfigErrorKeyPath(status), "scheduler.max_num_seqs");
+  EXPECT_EQ(kvd::base::ConfigErrorKeyPath(status), "scheduler.max_num_seqs");
 
-  EXPECT_EQ(ConfigErrorKeyPath(absl::InvalidArgumentError("other")), std::nullopt);
+  EXPECT_EQ(kvd::base::ConfigErrorKeyPath(absl::InvalidArgumentError("other")), std::nullopt);
 }
 
 }  // namespace
