@@ -2,11 +2,14 @@
 // JavaScript clients (copied beside each of them by kvd_node_tests). KVD_BINARY names the kvd
 // under test, KVD_SOURCE_DIR the repository and KVD_MAKE_RANDOM_MODEL (where a test needs it)
 // the tool that writes random weights.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync,
          writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 
 // Starts kvd on `modelDir` (default: the bundled model) with `configLines` as its config file
 // (none when empty) and `args` after the usual ones; resolves once it serves HTTP. `logs()` is everything it has written so far;
@@ -37,6 +40,27 @@ export async function startKvd({ configLines = [], args = [],
       return exited;
     },
   };
+}
+
+// kvd for the tests of the enclosing describe() (or of the file, at its top level), started by
+// startKvd(`options`) before them and held to exit 0 after them; the returned function gives the
+// running server.
+export function kvdForTests(options) {
+  let server;
+  before(async () => {
+    server = await startKvd(options);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, server.logs());
+  });
+  return () => server;
+}
+
+// The config lines of the list `tenants`: one tenant per entry of `keys` ({ id: apiKey }).
+export function tenantLines(keys) {
+  const digest = (key) => createHash('sha256').update(key).digest('hex');
+  return ['tenants:', ...Object.entries(keys).flatMap(
+    ([id, key]) => [`  - id: ${id}`, `    key_sha256: ["${digest(key)}"]`])];
 }
 
 // A model directory named kvd-tiny (so it serves as "kvd-tiny") in a new temporary folder: the

@@ -3,20 +3,18 @@
 // as chat completions for the same conversation), stop sequences, a forced tool call and its
 // tool_result round trip (read back from the prefix cache; under the llama3_json template too),
 // countTokens, x-api-key, and errors in Anthropic's shape.
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { startKvd, tinyModelVariant } from './kvd_process.mjs';
+import { kvdForTests, tenantLines, tinyModelVariant } from './kvd_process.mjs';
 
-const sha256 = (text) => createHash('sha256').update(text).digest('hex');
-
-let server;
+const server = kvdForTests({ modelDir: tinyModelVariant({ templateFile: 'hermes_tools.jinja' }),
+                             configLines: tenantLines({ alpha: 'key-alpha' }) });
 const anthropic = (apiKey = 'key-alpha') =>
-  new Anthropic({ apiKey, baseURL: server.baseURL.replace(/\/v1$/, ''), maxRetries: 0 });
+  new Anthropic({ apiKey, baseURL: server().baseURL.replace(/\/v1$/, ''), maxRetries: 0 });
 
 const weather = {
   name: 'get_weather',
@@ -38,22 +36,11 @@ const documentQuestion = {
     .replace('<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n', ''),
 };
 
-before(async () => {
-  server = await startKvd({
-    modelDir: tinyModelVariant({ templateFile: 'hermes_tools.jinja' }),
-    configLines: ['tenants:', '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`],
-  });
-});
-
-after(async () => {
-  assert.equal(await server.stop(), 0, server.logs());
-});
-
 test('a message answers as chat completions does for the same conversation', async () => {
   const message = await anthropic().messages.create({
     model: 'kvd-tiny', max_tokens: 40, temperature: 0, system, messages: [documentQuestion],
   });
-  const chat = await new OpenAI({ apiKey: 'key-alpha', baseURL: server.baseURL }).chat.completions
+  const chat = await new OpenAI({ apiKey: 'key-alpha', baseURL: server().baseURL }).chat.completions
     .create({ model: 'kvd-tiny', max_tokens: 40, temperature: 0,
               messages: [{ role: 'system', content: system }, documentQuestion] });
   assert.deepEqual(message.content, [{ type: 'text', text: 'KSOHB' }]);
@@ -106,18 +93,10 @@ test('a stop sequence ends the message and is named', async () => {
 // A forced call and its tool_result round trip under each tool-call syntax the templates teach.
 for (const templateFile of ['hermes_tools.jinja', 'llama3_json_tools.jinja']) {
   describe(templateFile, () => {
-    let toolServer;
+    const toolServer = kvdForTests({ modelDir: tinyModelVariant({ templateFile }),
+                                     configLines: tenantLines({ alpha: 'key-alpha' }) });
     const toolClient = () => new Anthropic({ apiKey: 'key-alpha', maxRetries: 0,
-                                             baseURL: toolServer.baseURL.replace(/\/v1$/, '') });
-    before(async () => {
-      toolServer = await startKvd({
-        modelDir: tinyModelVariant({ templateFile }),
-        configLines: ['tenants:', '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`],
-      });
-    });
-    after(async () => {
-      assert.equal(await toolServer.stop(), 0, toolServer.logs());
-    });
+                                             baseURL: toolServer().baseURL.replace(/\/v1$/, '') });
 
     test('a forced call validates, streams the same, and its result continues the turn',
          async () => {

@@ -5,9 +5,8 @@
 // schema, refusals), the AI SDK's default OpenAI provider (generateText, streamText,
 // generateObject, a tool loop) and LangChain's ChatOpenAI with useResponsesApi (invoke, stream,
 // withStructuredOutput, bindTools with a named tool_choice).
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -16,13 +15,14 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateObject, generateText, streamText, stepCountIs, tool } from 'ai';
 import { ChatOpenAI } from '@langchain/openai';
 import { z } from 'zod';
-import { startKvd, tinyModelVariant } from './kvd_process.mjs';
+import { kvdForTests, tenantLines, tinyModelVariant } from './kvd_process.mjs';
 
-const sha256 = (text) => createHash('sha256').update(text).digest('hex');
-
-let server;
+const server = kvdForTests({
+  modelDir: tinyModelVariant({ templateFile: 'hermes_tools.jinja' }),
+  configLines: tenantLines({ alpha: 'key-alpha', beta: 'key-beta' }),
+});
 const client = (apiKey = 'key-alpha') =>
-  new OpenAI({ apiKey, baseURL: server.baseURL, maxRetries: 0 });
+  new OpenAI({ apiKey, baseURL: server().baseURL, maxRetries: 0 });
 
 // The document question of docs/examples, without its chat markup: the bundled model answers
 // it "KSOHB" greedily.
@@ -41,19 +41,6 @@ const weatherParameters = {
 const weatherTool = { type: 'function', name: 'get_weather', description: 'The weather in a city',
                       parameters: weatherParameters, strict: true };
 const Person = z.object({ name: z.string(), age: z.number().int(), tags: z.array(z.string()) });
-
-before(async () => {
-  server = await startKvd({
-    modelDir: tinyModelVariant({ templateFile: 'hermes_tools.jinja' }),
-    configLines: ['tenants:',
-                  '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`,
-                  '  - id: beta', `    key_sha256: ["${sha256('key-beta')}"]`],
-  });
-});
-
-after(async () => {
-  assert.equal(await server.stop(), 0, server.logs());
-});
 
 test('a response answers as chat completions does', async () => {
   const response = await client().responses.create({
@@ -109,18 +96,10 @@ test('max_output_tokens leaves a response incomplete', async () => {
 // A function call round trip under each tool-call syntax the templates teach.
 for (const templateFile of ['hermes_tools.jinja', 'llama3_json_tools.jinja']) {
   describe(templateFile, () => {
-    let toolServer;
-    const toolClient = () => new OpenAI({ apiKey: 'key-alpha', baseURL: toolServer.baseURL,
+    const toolServer = kvdForTests({ modelDir: tinyModelVariant({ templateFile }),
+                                     configLines: tenantLines({ alpha: 'key-alpha' }) });
+    const toolClient = () => new OpenAI({ apiKey: 'key-alpha', baseURL: toolServer().baseURL,
                                           maxRetries: 0 });
-    before(async () => {
-      toolServer = await startKvd({
-        modelDir: tinyModelVariant({ templateFile }),
-        configLines: ['tenants:', '  - id: alpha', `    key_sha256: ["${sha256('key-alpha')}"]`],
-      });
-    });
-    after(async () => {
-      assert.equal(await toolServer.stop(), 0, toolServer.logs());
-    });
 
     test('a function call round trip, by previous_response_id and by items', async () => {
       const first = await toolClient().responses.create({
@@ -227,7 +206,7 @@ test('what kvd does not do is refused naming the field', async () => {
 });
 
 test('the AI SDK\'s default OpenAI provider: text, stream, object, tool loop', async () => {
-  const openai = createOpenAI({ baseURL: server.baseURL, apiKey: 'key-alpha' });
+  const openai = createOpenAI({ baseURL: server().baseURL, apiKey: 'key-alpha' });
   const model = openai('kvd-tiny');
   const text = await generateText({ model, prompt: documentQuestion, temperature: 0,
                                     maxOutputTokens: 40 });
@@ -259,7 +238,7 @@ test('the AI SDK\'s default OpenAI provider: text, stream, object, tool loop', a
 test('LangChain ChatOpenAI on the Responses API', async () => {
   const chat = new ChatOpenAI({ model: 'kvd-tiny', useResponsesApi: true, temperature: 0,
                                 maxTokens: 40, apiKey: 'key-alpha',
-                                configuration: { baseURL: server.baseURL } });
+                                configuration: { baseURL: server().baseURL } });
   const reply = await chat.invoke(documentQuestion);
   assert.equal(reply.text, answer);
   let streamed = '';
@@ -268,13 +247,13 @@ test('LangChain ChatOpenAI on the Responses API', async () => {
 
   const structured = new ChatOpenAI({ model: 'kvd-tiny', useResponsesApi: true, temperature: 1,
                                       maxTokens: 200, apiKey: 'key-alpha',
-                                      configuration: { baseURL: server.baseURL } })
+                                      configuration: { baseURL: server().baseURL } })
     .withStructuredOutput(Person);
   assert.ok(Person.safeParse(await structured.invoke('Describe a person.')).success);
 
   const withTools = new ChatOpenAI({ model: 'kvd-tiny', useResponsesApi: true, maxTokens: 200,
                                      apiKey: 'key-alpha',
-                                     configuration: { baseURL: server.baseURL } })
+                                     configuration: { baseURL: server().baseURL } })
     .bindTools([{ type: 'function', function: { name: 'get_weather',
                                                 description: 'The weather in a city',
                                                 parameters: weatherParameters } }],
