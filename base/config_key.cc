@@ -40,8 +40,8 @@ absl::Status RangeError(std::string_view path, const ValueRange& range, std::str
       rule += " (0: " + std::string(range.zero_means) + ")";
     }
   } else if (std::isfinite(range.max)) {
-    rule = absl::StrCat(range.max_open ? "must be less than " : "must be at most ",
-                        Shown(range.max));
+    rule =
+        absl::StrCat(range.max_open ? "must be less than " : "must be at most ", Shown(range.max));
   } else {
     rule = "must be a finite number";
   }
@@ -52,8 +52,7 @@ absl::Status RangeError(std::string_view path, const ValueRange& range, std::str
 }  // namespace
 
 absl::Status ConfigKeyError(std::string_view path, std::string_view message) {
-  absl::Status status =
-      absl::InvalidArgumentError(std::string(path) + ": " + std::string(message));
+  absl::Status status = absl::InvalidArgumentError(std::string(path) + ": " + std::string(message));
   status.SetPayload(kKeyPathPayload, absl::Cord(std::string(path)));
   return status;
 }

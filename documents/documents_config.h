@@ -137,7 +137,9 @@ inline constexpr base::ConfigKey<RemoteTierConfig> kRemoteTierKeys[] = {
     {.name = "timeout_seconds",
      .member = &RemoteTierConfig::timeout_seconds,
      .range = {.min = 0, .max = 60, .min_open = true}},
-    {.name = "max_payload_bytes", .member = &RemoteTierConfig::max_payload_bytes, .range = {.min = 1}},
+    {.name = "max_payload_bytes",
+     .member = &RemoteTierConfig::max_payload_bytes,
+     .range = {.min = 1}},
     {.name = "key_prefix", .member = &RemoteTierConfig::key_prefix, .text = {.max_bytes = 256}},
     {.name = "processing_lease_seconds",
      .member = &RemoteTierConfig::processing_lease_seconds,
@@ -203,7 +205,8 @@ inline constexpr base::ConfigKey<DocumentsConfig> kDocumentsKeys[] = {
     {.name = "max_documents_per_tenant",
      .member = &DocumentsConfig::max_documents_per_tenant,
      .range = {.min = 0, .zero_means = "unlimited"}},
-    {.name = "max_stored_bytes_per_tenant", .member = &DocumentsConfig::max_stored_bytes_per_tenant},
+    {.name = "max_stored_bytes_per_tenant",
+     .member = &DocumentsConfig::max_stored_bytes_per_tenant},
 };
 
 }  // namespace kvd::documents

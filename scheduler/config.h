@@ -73,21 +73,22 @@ inline constexpr base::ConfigKey<SchedulerConfig> kSchedulerKeys[] = {
     {.name = "max_num_batched_tokens",
      .member = &SchedulerConfig::max_num_batched_tokens,
      .range = {.min = 1}},
-    {.name = "block_size", .member = &SchedulerConfig::block_size, .range = {.min = 1, .max = 1024}},
+    {.name = "block_size",
+     .member = &SchedulerConfig::block_size,
+     .range = {.min = 1, .max = 1024}},
     {.name = "kv_cache_bytes", .member = &SchedulerConfig::kv_cache_bytes},
     {.name = "kv_cache_memory_fraction",
      .member = &SchedulerConfig::kv_cache_memory_fraction,
      .range = {.min = 0, .max = 1}},
     {.name = "kv_cache_dtype",
-     .member =
-         base::EnumMember<SchedulerConfig>{
-             .name = [](const SchedulerConfig& c) { return kernels::DTypeName(c.kv_cache_dtype); },
-             .set =
-                 [](SchedulerConfig& c, std::string_view name) {
-                   const std::optional<kernels::DType> dtype = kernels::DTypeFromName(name);
-                   if (dtype) c.kv_cache_dtype = *dtype;
-                   return dtype.has_value();
-                 }},
+     .member = base::EnumMember<SchedulerConfig>{
+         .name = [](const SchedulerConfig& c) { return kernels::DTypeName(c.kv_cache_dtype); },
+         .set =
+             [](SchedulerConfig& c, std::string_view name) {
+               const std::optional<kernels::DType> dtype = kernels::DTypeFromName(name);
+               if (dtype) c.kv_cache_dtype = *dtype;
+               return dtype.has_value();
+             }},
      .text = {.choices = kernels::kKvCacheTypeChoices}},
     {.name = "admission_watermark",
      .member = &SchedulerConfig::admission_watermark,

@@ -47,9 +47,8 @@ bool IsLowerHexDigest(std::string_view digest) {
 absl::Status ValidateListen(const ListenConfig& c) {
   if (auto s = CheckKeys("server", kListenKeys, c); !s.ok()) return s;
   if (c.grpc_port != 0 && c.grpc_port == c.port) {
-    return ConfigKeyError("server.grpc_port",
-                          absl::StrCat("must differ from server.port (", c.port,
-                                       "); 0 turns gRPC off"));
+    return ConfigKeyError("server.grpc_port", absl::StrCat("must differ from server.port (", c.port,
+                                                           "); 0 turns gRPC off"));
   }
   return absl::OkStatus();
 }
@@ -79,16 +78,16 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
     const std::string path = absl::StrCat("tenants[", i, "]");
     if (!IsTenantId(t.id)) {
       return ConfigKeyError(path + ".id",
-                      absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"", t.id, "\""));
+                            absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"", t.id, "\""));
     }
     if (!t.prefix_cache_share_with.empty() && !IsTenantId(t.prefix_cache_share_with)) {
-      return ConfigKeyError(path + ".prefix_cache.share_with",
-                      absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"",
-                                   t.prefix_cache_share_with, "\""));
+      return ConfigKeyError(
+          path + ".prefix_cache.share_with",
+          absl::StrCat("must match [A-Za-z0-9._-]{1,64}, got \"", t.prefix_cache_share_with, "\""));
     }
     if (auto [it, inserted] = tenant_paths.emplace(t.id, path); !inserted) {
-      return ConfigKeyError(path + ".id",
-                      absl::StrCat("duplicate tenant id \"", t.id, "\" (also ", it->second, ")"));
+      return ConfigKeyError(
+          path + ".id", absl::StrCat("duplicate tenant id \"", t.id, "\" (also ", it->second, ")"));
     }
     std::vector<std::pair<std::string, const std::string*>> digests;  // key path, digest
     for (size_t k = 0; k < t.key_sha256.size(); ++k) {
@@ -97,13 +96,14 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
     if (!t.key_env.empty()) {
       if (t.key_env_sha256.empty()) {
         return ConfigKeyError(path + ".key_env",
-                        absl::StrCat("variable ", t.key_env, " has not been read"));
+                              absl::StrCat("variable ", t.key_env, " has not been read"));
       }
       digests.emplace_back(path + ".key_env", &t.key_env_sha256);
     }
     if (digests.empty()) {
-      return ConfigKeyError(path, absl::StrCat("tenant \"", t.id,
-                                         "\" needs at least one API key (key_sha256 or key_env)"));
+      return ConfigKeyError(
+          path,
+          absl::StrCat("tenant \"", t.id, "\" needs at least one API key (key_sha256 or key_env)"));
     }
     for (const auto& [key_path, digest] : digests) {
       if (!IsLowerHexDigest(*digest)) {
@@ -111,7 +111,7 @@ absl::Status ValidateTenants(const std::vector<TenantConfig>& tenants) {
       }
       if (auto [it, inserted] = digest_paths.emplace(*digest, key_path); !inserted) {
         return ConfigKeyError(key_path, absl::StrCat("the same API key as ", it->second,
-                                               "; a key may belong to one tenant only"));
+                                                     "; a key may belong to one tenant only"));
       }
     }
     if (auto s = CheckKeys(path, kTenantKeys, t); !s.ok()) return s;

@@ -19,8 +19,8 @@
 namespace kvd::server {
 namespace {
 
-using ::testing::HasSubstr;
 using config_testing::ParseError;
+using ::testing::HasSubstr;
 
 // A section of the config file and the names of its table's keys.
 struct SectionKeys {
@@ -55,8 +55,7 @@ std::vector<SectionKeys> EveryTable() {
 }
 
 // A YAML file setting `key` of section `path` to `value`.
-std::string FileSetting(const std::string& path, const std::string& key,
-                        const std::string& value) {
+std::string FileSetting(const std::string& path, const std::string& key, const std::string& value) {
   if (path.empty()) return key + ": " + value + "\n";
   if (path == "tenants") {
     return "tenants:\n  - id: a\n    key_sha256: [" + std::string(config_testing::kDigestAbc) +
@@ -70,9 +69,9 @@ TEST(ConfigKeysTest, TheLoaderReadsEveryRowAsItsSectionsKey) {
   for (const SectionKeys& section : EveryTable()) {
     for (const std::string& key : section.keys) {
       // A mapping is no value of any row's type: the loader names the key it read it for.
-      const std::string path =
-          section.path == "tenants" ? "tenants[0]." + key
-                                    : (section.path.empty() ? key : section.path + "." + key);
+      const std::string path = section.path == "tenants"
+                                   ? "tenants[0]." + key
+                                   : (section.path.empty() ? key : section.path + "." + key);
       EXPECT_THAT(ParseError(FileSetting(section.path, key, "{a: 1}")),
                   HasSubstr(path + ": must be"))
           << path;
