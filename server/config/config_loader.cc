@@ -20,7 +20,7 @@
 #include "cache_store/keepkv/keepkv_fields.h"
 #include "server/config/api_key.h"
 #include "server/config/config_key_reader.h"
-#include "server/config/server_config_keys.h"
+#include "server/config/server_config.h"
 #include "server/config/yaml_reader.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/yaml.h"

@@ -12,7 +12,6 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "cache_store/store/redis_connection.h"
-#include "server/config/server_config_keys.h"
 
 namespace kvd::server {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "documents/documents_config.h"
 #include "scheduler/config.h"
-#include "server/config/server_config_keys.h"
+#include "server/config/server_config.h"
 #include "tests/support/source_dir.h"
 #include "tests/unit/server/config_test_support.h"
 
