@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "bench/statistics.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "structured/constraint.h"
 #include "structured/json_schema_grammar.h"
 
@@ -62,8 +62,8 @@ structured::JsonValue FiftyPropertySchema() {
 
 absl::StatusOr<ConstraintMaskBenchResult> MeasureConstraintMasks(
     const ConstraintMaskBenchOptions& options) {
-  KVD_ASSIGN_OR_RETURN(std::unique_ptr<engine::Tokenizer> tokenizer,
-                       engine::Tokenizer::FromFile(options.tokenizer_path));
+  KVD_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
+                       text::Tokenizer::FromFile(options.tokenizer_path));
   ConstraintMaskBenchResult result;
   result.vocab_size = tokenizer->vocab_size();
   const Clock::time_point trie_start = Clock::now();

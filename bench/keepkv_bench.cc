@@ -69,7 +69,7 @@ absl::StatusOr<std::vector<float>> Run(engine::Model& model, engine::KvBlockPool
 // A prompt the model writes itself after a user turn's header, sampled at temperature 1 with
 // the end-of-turn tokens banned.
 absl::StatusOr<std::vector<int32_t>> SamplePrompt(engine::Model& model,
-                                                  const engine::Tokenizer& tokenizer,
+                                                  const text::Tokenizer& tokenizer,
                                                   engine::KvBlockPool& pool, int32_t length,
                                                   uint64_t seed) {
   std::vector<int32_t> tokens = tokenizer.Encode(kUserTurn, /*add_special_tokens=*/false);
@@ -242,7 +242,7 @@ std::vector<std::pair<std::string, KeepKvParams>> SweepVariants(const KeepKvPara
 }  // namespace
 
 absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
-                                                const engine::Tokenizer& tokenizer,
+                                                const text::Tokenizer& tokenizer,
                                                 const KeepKvBenchOptions& options) {
   if (options.prompts < 1 || options.follow_steps < 4 || options.prompt_tokens < 64) {
     return absl::InvalidArgumentError(
@@ -292,7 +292,7 @@ absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
 }
 
 absl::StatusOr<BatchResult> MeasureKeepKvBatch(engine::Model& model,
-                                               const engine::Tokenizer* tokenizer,
+                                               const text::Tokenizer* tokenizer,
                                                const KeepKvBenchOptions& options, bool keepkv) {
   scheduler::SchedulerConfig config;
   config.max_num_seqs = options.batch_sequences;

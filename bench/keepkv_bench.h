@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "cache_store/keepkv/keepkv_params.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvd::bench {
 
@@ -64,14 +64,14 @@ struct KeepKvBenchResult {
 
 // Everything runs on the calling thread; the batch through a Scheduler stepped there.
 [[nodiscard]] absl::StatusOr<KeepKvBenchResult> MeasureKeepKv(engine::Model& model,
-                                                              const engine::Tokenizer& tokenizer,
+                                                              const text::Tokenizer& tokenizer,
                                                               const KeepKvBenchOptions& options);
 
 // The throughput comparison alone: the batch's decode throughput, KV peak and compressed
 // fraction with a 10% budget (`keepkv`) or none. With a tokenizer each prompt opens with a user
 // turn, without one (a model that has none) it is random letters' byte ids throughout.
 [[nodiscard]] absl::StatusOr<BatchResult> MeasureKeepKvBatch(engine::Model& model,
-                                                             const engine::Tokenizer* tokenizer,
+                                                             const text::Tokenizer* tokenizer,
                                                              const KeepKvBenchOptions& options,
                                                              bool keepkv);
 

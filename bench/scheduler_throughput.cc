@@ -10,7 +10,7 @@ namespace kvd::bench {
 namespace {
 
 absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
-                                                const engine::Tokenizer* tokenizer,
+                                                const text::Tokenizer* tokenizer,
                                                 const SchedulerBenchOptions& options,
                                                 int32_t concurrency, bool prefix_cache,
                                                 bool constrained) {
@@ -122,7 +122,7 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
 }  // namespace
 
 absl::StatusOr<std::vector<SchedulerBenchResult>> MeasureSchedulerThroughput(
-    engine::Model& model, const engine::Tokenizer* tokenizer,
+    engine::Model& model, const text::Tokenizer* tokenizer,
     const SchedulerBenchOptions& options) {
   std::vector<SchedulerBenchResult> results;
   for (int32_t concurrency : options.concurrency) {

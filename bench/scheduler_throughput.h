@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "structured/constraint.h"
 
 namespace kvd::bench {
@@ -49,6 +49,6 @@ struct SchedulerBenchResult {
 // after a first one with a shared prefix).
 // `tokenizer` may be null (no text produced).
 [[nodiscard]] absl::StatusOr<std::vector<SchedulerBenchResult>> MeasureSchedulerThroughput(
-    engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerBenchOptions& options);
+    engine::Model& model, const text::Tokenizer* tokenizer, const SchedulerBenchOptions& options);
 
 }  // namespace kvd::bench

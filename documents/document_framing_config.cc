@@ -25,7 +25,7 @@ absl::StatusOr<cache_store::DocumentFraming> ResolveDocumentFraming(const Docume
         "documents.framing: chat needs a chat template and this model has none (use plain or "
         "auto)");
   }
-  absl::StatusOr<engine::DocumentRole> role = engine::ParseDocumentRole(config.chat_role);
+  absl::StatusOr<text::DocumentRole> role = text::ParseDocumentRole(config.chat_role);
   if (!role.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("documents.chat_role: ", role.status().message()));

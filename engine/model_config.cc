@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine {
@@ -24,7 +24,7 @@ absl::StatusOr<std::string> ReadFile(const std::filesystem::path& path) {
 }
 
 absl::StatusOr<Json> ParseJsonObject(std::string_view text, const std::string& source) {
-  absl::StatusOr<Json> json = ParseBoundedJson<Json>(text, source);
+  absl::StatusOr<Json> json = text::ParseBoundedJson<Json>(text, source);
   if (!json.ok()) return json.status();
   if (!json->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": expected a JSON object"));

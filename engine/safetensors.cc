@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::engine {
@@ -81,7 +81,7 @@ absl::Status SafetensorsFile::ParseHeader() {
                                                    " header bytes but the file has ", size_));
   }
   const std::string_view header_text(reinterpret_cast<const char*>(bytes + 8), header_bytes);
-  const absl::StatusOr<Json> parsed_header = ParseBoundedJson<Json>(header_text, "the header");
+  const absl::StatusOr<Json> parsed_header = text::ParseBoundedJson<Json>(header_text, "the header");
   if (!parsed_header.ok() || !parsed_header->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": bad header: not a JSON object"));
   }
@@ -154,7 +154,7 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(
     std::ifstream in(index_path);
     std::ostringstream text;
     text << in.rdbuf();
-    const absl::StatusOr<Json> parsed_index = ParseBoundedJson<Json>(text.str(), "the index");
+    const absl::StatusOr<Json> parsed_index = text::ParseBoundedJson<Json>(text.str(), "the index");
     const Json index = parsed_index.ok() ? *parsed_index : Json();
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
       return absl::InvalidArgumentError(

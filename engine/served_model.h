@@ -5,16 +5,16 @@
 
 #include <string>
 
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model_config.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvd::engine {
 
 struct ServedModel {
   const ModelConfig* config = nullptr;
-  const Tokenizer* tokenizer = nullptr;
-  const ChatTemplate* chat_template = nullptr;  // null: chat is refused
+  const text::Tokenizer* tokenizer = nullptr;
+  const text::ChatTemplate* chat_template = nullptr;  // null: chat is refused
   std::string name;
 };
 

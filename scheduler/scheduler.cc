@@ -47,7 +47,7 @@ constexpr size_t kKvEventsKept = 16384;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& model,
-                                                             const engine::Tokenizer* tokenizer,
+                                                             const text::Tokenizer* tokenizer,
                                                              const SchedulerConfig& config,
                                                              const Clock& clock) {
   if (auto status = config.Validate(); !status.ok()) return status;
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
   return scheduler;
 }
 
-Scheduler::Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer,
+Scheduler::Scheduler(engine::Model& model, const text::Tokenizer* tokenizer,
                      const SchedulerConfig& config, const Clock& clock, int32_t max_sequence_tokens)
     : model_(model),
       tokenizer_(tokenizer),

@@ -15,7 +15,7 @@
 #include "base/mutex.h"
 #include "cache_store/kvzip/document_compressor.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "scheduler/clock.h"
 #include "scheduler/compression_handle.h"
 #include "scheduler/config.h"
@@ -39,7 +39,7 @@ class Scheduler {
   // Creates the KV pool on the model's backend. `model`, `tokenizer` (null: no text, no stop
   // strings) and `clock` are borrowed and must outlive the scheduler.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Scheduler>> Create(
-      engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+      engine::Model& model, const text::Tokenizer* tokenizer, const SchedulerConfig& config,
       const Clock& clock = Clock::System());
   ~Scheduler();  // Stop()
 
@@ -77,7 +77,7 @@ class Scheduler {
   int32_t max_sequence_tokens() const { return max_sequence_tokens_; }
 
  private:
-  Scheduler(engine::Model& model, const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+  Scheduler(engine::Model& model, const text::Tokenizer* tokenizer, const SchedulerConfig& config,
             const Clock& clock, int32_t max_sequence_tokens);
   absl::Status Validate(const Request& request) const;
   // Thread: scheduler. Moves submitted requests into the step loop.
@@ -86,7 +86,7 @@ class Scheduler {
   void OnDequeued(const internal::RequestState& request);
 
   engine::Model& model_;
-  const engine::Tokenizer* tokenizer_;
+  const text::Tokenizer* tokenizer_;
   const SchedulerConfig config_;
   const Clock& clock_;
   const int32_t max_sequence_tokens_;

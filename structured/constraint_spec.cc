@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "structured/json_schema_grammar.h"
 #include "structured/regex_grammar.h"
 #include "structured/tool_call_syntax.h"
@@ -17,7 +17,7 @@ constexpr int kMaxSchemaJsonDepth = 64;
 
 absl::StatusOr<Grammar> CompileChoice(const std::string& text) {
   KVD_ASSIGN_OR_RETURN(const JsonValue choices,
-                       engine::ParseBoundedJson<JsonValue>(text, "the choices", 2));
+                       text::ParseBoundedJson<JsonValue>(text, "the choices", 2));
   if (!choices.is_array() || choices.empty()) {
     return absl::InvalidArgumentError("the choices must be a non-empty array of strings");
   }
@@ -41,7 +41,7 @@ absl::StatusOr<Grammar> CompileConstraint(const ConstraintSpec& spec) {
     case ConstraintSpec::Kind::kJsonSchema: {
       KVD_ASSIGN_OR_RETURN(
           const JsonValue schema,
-          engine::ParseBoundedJson<JsonValue>(spec.text, "the JSON Schema", kMaxSchemaJsonDepth));
+          text::ParseBoundedJson<JsonValue>(spec.text, "the JSON Schema", kMaxSchemaJsonDepth));
       return CompileJsonSchema(schema, spec.whitespace);
     }
     case ConstraintSpec::Kind::kJsonObject:

@@ -8,7 +8,7 @@
 
 namespace kvd::structured {
 
-absl::StatusOr<std::unique_ptr<TokenTrie>> TokenTrie::Create(const engine::Tokenizer& tokenizer,
+absl::StatusOr<std::unique_ptr<TokenTrie>> TokenTrie::Create(const text::Tokenizer& tokenizer,
                                                              std::vector<int32_t> end_tokens) {
   auto trie = std::unique_ptr<TokenTrie>(new TokenTrie());
   trie->vocab_size_ = tokenizer.vocab_size();

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 
 namespace kvd::structured {
 
@@ -23,7 +23,7 @@ class TokenTrie {
   // lets the model write a chat marker or an end token as text. `end_tokens` are the ids that end a sequence
   // (EOS and the generation config's stops), allowed by a mask only where the grammar accepts.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<TokenTrie>> Create(
-      const engine::Tokenizer& tokenizer, std::vector<int32_t> end_tokens);
+      const text::Tokenizer& tokenizer, std::vector<int32_t> end_tokens);
 
   int32_t vocab_size() const { return vocab_size_; }
   std::span<const int32_t> end_tokens() const { return end_tokens_; }

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "structured/json_schema_grammar.h"
 
 namespace kvd::structured {
@@ -75,7 +75,7 @@ class Reader {
       } else if (c == '\\') {
         escaped = true;
       } else if (c == '"') {
-        auto value = engine::ParseBoundedJson<JsonValue>(
+        auto value = text::ParseBoundedJson<JsonValue>(
             text_.substr(position_, end + 1 - position_), "a name", 1);
         if (!value.ok() || !value->is_string()) return Match::kFailed;
         out = value->get<std::string>();
@@ -227,7 +227,7 @@ std::string ToolCallGrammarText(const ToolCallGrammarSpec& spec) {
 }
 
 absl::StatusOr<ToolCallGrammarSpec> ParseToolCallGrammarText(std::string_view text) {
-  KVD_ASSIGN_OR_RETURN(const JsonValue value, engine::ParseBoundedJson<JsonValue>(
+  KVD_ASSIGN_OR_RETURN(const JsonValue value, text::ParseBoundedJson<JsonValue>(
                                                   text, "the tool calls", kMaxGrammarTextDepth));
   const auto invalid = [] {
     return absl::InvalidArgumentError(

@@ -26,9 +26,9 @@ std::vector<std::string> DocumentFraming::IdentityParts() const {
   }
   if (repeat_prompt == kDefaultRepeatPrompt && repeat_from_prompt == kDefaultRepeatFromPrompt &&
       !answer_prefix.has_value()) {
-    return {engine::DocumentRoleName(role)};
+    return {text::DocumentRoleName(role)};
   }
-  std::vector<std::string> parts = {"chat", engine::DocumentRoleName(role), repeat_prompt,
+  std::vector<std::string> parts = {"chat", text::DocumentRoleName(role), repeat_prompt,
                                     repeat_from_prompt};
   // The template's own answer prefix is digested with the template.
   if (answer_prefix.has_value()) parts.insert(parts.end(), {"answer_prefix", *answer_prefix});

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/chat_document.h"
+#include "text/chat_document.h"
 
 namespace kvd::cache_store {
 
@@ -31,7 +31,7 @@ inline constexpr std::string_view kDefaultPlainAnswerPrefix = "\n\nAnswer: ";
 
 struct DocumentFraming {
   FramingKind kind = FramingKind::kChat;
-  engine::DocumentRole role = engine::DocumentRole::kUser;  // kChat: the turn the document opens
+  text::DocumentRole role = text::DocumentRole::kUser;  // kChat: the turn the document opens
   // Follows the document in the scoring input of the first chunk.
   std::string repeat_prompt{kDefaultRepeatPrompt};
   // Follows the document in the scoring input of every later chunk, before the last tokens

@@ -10,12 +10,12 @@ namespace kvd::cache_store {
 namespace {
 
 // The chat framing's document turn rendered and cut after the document.
-absl::StatusOr<engine::DocumentChat> SplitTurn(const DocumentPipeline& pipeline,
+absl::StatusOr<text::DocumentChat> SplitTurn(const DocumentPipeline& pipeline,
                                                std::string_view text) {
   if (pipeline.chat_template == nullptr) {
     return absl::InvalidArgumentError("chat framing needs a chat template; this model has none");
   }
-  return engine::SplitDocumentChat(*pipeline.chat_template, text, nlohmann::ordered_json::array(),
+  return text::SplitDocumentChat(*pipeline.chat_template, text, nlohmann::ordered_json::array(),
                                    /*add_generation_prompt=*/true, nlohmann::ordered_json::object(),
                                    pipeline.framing->role);
 }
@@ -24,7 +24,7 @@ absl::StatusOr<engine::DocumentChat> SplitTurn(const DocumentPipeline& pipeline,
 
 absl::StatusOr<DocumentInput> PrepareDocument(const DocumentPipeline& pipeline,
                                               std::string_view text) {
-  const engine::Tokenizer& tokenizer = *pipeline.tokenizer;
+  const text::Tokenizer& tokenizer = *pipeline.tokenizer;
   if (text.empty()) return absl::InvalidArgumentError("the document is empty");
   DocumentInput input;
   if (pipeline.framing->kind == FramingKind::kPlain) {
@@ -34,7 +34,7 @@ absl::StatusOr<DocumentInput> PrepareDocument(const DocumentPipeline& pipeline,
     if (!bos_text.ok()) return bos_text.status();
     input.prefix_text = *bos_text + std::string(text);
   } else {
-    absl::StatusOr<engine::DocumentChat> split = SplitTurn(pipeline, text);
+    absl::StatusOr<text::DocumentChat> split = SplitTurn(pipeline, text);
     if (!split.ok()) return split.status();
     input.prefix_text = std::move(split->prefix);
     const std::string_view before(input.prefix_text.data(), input.prefix_text.size() - text.size());
@@ -46,7 +46,7 @@ absl::StatusOr<DocumentInput> PrepareDocument(const DocumentPipeline& pipeline,
 
 absl::StatusOr<DocumentPrompts> PrepareDocumentPrompts(const DocumentPipeline& pipeline) {
   const DocumentFraming& framing = *pipeline.framing;
-  const engine::Tokenizer& tokenizer = *pipeline.tokenizer;
+  const text::Tokenizer& tokenizer = *pipeline.tokenizer;
   std::string answer_prefix;
   if (framing.answer_prefix.has_value()) {
     answer_prefix = *framing.answer_prefix;
@@ -54,7 +54,7 @@ absl::StatusOr<DocumentPrompts> PrepareDocumentPrompts(const DocumentPipeline& p
     answer_prefix = kDefaultPlainAnswerPrefix;
   } else {
     // What follows a document alone in its turn, up to the assistant's answer.
-    absl::StatusOr<engine::DocumentChat> split = SplitTurn(pipeline, "document");
+    absl::StatusOr<text::DocumentChat> split = SplitTurn(pipeline, "document");
     if (!split.ok()) return split.status();
     answer_prefix = std::move(split->suffix);
   }
@@ -82,7 +82,7 @@ std::vector<int32_t> ReconstructionTokens(const DocumentPrompts& prompts,
   return tokens;
 }
 
-std::vector<int32_t> QuestionTokens(const engine::Tokenizer& tokenizer,
+std::vector<int32_t> QuestionTokens(const text::Tokenizer& tokenizer,
                                     const DocumentPrompts& prompts, std::string_view question) {
   std::vector<int32_t> tokens =
       tokenizer.Encode(absl::StrCat("\n\n", std::string(question)), false);

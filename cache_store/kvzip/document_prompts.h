@@ -11,13 +11,13 @@
 
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_framing.h"
-#include "engine/chat_template.h"
-#include "engine/tokenizer.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::cache_store {
 
 // The tokens a document's cache is prefilled from. The two parts are encoded separately, as
-// a chat request that names the document encodes them (engine/chat_document.h).
+// a chat request that names the document encodes them (text/chat_document.h).
 struct DocumentInput {
   std::string prefix_text;            // the rendered text up to and including the document
   std::vector<int32_t> prefix_ids;    // the tokens before the document (template, BOS): kept
@@ -42,14 +42,14 @@ struct DocumentPrompts {
 // The text and the chat template (null for kPlain) a document is framed with. Borrowed.
 struct DocumentPipeline {
   const DocumentFraming* framing = nullptr;
-  const engine::ChatTemplate* chat_template = nullptr;
-  const engine::Tokenizer* tokenizer = nullptr;
+  const text::ChatTemplate* chat_template = nullptr;
+  const text::Tokenizer* tokenizer = nullptr;
 };
 
 // Frames `text` as a document and encodes it: kChat places it in a chat with the framing's
 // role; kPlain puts the tokenizer's BOS (its post-processor's prefix) before it.
 // InvalidArgument when the text is empty, or a kChat template is missing or cannot hold a
-// reusable document (engine/chat_document.h).
+// reusable document (text/chat_document.h).
 [[nodiscard]] absl::StatusOr<DocumentInput> PrepareDocument(const DocumentPipeline& pipeline,
                                                             std::string_view text);
 
@@ -63,7 +63,7 @@ std::vector<int32_t> ReconstructionTokens(const DocumentPrompts& prompts,
                                           int32_t end);
 
 // A question as it follows a document in its turn: "\n\n" + question + answer_prefix.
-std::vector<int32_t> QuestionTokens(const engine::Tokenizer& tokenizer,
+std::vector<int32_t> QuestionTokens(const text::Tokenizer& tokenizer,
                                     const DocumentPrompts& prompts, std::string_view question);
 
 }  // namespace kvd::cache_store

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -122,7 +122,7 @@ std::string EncodeHeadProfile(const HeadProfile& profile) {
 }
 
 absl::StatusOr<HeadProfile> DecodeHeadProfile(std::string_view text) {
-  absl::StatusOr<nlohmann::json> parsed = engine::ParseBoundedJson(text, "KVzip head profile");
+  absl::StatusOr<nlohmann::json> parsed = text::ParseBoundedJson(text, "KVzip head profile");
   if (!parsed.ok()) return Malformed(parsed.status().message());
   const nlohmann::json& json = *parsed;
   if (!json.is_object()) return Malformed("it is not a JSON object");

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/enum_names.h"
 #include "cache_store/store/kv_storage.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::cache_store {
 namespace {
@@ -127,7 +127,7 @@ std::string EncodeMeta(const DocumentMeta& meta) {
 absl::StatusOr<DocumentMeta> DecodeMeta(const std::string& bytes) {
   // nlohmann::json throws on malformed input or a wrong type; contain it here.
   try {
-    absl::StatusOr<nlohmann::json> parsed = engine::ParseBoundedJson(bytes, "stored document meta");
+    absl::StatusOr<nlohmann::json> parsed = text::ParseBoundedJson(bytes, "stored document meta");
     if (!parsed.ok()) return absl::DataLossError(parsed.status().message());
     const nlohmann::json& json = *parsed;
     const absl::StatusOr<int64_t> format = IntegerAt(json, "format");

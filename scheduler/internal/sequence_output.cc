@@ -5,7 +5,7 @@
 namespace kvd::scheduler::internal {
 
 SequenceOutput::SequenceOutput(const Request& request, int32_t choice,
-                               std::vector<int32_t> stop_tokens, const engine::Tokenizer* tokenizer)
+                               std::vector<int32_t> stop_tokens, const text::Tokenizer* tokenizer)
     : choice_(choice),
       max_tokens_(request.max_tokens),
       min_tokens_(request.min_tokens),

@@ -7,9 +7,9 @@
 #include <span>
 #include <vector>
 
-#include "engine/incremental_decoder.h"
+#include "text/incremental_decoder.h"
 #include "engine/sampling.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "scheduler/internal/stop_strings.h"
 #include "scheduler/request.h"
 
@@ -20,7 +20,7 @@ class SequenceOutput {
   // `stop_tokens`: end-of-sequence ids (unless ignored) and the request's stop ids.
   // `tokenizer` is borrowed; null means no text.
   SequenceOutput(const Request& request, int32_t choice, std::vector<int32_t> stop_tokens,
-                 const engine::Tokenizer* tokenizer);
+                 const text::Tokenizer* tokenizer);
 
   // Tokens that may not be sampled when `generated` tokens exist: stop tokens before
   // min_tokens.
@@ -40,7 +40,7 @@ class SequenceOutput {
   const int32_t min_tokens_;
   const bool report_logprobs_;
   const std::vector<int32_t> stop_tokens_;
-  std::optional<engine::IncrementalDecoder> decoder_;
+  std::optional<text::IncrementalDecoder> decoder_;
   StopStringMatcher stop_strings_;
   std::vector<std::string> stop_string_values_;
 };

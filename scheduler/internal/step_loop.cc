@@ -44,7 +44,7 @@ std::unique_ptr<PrefixCache> NewPrefixCache(const SchedulerConfig& config,
 }  // namespace
 
 StepLoop::StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-                   const engine::Tokenizer* tokenizer, const SchedulerConfig& config,
+                   const text::Tokenizer* tokenizer, const SchedulerConfig& config,
                    const Clock& clock, SchedulerMetrics& metrics, KvEventLog* kv_events,
                    std::function<void(const RequestState&)> on_dequeued)
     : model_(model),

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "scheduler/clock.h"
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
@@ -31,7 +31,7 @@ class StepLoop {
   // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
   // first time, or ended while still waiting.
   StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-           const engine::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
+           const text::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
            SchedulerMetrics& metrics, KvEventLog* kv_events,
            std::function<void(const RequestState&)> on_dequeued);
 
@@ -125,7 +125,7 @@ class StepLoop {
 
   engine::Model& model_;
   std::unique_ptr<engine::KvBlockPool> pool_;
-  const engine::Tokenizer* tokenizer_;
+  const text::Tokenizer* tokenizer_;
   const SchedulerConfig config_;
   const Clock& clock_;
   SchedulerMetrics& metrics_;

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "base/check.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "server/anthropic/anthropic_error.h"
 #include "server/api/openai_json.h"
 #include "server/http/error_response.h"
@@ -64,7 +64,7 @@ json MessagesReply::Message() const {
   if (!choice.content.empty()) content.push_back({{"type", "text"}, {"text", choice.content}});
   for (const ToolCallOutput& call : choice.calls) {
     // A call cut short (max_tokens) has no whole input: it is given as {}.
-    auto input = engine::ParseBoundedJson<structured::JsonValue>(call.arguments, "the input");
+    auto input = text::ParseBoundedJson<structured::JsonValue>(call.arguments, "the input");
     json block = {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}};
     block["input"] = input.ok() && input->is_object()
                          ? json::parse(input->dump(-1, ' ', false, json::error_handler_t::replace))

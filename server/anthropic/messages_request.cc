@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "server/api/completion_request_json.h"
 #include "server/api/tools_json.h"
 
@@ -379,7 +379,7 @@ absl::Status ReadExtensions(const JsonValue& body, CompletionRequest& request) {
 absl::StatusOr<CompletionRequest> ReadMessagesRequest(std::string_view text,
                                                       MessagesEndpoint endpoint) {
   KVD_ASSIGN_OR_RETURN(const JsonValue body,
-                       engine::ParseBoundedJson<JsonValue>(text, "the request body"));
+                       text::ParseBoundedJson<JsonValue>(text, "the request body"));
   if (!body.is_object())
     return absl::InvalidArgumentError("the request body must be a JSON object");
   const auto& keys = endpoint == MessagesEndpoint::kCreate ? CreateKeys() : CountTokensKeys();

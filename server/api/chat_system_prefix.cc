@@ -53,7 +53,7 @@ int64_t LastSystemMessage(const json& messages) {
 
 int32_t SystemPrefixTokens(
     const json& messages, int64_t last_system, const RenderedChat& chat,
-    const engine::Tokenizer& tokenizer,
+    const text::Tokenizer& tokenizer,
     absl::FunctionRef<absl::StatusOr<std::string>(int64_t last)> render_through) {
   if (last_system < 0 || !messages.is_array() ||
       last_system >= static_cast<int64_t>(messages.size())) {

@@ -10,7 +10,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace kvd::server {
@@ -37,7 +37,7 @@ struct RenderedChat {
 // text cannot be found or lies inside a document's prefix.
 int32_t SystemPrefixTokens(
     const nlohmann::json& messages, int64_t last_system, const RenderedChat& chat,
-    const engine::Tokenizer& tokenizer,
+    const text::Tokenizer& tokenizer,
     absl::FunctionRef<absl::StatusOr<std::string>(int64_t last)> render_through);
 
 }  // namespace kvd::server

@@ -127,7 +127,7 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
   // starts with this template); the prompt is the rest.
   auto with_document = [&](structured::JsonValue chat) -> absl::StatusOr<structured::JsonValue> {
     if (document == nullptr) return chat;
-    return engine::MessagesWithDocument(document->text, chat, document->role);
+    return text::MessagesWithDocument(document->text, chat, document->role);
   };
   auto placed = with_document(TemplateMessages(messages));
   if (!placed.ok()) {

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_framing.h"
-#include "engine/chat_document.h"
+#include "text/chat_document.h"
 #include "engine/served_model.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
@@ -45,13 +45,13 @@ struct CompletionParams {
 // A stored document the prompt continues (the request's `documents`, resolved). Completions:
 // the prompt's text follows the document's cache directly (no BOS of its own). Chat, only
 // under chat framing: the document opens the conversation's `role` turn
-// (engine/chat_document.h) and the rendering up to it must be the text the cache was
+// (text/chat_document.h) and the rendering up to it must be the text the cache was
 // computed from.
 struct DocumentContext {
   scheduler::DocumentPrefix prefix;
   std::string text;  // the document's own text
   cache_store::FramingKind framing = cache_store::FramingKind::kChat;
-  engine::DocumentRole role = engine::DocumentRole::kUser;
+  text::DocumentRole role = text::DocumentRole::kUser;
 };
 
 // NotFound (code model_not_found, param model) unless `name` is the served model's.

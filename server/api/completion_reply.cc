@@ -10,7 +10,7 @@ using json = nlohmann::json;
 
 CompletionReply::CompletionReply(CompletionParams params,
                                  std::vector<scheduler::RequestHandle> handles,
-                                 const engine::Tokenizer& tokenizer, std::string model_name,
+                                 const text::Tokenizer& tokenizer, std::string model_name,
                                  std::unique_ptr<TenantPermit> permit,
                                  std::function<void(const ReplyOutcome&)> on_done)
     : generation_(std::move(params), std::move(handles), std::move(permit), std::move(on_done)),

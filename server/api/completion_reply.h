@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request_handle.h"
 #include "server/api/completion_params.h"
@@ -26,7 +26,7 @@ class CompletionReply final : public AsyncReply {
   // One handle per prompt, in order. `tokenizer` is borrowed. `on_done` runs once, when the
   // reply ends or is dropped.
   CompletionReply(CompletionParams params, std::vector<scheduler::RequestHandle> handles,
-                  const engine::Tokenizer& tokenizer, std::string model_name,
+                  const text::Tokenizer& tokenizer, std::string model_name,
                   std::unique_ptr<TenantPermit> permit,
                   std::function<void(const ReplyOutcome&)> on_done);
   ~CompletionReply() override;
@@ -50,7 +50,7 @@ class CompletionReply final : public AsyncReply {
 
   Generation generation_;
   const CompletionParams& params_;
-  const engine::Tokenizer& tokenizer_;
+  const text::Tokenizer& tokenizer_;
   const std::string model_name_;
   const std::string id_;
   const int64_t created_;

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "cache_store/store/kv_storage.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 namespace kvd::server {
 namespace {
@@ -30,7 +30,7 @@ absl::Status CheckBudget(int64_t budget_tokens, const std::string& param) {
 absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     DocumentUploadRequest request, const documents::DocumentsConfig& config) {
   // JSON has refused text that is not UTF-8 already; gRPC's text arrives as bytes.
-  if (!engine::IsValidUtf8(request.text))
+  if (!text::IsValidUtf8(request.text))
     return InvalidParam("text", "the text is not valid UTF-8");
   documents::DocumentUpload upload;
   upload.text = std::move(request.text);

@@ -4,14 +4,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server {
 namespace {
 
 using json = nlohmann::json;
 
-std::string TokenText(const engine::Tokenizer& tokenizer, int32_t id) {
+std::string TokenText(const text::Tokenizer& tokenizer, int32_t id) {
   auto bytes = tokenizer.TokenBytes(id);
   return bytes.ok() ? *std::move(bytes) : std::string();
 }
@@ -34,7 +34,7 @@ json UsageJson(const scheduler::Usage& usage) {
   return result;
 }
 
-json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
+json CompletionLogprobsJson(const text::Tokenizer& tokenizer,
                             const std::vector<engine::SampledToken>& tokens, size_t text_offset) {
   json result = {{"tokens", json::array()},
                  {"token_logprobs", json::array()},
@@ -56,7 +56,7 @@ json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
   return result;
 }
 
-json EchoedLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+json EchoedLogprobsJson(const text::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                         const std::vector<engine::SampledToken>& prompt_logprobs,
                         const std::vector<engine::SampledToken>& completion, size_t echoed) {
   json tokens = json::array();
@@ -96,7 +96,7 @@ json EchoedLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<in
   return result;
 }
 
-json PromptLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+json PromptLogprobsJson(const text::Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                         const std::vector<engine::SampledToken>& scored) {
   json result = json::array();
   const auto entry = [&](int32_t token, float logprob, int32_t rank) {
@@ -121,7 +121,7 @@ json PromptLogprobsJson(const engine::Tokenizer& tokenizer, const std::vector<in
   return result;
 }
 
-json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
+json ChatLogprobsJson(const text::Tokenizer& tokenizer,
                       const std::vector<engine::SampledToken>& tokens) {
   json content = json::array();
   for (const engine::SampledToken& token : tokens) {

@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "engine/sampling.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
 
@@ -30,12 +30,12 @@ bool StringFieldIs(const Json& value, std::string_view key, std::string_view exp
          it->template get_ref<const std::string&>() == expected;
 }
 
-// A request body that must be a JSON object nested no deeper than engine::kMaxJsonDepth;
+// A request body that must be a JSON object nested no deeper than text::kMaxJsonDepth;
 // InvalidArgument otherwise. `Json` nlohmann::ordered_json keeps the keys in the client's order
 // (what a chat template prints and a schema orders its output by).
 template <typename Json = nlohmann::json>
 [[nodiscard]] absl::StatusOr<Json> ParseJsonObjectBody(std::string_view body) {
-  absl::StatusOr<Json> parsed = engine::ParseBoundedJson<Json>(body, "the request body");
+  absl::StatusOr<Json> parsed = text::ParseBoundedJson<Json>(body, "the request body");
   if (!parsed.ok()) {
     if (absl::StrContains(parsed.status().message(), "deeper")) return parsed.status();
     return absl::InvalidArgumentError(
@@ -51,22 +51,22 @@ template <typename Json = nlohmann::json>
 // Completions' logprobs for an echoed, scored prompt: the prompt's tokens first (the first
 // with null logprob and alternatives, as OpenAI's legacy API), then the completion's;
 // `echoed` is the echoed text's size, where the completion's offsets start.
-nlohmann::json EchoedLogprobsJson(const engine::Tokenizer& tokenizer,
+nlohmann::json EchoedLogprobsJson(const text::Tokenizer& tokenizer,
                                   const std::vector<int32_t>& prompt,
                                   const std::vector<engine::SampledToken>& prompt_logprobs,
                                   const std::vector<engine::SampledToken>& completion,
                                   size_t echoed);
 // vLLM's `prompt_logprobs`: null for the first prompt token, then per token an object by token
 // id (as a string) of {logprob, rank, decoded_token}, the token itself and its alternatives.
-nlohmann::json PromptLogprobsJson(const engine::Tokenizer& tokenizer,
+nlohmann::json PromptLogprobsJson(const text::Tokenizer& tokenizer,
                                   const std::vector<int32_t>& prompt,
                                   const std::vector<engine::SampledToken>& scored);
 // Completions `logprobs` for `tokens` whose text starts at `text_offset` in the choice's text.
-nlohmann::json CompletionLogprobsJson(const engine::Tokenizer& tokenizer,
+nlohmann::json CompletionLogprobsJson(const text::Tokenizer& tokenizer,
                                       const std::vector<engine::SampledToken>& tokens,
                                       size_t text_offset);
 // Chat `logprobs`: {"content": [{token, logprob, bytes, top_logprobs}]}.
-nlohmann::json ChatLogprobsJson(const engine::Tokenizer& tokenizer,
+nlohmann::json ChatLogprobsJson(const text::Tokenizer& tokenizer,
                                 const std::vector<engine::SampledToken>& tokens);
 
 // `prefix` and 24 random hex digits: a response id ("chatcmpl-"), a tool call's ("call_").

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "structured/json_rules.h"
 
 namespace kvd::server {

@@ -5,7 +5,7 @@
 namespace kvd::server {
 
 absl::StatusOr<std::optional<structured::ToolCallSyntax>> ResolveToolParser(
-    const std::string& setting, const engine::ChatTemplate* chat_template) {
+    const std::string& setting, const text::ChatTemplate* chat_template) {
   if (setting == "none" || chat_template == nullptr) return std::nullopt;
   const bool takes_tools = structured::TemplateTakesTools(chat_template->source());
   if (setting != "auto") {

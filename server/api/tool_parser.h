@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "structured/tool_call_syntax.h"
 
 namespace kvd::server {
@@ -16,6 +16,6 @@ namespace kvd::server {
 // naming model.tool_parser, for a syntax set on a template without tools and for a template
 // that reads `tools` in a syntax "auto" does not recognise.
 [[nodiscard]] absl::StatusOr<std::optional<structured::ToolCallSyntax>> ResolveToolParser(
-    const std::string& setting, const engine::ChatTemplate* chat_template);
+    const std::string& setting, const text::ChatTemplate* chat_template);
 
 }  // namespace kvd::server

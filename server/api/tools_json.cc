@@ -8,7 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "server/api/openai_json.h"
 #include "server/http/error_response.h"
 
@@ -155,7 +155,7 @@ absl::Status CheckMessageToolFields(const JsonValue& message, size_t index) {
       const std::string& text = call["function"]["arguments"].get_ref<const std::string&>();
       if (text.empty()) continue;  // some clients send "" for a call without arguments
       auto arguments =
-          engine::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
+          text::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
       if (!arguments.ok() || !arguments->is_object()) {
         return InvalidParam(param + ".tool_calls", shape);
       }

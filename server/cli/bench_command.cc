@@ -24,7 +24,7 @@
 #include "bench/throughput.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/type_choices.h"
@@ -80,7 +80,7 @@ void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
 
 absl::Status RunKeepKvBench(const BenchOptions& options, engine::Model& model) {
   auto tokenizer =
-      engine::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
+      text::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
   bench::KeepKvBenchOptions bench_options = options.keepkv_options;
   bench_options.seed = options.throughput.seed;
@@ -145,9 +145,9 @@ absl::Status RunDocumentBench(const BenchOptions& options, engine::Model& model)
 
 absl::Status RunSchedulerBench(const BenchOptions& options, engine::Model& model) {
   const auto tokenizer_path = std::filesystem::path(options.model_dir) / "tokenizer.json";
-  std::unique_ptr<engine::Tokenizer> tokenizer;
+  std::unique_ptr<text::Tokenizer> tokenizer;
   if (std::filesystem::exists(tokenizer_path)) {
-    auto loaded = engine::Tokenizer::FromFile(tokenizer_path);
+    auto loaded = text::Tokenizer::FromFile(tokenizer_path);
     if (!loaded.ok()) return loaded.status();
     tokenizer = *std::move(loaded);
   }

@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/exit_status.h"
 
@@ -25,7 +25,7 @@ struct Options {
 
 // One request: an array of messages, or an object with "messages", an optional
 // "add_generation_prompt" and any further template variables ("tools", "enable_thinking").
-absl::StatusOr<std::string> RenderRequest(const engine::ChatTemplate& chat_template,
+absl::StatusOr<std::string> RenderRequest(const text::ChatTemplate& chat_template,
                                           const std::string& text, bool add_generation_prompt) {
   OrderedJson request = OrderedJson::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) return absl::InvalidArgumentError("input is not valid JSON");
@@ -54,7 +54,7 @@ absl::StatusOr<std::string> RenderRequest(const engine::ChatTemplate& chat_templ
 
 // Each input line is one request; each output line is its rendering as a JSON string, or
 // {"error": message}, so one process can render a whole corpus.
-void RenderLines(const engine::ChatTemplate& chat_template, bool add_generation_prompt) {
+void RenderLines(const text::ChatTemplate& chat_template, bool add_generation_prompt) {
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -71,8 +71,8 @@ void RenderLines(const engine::ChatTemplate& chat_template, bool add_generation_
 }
 
 absl::Status Run(const Options& options) {
-  absl::StatusOr<std::unique_ptr<engine::ChatTemplate>> chat_template =
-      engine::ChatTemplate::FromTokenizerConfig(options.model_dir);
+  absl::StatusOr<std::unique_ptr<text::ChatTemplate>> chat_template =
+      text::ChatTemplate::FromTokenizerConfig(options.model_dir);
   // A missing or broken template is a problem with the argument, whatever the cause.
   if (!chat_template.ok()) {
     return absl::InvalidArgumentError(std::string(chat_template.status().message()));

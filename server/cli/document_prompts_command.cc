@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_prompts.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/document_setup.h"
 #include "server/cli/exit_status.h"
@@ -54,7 +54,7 @@ absl::Status Run(const Options& options) {
   nlohmann::ordered_json out;
   out["framing"] = cache_store::FramingKindName(framing.kind);
   if (framing.kind == cache_store::FramingKind::kChat) {
-    out["chat_role"] = engine::DocumentRoleName(framing.role);
+    out["chat_role"] = text::DocumentRoleName(framing.role);
   }
   for (const auto& [name, ids] : parts) {
     absl::StatusOr<std::string> decoded = text(ids);

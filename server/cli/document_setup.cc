@@ -18,11 +18,11 @@ absl::StatusOr<std::unique_ptr<DocumentSetup>> LoadDocumentSetup(
   if (model_dir) setup->config.model.path = *model_dir;
   if (auto status = setup->config.Validate(); !status.ok()) return status;
   setup->model_dir = setup->config.model.path;
-  absl::StatusOr<std::unique_ptr<engine::Tokenizer>> tokenizer =
-      engine::Tokenizer::FromFile(setup->model_dir / "tokenizer.json");
+  absl::StatusOr<std::unique_ptr<text::Tokenizer>> tokenizer =
+      text::Tokenizer::FromFile(setup->model_dir / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
   setup->tokenizer = *std::move(tokenizer);
-  if (auto loaded = engine::ChatTemplate::FromTokenizerConfig(setup->model_dir); loaded.ok()) {
+  if (auto loaded = text::ChatTemplate::FromTokenizerConfig(setup->model_dir); loaded.ok()) {
     setup->chat_template = *std::move(loaded);
   } else if (loaded.status().code() != absl::StatusCode::kNotFound) {
     return loaded.status();

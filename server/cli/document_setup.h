@@ -11,9 +11,9 @@
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_framing.h"
 #include "cache_store/kvzip/document_prompts.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model_fingerprint.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "server/config/server_config.h"
 
 namespace kvd::server {
@@ -21,8 +21,8 @@ namespace kvd::server {
 struct DocumentSetup {
   ServerConfig config;
   std::filesystem::path model_dir;
-  std::unique_ptr<engine::Tokenizer> tokenizer;
-  std::unique_ptr<engine::ChatTemplate> chat_template;  // null: the model has none
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::unique_ptr<text::ChatTemplate> chat_template;  // null: the model has none
   cache_store::DocumentFraming framing;
   cache_store::DocumentPrompts prompts;
   engine::CacheFingerprint fingerprint;

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "engine/model.h"
 #include "engine/sampling_fields.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/cli/exit_status.h"
@@ -85,7 +85,7 @@ absl::Status RunGenerate(GenerateOptions options) {
   auto model = engine::Model::Load(options.model_dir, **backend);
   if (!model.ok()) return model.status();
   auto tokenizer =
-      engine::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
+      text::Tokenizer::FromFile(std::filesystem::path(options.model_dir) / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
 
   scheduler::Request request;

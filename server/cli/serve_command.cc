@@ -13,9 +13,9 @@
 #include "base/status_macros.h"
 #include "documents/document_service.h"
 #include "documents/shared_tier.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/anthropic/messages_routes.h"
@@ -196,10 +196,10 @@ absl::Status RunServe(const ServeFlags& flags) {
   auto model = engine::Model::Load(config->model.path, **backend);
   if (!model.ok()) return model.status();
   auto tokenizer =
-      engine::Tokenizer::FromFile(std::filesystem::path(config->model.path) / "tokenizer.json");
+      text::Tokenizer::FromFile(std::filesystem::path(config->model.path) / "tokenizer.json");
   if (!tokenizer.ok()) return tokenizer.status();
-  std::unique_ptr<engine::ChatTemplate> chat_template;
-  if (auto loaded = engine::ChatTemplate::FromTokenizerConfig(config->model.path); loaded.ok()) {
+  std::unique_ptr<text::ChatTemplate> chat_template;
+  if (auto loaded = text::ChatTemplate::FromTokenizerConfig(config->model.path); loaded.ok()) {
     chat_template = *std::move(loaded);
   } else if (loaded.status().code() == absl::StatusCode::kNotFound) {
     spdlog::warn("{}; /v1/chat/completions is off", std::string(loaded.status().message()));

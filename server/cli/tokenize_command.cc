@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/exit_status.h"
 
@@ -55,8 +55,8 @@ absl::Status ForEachLine(Handle handle) {
 }
 
 absl::Status RunTokenize(const TokenizeOptions& options) {
-  absl::StatusOr<std::unique_ptr<engine::Tokenizer>> tokenizer =
-      engine::Tokenizer::FromFile(options.tokenizer_path);
+  absl::StatusOr<std::unique_ptr<text::Tokenizer>> tokenizer =
+      text::Tokenizer::FromFile(options.tokenizer_path);
   if (!tokenizer.ok()) return tokenizer.status();
   return ForEachLine([&](const Json& value, size_t line_number) -> absl::Status {
     if (!value.is_string()) {
@@ -71,8 +71,8 @@ absl::Status RunTokenize(const TokenizeOptions& options) {
 }
 
 absl::Status RunDetokenize(const TokenizeOptions& options) {
-  absl::StatusOr<std::unique_ptr<engine::Tokenizer>> tokenizer =
-      engine::Tokenizer::FromFile(options.tokenizer_path);
+  absl::StatusOr<std::unique_ptr<text::Tokenizer>> tokenizer =
+      text::Tokenizer::FromFile(options.tokenizer_path);
   if (!tokenizer.ok()) return tokenizer.status();
   return ForEachLine([&](const Json& value, size_t line_number) -> absl::Status {
     auto error = [&](const std::string& what) {

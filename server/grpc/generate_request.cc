@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "server/api/tools_json.h"
 #include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
@@ -126,7 +126,7 @@ absl::Status ReadTools(const v1::GenerateRequest& request, CompletionRequest& ou
     if (!tool.parameters_json().empty()) {
       const std::string param = absl::StrCat("tools[", i, "].parameters_json");
       auto parameters =
-          engine::ParseBoundedJson<structured::JsonValue>(tool.parameters_json(), param);
+          text::ParseBoundedJson<structured::JsonValue>(tool.parameters_json(), param);
       if (!parameters.ok()) return WithParam(parameters.status(), param);
       function["parameters"] = *std::move(parameters);
     }
@@ -216,7 +216,7 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
       OptionalOf(request.has_add_generation_prompt(), request.add_generation_prompt());
   if (!request.chat_template_kwargs_json().empty()) {
     absl::StatusOr<nlohmann::json> kwargs =
-        engine::ParseBoundedJson(request.chat_template_kwargs_json(), "chat_template_kwargs_json");
+        text::ParseBoundedJson(request.chat_template_kwargs_json(), "chat_template_kwargs_json");
     if (!kwargs.ok() || !kwargs->is_object()) {
       return WithParam(kwargs.ok() ? absl::InvalidArgumentError(
                                          "chat_template_kwargs_json must be a JSON object")

@@ -45,7 +45,7 @@ void ToProto(const scheduler::Usage& usage, v1::Usage& out) {
   out.set_cached_tokens(usage.cached_tokens);
 }
 
-std::string TokenText(const engine::Tokenizer& tokenizer, int32_t id) {
+std::string TokenText(const text::Tokenizer& tokenizer, int32_t id) {
   auto bytes = tokenizer.TokenBytes(id);
   return bytes.ok() ? *std::move(bytes) : std::string();
 }
@@ -313,7 +313,7 @@ class GenerateCall final : public grpc::ServerWriteReactor<v1::GenerateResponse>
 
   // Thread: any.
   void Convert(scheduler::Event event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const engine::Tokenizer& tokenizer = *context_.model.tokenizer;
+    const text::Tokenizer& tokenizer = *context_.model.tokenizer;
     if (event.final) {
       ended_ = true;
       usage_ = event.usage;

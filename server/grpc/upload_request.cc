@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "base/status_details.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server {
 
@@ -22,7 +22,7 @@ absl::StatusOr<DocumentUploadRequest> ReadUploadHeader(const v1::UploadHeader& h
   if (header.has_ttl_seconds()) request.ttl_seconds = header.ttl_seconds();
   if (!header.metadata_json().empty()) {
     absl::StatusOr<nlohmann::json> metadata =
-        engine::ParseBoundedJson(header.metadata_json(), "metadata_json");
+        text::ParseBoundedJson(header.metadata_json(), "metadata_json");
     if (!metadata.ok()) return WithParam(metadata.status(), "metadata_json");
     request.metadata = *std::move(metadata);
   }

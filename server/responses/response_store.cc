@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_details.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server::responses {
 
@@ -20,7 +20,7 @@ std::string EncodeResponseRecord(const StoredResponse& stored, int64_t expires_a
 
 absl::StatusOr<ResponseRecord> DecodeResponseRecord(const std::string& text,
                                                     const std::string& id) {
-  auto value = engine::ParseBoundedJson<JsonValue>(text, "a stored response");
+  auto value = text::ParseBoundedJson<JsonValue>(text, "a stored response");
   if (!value.ok() || !value->is_object() || !value->contains("expires_at") ||
       !(*value)["expires_at"].is_number_integer() || !value->contains("response") ||
       !(*value)["response"].is_object() || !value->contains("conversation") ||

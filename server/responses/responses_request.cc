@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
-#include "engine/bounded_json.h"
+#include "text/bounded_json.h"
 #include "server/api/completion_request_json.h"
 #include "server/api/tools_json.h"
 
@@ -150,7 +150,7 @@ absl::StatusOr<JsonValue> ReadItem(const JsonValue& item, const std::string& par
     }
     const std::string arguments = item["arguments"].get<std::string>();
     if (!arguments.empty()) {
-      auto parsed = engine::ParseBoundedJson<JsonValue>(arguments, "the arguments");
+      auto parsed = text::ParseBoundedJson<JsonValue>(arguments, "the arguments");
       if (!parsed.ok() || !parsed->is_object()) {
         return Mistyped(param + ".arguments", "the JSON text of an object");
       }
@@ -406,7 +406,7 @@ absl::Status ReadExtensions(const JsonValue& body, ResponsesRequest& request) {
 
 absl::StatusOr<ResponsesRequest> ReadResponsesRequest(std::string_view text) {
   KVD_ASSIGN_OR_RETURN(const JsonValue body,
-                       engine::ParseBoundedJson<JsonValue>(text, "the request body"));
+                       text::ParseBoundedJson<JsonValue>(text, "the request body"));
   if (!body.is_object())
     return absl::InvalidArgumentError("the request body must be a JSON object");
   for (const auto& [key, value] : body.items()) {

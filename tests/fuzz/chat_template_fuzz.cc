@@ -1,10 +1,10 @@
-// Fuzzes engine::ChatTemplate (the Jinja parser and renderer) as `kvd serve` runs it. An input
+// Fuzzes text::ChatTemplate (the Jinja parser and renderer) as `kvd serve` runs it. An input
 // is a template, then a line "####", then a JSON object: "messages", "add_generation_prompt",
 // "bos_token" and "eos_token" if given, every other key a template variable (as
 // chat_template_kwargs). Without a JSON object, one user message is rendered.
 #include <string>
 
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "fuzz_support.h"
 #include "nlohmann/json.hpp"
 
@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Json eos = Take(variables, "eos_token", "</s>");
 
   auto chat_template =
-      kvd::engine::ChatTemplate::Parse(source, bos.is_string() ? bos.get<std::string>() : "",
+      kvd::text::ChatTemplate::Parse(source, bos.is_string() ? bos.get<std::string>() : "",
                                        eos.is_string() ? eos.get<std::string>() : "");
   if (!chat_template.ok()) return 0;
   (void)(*chat_template)

@@ -17,9 +17,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model_config.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "tests/support/source_dir.h"
 
 namespace kvd::fuzz {
@@ -94,8 +94,8 @@ inline void RequireConsistent(const engine::ModelConfig& config) {
 
 struct BundledModel {
   engine::ModelConfig config;
-  std::unique_ptr<engine::Tokenizer> tokenizer;
-  std::unique_ptr<engine::ChatTemplate> chat_template;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  std::unique_ptr<text::ChatTemplate> chat_template;
 };
 
 // models/kvd-tiny's config, tokenizer and chat template, as `kvd serve` loads them.
@@ -107,10 +107,10 @@ inline const BundledModel& Bundled() {
     auto config = engine::LoadModelConfig(dir);
     RequireOk(config.status(), "bundled config.json");
     loaded->config = *config;
-    auto tokenizer = engine::Tokenizer::FromFile(dir / "tokenizer.json");
+    auto tokenizer = text::Tokenizer::FromFile(dir / "tokenizer.json");
     RequireOk(tokenizer.status(), "bundled tokenizer.json");
     loaded->tokenizer = *std::move(tokenizer);
-    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(dir);
+    auto chat_template = text::ChatTemplate::FromTokenizerConfig(dir);
     RequireOk(chat_template.status(), "bundled tokenizer_config.json");
     loaded->chat_template = *std::move(chat_template);
     return loaded;

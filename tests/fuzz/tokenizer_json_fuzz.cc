@@ -1,15 +1,15 @@
-// Fuzzes engine::Tokenizer::FromJson (tokenizer.json: model, added tokens, normalizer,
+// Fuzzes text::Tokenizer::FromJson (tokenizer.json: model, added tokens, normalizer,
 // pre-tokenizer, decoder, post-processor), then encodes and decodes with what it accepts.
 #include <vector>
 
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto tokenizer =
-      kvd::engine::Tokenizer::FromJson(kvd::fuzz::AsText(data, size), "tokenizer.json");
+      kvd::text::Tokenizer::FromJson(kvd::fuzz::AsText(data, size), "tokenizer.json");
   if (!tokenizer.ok()) return 0;
-  const kvd::engine::Tokenizer& loaded = **tokenizer;
+  const kvd::text::Tokenizer& loaded = **tokenizer;
   for (bool add_special : {false, true}) {
     const std::vector<int32_t> ids =
         loaded.Encode("Hello, world! 123 \xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80 <s></s>", add_special);

@@ -5,16 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/incremental_decoder.h"
-#include "engine/internal/utf8.h"
-#include "engine/tokenizer.h"
+#include "text/incremental_decoder.h"
+#include "text/internal/utf8.h"
+#include "text/tokenizer.h"
 #include "fuzz_support.h"
 
 namespace {
 
 bool IsValidUtf8(std::string_view text) {
   std::string lossy;
-  kvd::engine::internal::AppendLossyUtf8(text, &lossy);
+  kvd::text::internal::AppendLossyUtf8(text, &lossy);
   return lossy == text;
 }
 
@@ -32,7 +32,7 @@ std::vector<int32_t> IdsOf(std::string_view bytes) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const kvd::engine::Tokenizer& tokenizer = *kvd::fuzz::Bundled().tokenizer;
+  const kvd::text::Tokenizer& tokenizer = *kvd::fuzz::Bundled().tokenizer;
   const std::string_view text = kvd::fuzz::AsText(data, size);
 
   const std::vector<int32_t> encoded = tokenizer.Encode(text, /*add_special_tokens=*/false);
@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<int32_t> ids = IdsOf(text);
   for (bool skip_special : {false, true}) {
     auto whole = tokenizer.Decode(ids, skip_special);
-    kvd::engine::IncrementalDecoder stream(tokenizer, skip_special);
+    kvd::text::IncrementalDecoder stream(tokenizer, skip_special);
     std::string streamed;
     std::vector<int32_t> valid;
     for (int32_t id : ids) {

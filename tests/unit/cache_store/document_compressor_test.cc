@@ -15,9 +15,9 @@
 
 #include "cache_store/kvzip/document_kv.h"
 #include "cache_store/kvzip/recut.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "key_value_documents.h"
 #include "tests/support/failing_kv_moves_backend.h"
@@ -34,8 +34,8 @@ class DocumentCompressorTest : public ::testing::Test {
   static void SetUpTestSuite() {
     backend_ = kernels::CreateBackend("cpu", {.num_threads = 2})->release();
     model_ = engine::Model::Load(kModelDir, *backend_)->release();
-    tokenizer_ = engine::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
-    chat_template_ = engine::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
+    tokenizer_ = text::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
+    chat_template_ = text::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
   }
   static void TearDownTestSuite() {
     delete chat_template_;
@@ -130,8 +130,8 @@ class DocumentCompressorTest : public ::testing::Test {
 
   static inline kernels::Backend* backend_ = nullptr;
   static inline engine::Model* model_ = nullptr;
-  static inline engine::Tokenizer* tokenizer_ = nullptr;
-  static inline engine::ChatTemplate* chat_template_ = nullptr;
+  static inline text::Tokenizer* tokenizer_ = nullptr;
+  static inline text::ChatTemplate* chat_template_ = nullptr;
   std::unique_ptr<engine::KvBlockPool> pool_;
   const DocumentFraming framing_{};  // chat, the user turn
   DocumentPrompts prompts_;

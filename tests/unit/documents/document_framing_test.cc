@@ -14,9 +14,9 @@
 
 #include "cache_store/kvzip/document_prompts.h"
 #include "documents/document_framing_config.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model_fingerprint.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "tests/support/source_dir.h"
 
 namespace kvd::documents {
@@ -32,8 +32,8 @@ const std::filesystem::path kModelDir =
 class DocumentFramingTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_ = engine::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
-    chat_template_ = engine::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
+    tokenizer_ = text::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
+    chat_template_ = text::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
   }
   static void TearDownTestSuite() {
     delete chat_template_;
@@ -43,8 +43,8 @@ class DocumentFramingTest : public ::testing::Test {
     return engine::FingerprintModel(kModelDir, framing.IdentityParts())->tokenizer_digest;
   }
 
-  static inline engine::Tokenizer* tokenizer_ = nullptr;
-  static inline engine::ChatTemplate* chat_template_ = nullptr;
+  static inline text::Tokenizer* tokenizer_ = nullptr;
+  static inline text::ChatTemplate* chat_template_ = nullptr;
 };
 
 TEST_F(DocumentFramingTest, PlainFramingIsBosAndTheDocumentWithThePublishedPrompts) {
@@ -96,7 +96,7 @@ TEST_F(DocumentFramingTest, EveryChangedPromptChangesTheCacheIdentity) {
   // As caches stored before the prompts were configurable: the role's name alone.
   EXPECT_EQ(built_in.IdentityParts(), std::vector<std::string>{"user"});
   DocumentFraming system;
-  system.role = engine::DocumentRole::kSystem;
+  system.role = text::DocumentRole::kSystem;
   DocumentFraming repeat;
   repeat.repeat_prompt = "\n\nRepeat the previous context.";
   DocumentFraming repeat_from;
@@ -129,7 +129,7 @@ TEST(DocumentFramingConfigTest, AutoIsChatWithATemplateAndPlainWithout) {
   config.repeat_prompt = "\n\nCopy it.";
   auto chat = ResolveDocumentFraming(config, true);
   ASSERT_TRUE(chat.ok()) << chat.status();
-  EXPECT_EQ(chat->role, engine::DocumentRole::kSystem);
+  EXPECT_EQ(chat->role, text::DocumentRole::kSystem);
   EXPECT_EQ(chat->repeat_prompt, "\n\nCopy it.");
   EXPECT_EQ(chat->repeat_from_prompt, cache_store::kDefaultRepeatFromPrompt);
   auto refused = ResolveDocumentFraming(config, false);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "tests/support/source_dir.h"
 
@@ -31,8 +31,8 @@ class HeadProfilesTest : public ::testing::Test {
   static void SetUpTestSuite() {
     backend_ = kernels::CreateBackend("cpu", {.num_threads = 2})->release();
     model_ = engine::Model::Load(kModelDir, *backend_)->release();
-    tokenizer_ = engine::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
-    chat_template_ = engine::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
+    tokenizer_ = text::Tokenizer::FromFile(kModelDir / "tokenizer.json")->release();
+    chat_template_ = text::ChatTemplate::FromTokenizerConfig(kModelDir)->release();
   }
   static void TearDownTestSuite() {
     delete chat_template_;
@@ -56,8 +56,8 @@ class HeadProfilesTest : public ::testing::Test {
 
   static inline kernels::Backend* backend_ = nullptr;
   static inline engine::Model* model_ = nullptr;
-  static inline engine::Tokenizer* tokenizer_ = nullptr;
-  static inline engine::ChatTemplate* chat_template_ = nullptr;
+  static inline text::Tokenizer* tokenizer_ = nullptr;
+  static inline text::ChatTemplate* chat_template_ = nullptr;
   const cache_store::DocumentFraming framing_{};  // chat, the user turn
   cache_store::DocumentPrompts prompts_;
   engine::CacheFingerprint fingerprint_;

@@ -5,7 +5,7 @@
 
 #include "cache_store/kvzip/document_compressor.h"
 #include "cache_store/kvzip/document_kv.h"
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "scheduler_fixture.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 
@@ -18,7 +18,7 @@ class DocumentsTest : public testing::SchedulerTest {
  protected:
   void SetUp() override {
     const auto dir = engine::testing::BundledModelDir();
-    chat_template_ = *engine::ChatTemplate::FromTokenizerConfig(dir);
+    chat_template_ = *text::ChatTemplate::FromTokenizerConfig(dir);
     const cache_store::DocumentPipeline pipeline{&framing_, chat_template_.get(), tokenizer_};
     prompts_ = *cache_store::PrepareDocumentPrompts(pipeline);
     std::mt19937 random(42);
@@ -59,7 +59,7 @@ class DocumentsTest : public testing::SchedulerTest {
   }
 
   const cache_store::DocumentFraming framing_{};  // chat, the user turn
-  std::unique_ptr<engine::ChatTemplate> chat_template_;
+  std::unique_ptr<text::ChatTemplate> chat_template_;
   cache_store::DocumentPrompts prompts_;
   cache_store::testing::KeyValueDocument document_;
   cache_store::DocumentInput input_;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "tests/unit/engine/reference_model.h"
@@ -62,7 +62,7 @@ class SchedulerTest : public ::testing::Test {
     backend_ = kernels::CreateBackend("cpu", {.num_threads = 2}).value().release();
     const auto dir = engine::testing::BundledModelDir();
     model_ = engine::Model::Load(dir, *backend_).value().release();
-    tokenizer_ = engine::Tokenizer::FromFile(dir / "tokenizer.json").value().release();
+    tokenizer_ = text::Tokenizer::FromFile(dir / "tokenizer.json").value().release();
   }
   static void TearDownTestSuite() {
     delete tokenizer_;
@@ -121,7 +121,7 @@ class SchedulerTest : public ::testing::Test {
 
   inline static kernels::Backend* backend_ = nullptr;
   inline static engine::Model* model_ = nullptr;
-  inline static engine::Tokenizer* tokenizer_ = nullptr;
+  inline static text::Tokenizer* tokenizer_ = nullptr;
 };
 
 }  // namespace kvd::scheduler::testing

@@ -296,7 +296,7 @@ TEST_F(SchedulerTest, SeededCompletionsDifferAndRepeat) {
 }
 
 // The document question from docs/examples: the model answers and ends with <|eot_id|>.
-Request DocumentQuestion(const engine::Tokenizer& tokenizer) {
+Request DocumentQuestion(const text::Tokenizer& tokenizer) {
   std::ifstream in(kvd::test_support::SourceDir() + "/docs/examples/document_question.txt");
   std::stringstream text;
   text << in.rdbuf();

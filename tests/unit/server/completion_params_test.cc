@@ -12,7 +12,7 @@
 
 #include "cache_store/keepkv/keepkv_fields.h"
 #include "cache_store/store/document_payload.h"
-#include "engine/chat_document.h"
+#include "text/chat_document.h"
 #include "server/http/error_response.h"
 #include "tests/unit/server/tiny_model_test.h"
 
@@ -31,7 +31,7 @@ class CompletionParamsTest : public TinyModelTest {
 
   absl::StatusOr<CompletionParams> Chat(json messages, json extra = json::object(),
                                         const KeepKvConfig* keepkv = nullptr,
-                                        const engine::ChatTemplate* chat_template = nullptr) {
+                                        const text::ChatTemplate* chat_template = nullptr) {
     extra["model"] = "kvd-tiny";
     extra["messages"] = std::move(messages);
     return ParseCompletionParams(extra, ApiKind::kChat, Model(chat_template), nullptr, keepkv);
@@ -310,7 +310,7 @@ TEST_F(CompletionParamsTest, ChatProtectsItsSystemTurns) {
 // A template that prints the system text inside the first user turn renders nothing for the
 // system message alone: the protected prefix ends with the system text itself.
 TEST_F(CompletionParamsTest, SystemTextInsideTheFirstUserTurn) {
-  auto folded = engine::ChatTemplate::Parse(
+  auto folded = text::ChatTemplate::Parse(
       "{% for m in messages %}{% if m['role'] == 'user' %}[INST] {% if loop.index0 == 1 and "
       "messages[0]['role'] == 'system' %}<<SYS>>{{ messages[0]['content'] }}<</SYS>> {% endif "
       "%}{{ m['content'] }} [/INST]{% elif m['role'] == 'assistant' %}{{ m['content'] }}{% endif "
@@ -335,9 +335,9 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
   const json messages = json::parse(R"([{"role": "system", "content": "Be brief."},
                                         {"role": "user", "content": "Q:vig"}])");
   const std::string document = "the river runs by the old mill";
-  auto split = engine::SplitDocumentChat(
+  auto split = text::SplitDocumentChat(
       *chat_template_, document, nlohmann::ordered_json::parse(messages.dump()), true,
-      nlohmann::ordered_json::object(), engine::DocumentRole::kSystem);
+      nlohmann::ordered_json::object(), text::DocumentRole::kSystem);
   ASSERT_TRUE(split.ok()) << split.status();
   auto payload = std::make_shared<cache_store::DocumentPayload>();
   payload->prefix_text = split->prefix;
@@ -345,7 +345,7 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
   DocumentContext context{{"doc-key", payload},
                           document,
                           cache_store::FramingKind::kChat,
-                          engine::DocumentRole::kSystem};
+                          text::DocumentRole::kSystem};
   const KeepKvConfig on{.enabled = true};
   json body = {{"model", "kvd-tiny"}, {"messages", messages}};
   auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context, &on);
@@ -360,8 +360,8 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
 TEST_F(CompletionParamsTest, DocumentChatIsTheRenderingAfterTheStoredPrefix) {
   const json messages = json::parse(R"([{"role": "user", "content": "Q:vig"}])");
   const std::string document = "the river runs by the old mill";
-  auto placed = engine::MessagesWithDocument(
-      document, nlohmann::ordered_json::parse(messages.dump()), engine::DocumentRole::kSystem);
+  auto placed = text::MessagesWithDocument(
+      document, nlohmann::ordered_json::parse(messages.dump()), text::DocumentRole::kSystem);
   ASSERT_TRUE(placed.ok()) << placed.status();
   auto whole = chat_template_->Render(*placed, true);
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -372,7 +372,7 @@ TEST_F(CompletionParamsTest, DocumentChatIsTheRenderingAfterTheStoredPrefix) {
   DocumentContext context{{"doc-key", payload},
                           document,
                           cache_store::FramingKind::kChat,
-                          engine::DocumentRole::kSystem};
+                          text::DocumentRole::kSystem};
   json body = {{"model", "kvd-tiny"}, {"messages", messages}};
   auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context);
   ASSERT_TRUE(params.ok()) << params.status();

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/api/openai_routes.h"
@@ -27,7 +27,7 @@ TEST(HealthTest, AStepWedgedPastTheTimeoutIsUnhealthyUntilItCompletes) {
   const auto dir = engine::testing::BundledModelDir();
   auto model = engine::Model::Load(dir, backend);
   ASSERT_TRUE(model.ok()) << model.status();
-  auto tokenizer = engine::Tokenizer::FromFile(dir / "tokenizer.json");
+  auto tokenizer = text::Tokenizer::FromFile(dir / "tokenizer.json");
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   scheduler::SchedulerConfig config;
   config.kv_cache_bytes = size_t{16} << 20;

@@ -6,9 +6,9 @@
 
 #include <string>
 
-#include "engine/chat_template.h"
+#include "text/chat_template.h"
 #include "engine/model_config.h"
-#include "engine/tokenizer.h"
+#include "text/tokenizer.h"
 #include "server/api/completion_params.h"
 #include "tests/support/source_dir.h"
 
@@ -21,10 +21,10 @@ class TinyModelTest : public testing::Test {
     auto config = engine::LoadModelConfig(dir);
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = new engine::ModelConfig(*config);
-    auto tokenizer = engine::Tokenizer::FromFile(dir + "/tokenizer.json");
+    auto tokenizer = text::Tokenizer::FromFile(dir + "/tokenizer.json");
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
     tokenizer_ = tokenizer->release();
-    auto chat_template = engine::ChatTemplate::FromTokenizerConfig(dir);
+    auto chat_template = text::ChatTemplate::FromTokenizerConfig(dir);
     ASSERT_TRUE(chat_template.ok()) << chat_template.status();
     chat_template_ = chat_template->release();
   }
@@ -35,14 +35,14 @@ class TinyModelTest : public testing::Test {
   }
 
   // The served model "kvd-tiny", with `chat_template` in place of its own when given.
-  static engine::ServedModel Model(const engine::ChatTemplate* chat_template = nullptr) {
+  static engine::ServedModel Model(const text::ChatTemplate* chat_template = nullptr) {
     return {config_, tokenizer_, chat_template != nullptr ? chat_template : chat_template_,
             "kvd-tiny"};
   }
 
   static inline engine::ModelConfig* config_ = nullptr;
-  static inline engine::Tokenizer* tokenizer_ = nullptr;
-  static inline engine::ChatTemplate* chat_template_ = nullptr;
+  static inline text::Tokenizer* tokenizer_ = nullptr;
+  static inline text::ChatTemplate* chat_template_ = nullptr;
 };
 
 }  // namespace kvd::server

@@ -15,7 +15,7 @@
 #include "server/http/error_response.h"
 #include "structured/constraint_cache.h"
 #include "tests/support/source_dir.h"
-#include "tests/unit/engine/chat_template_family_templates.h"
+#include "tests/unit/text/chat_template_family_templates.h"
 #include "tests/unit/server/tiny_model_test.h"
 
 namespace kvd::server {
@@ -25,11 +25,11 @@ using json = nlohmann::json;
 using structured::ToolCallSyntax;
 using ::testing::HasSubstr;
 
-std::unique_ptr<engine::ChatTemplate> TemplateFile(const std::string& name) {
+std::unique_ptr<text::ChatTemplate> TemplateFile(const std::string& name) {
   std::ifstream in(kvd::test_support::SourceDir() + "/tests/data/chat_templates/" + name);
   std::stringstream source;
   source << in.rdbuf();
-  return engine::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>").value();
+  return text::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>").value();
 }
 
 const char* kWeatherTools = R"([
@@ -54,7 +54,7 @@ class ToolsTest : public TinyModelTest {
   // A chat request `body` (its raw text: key order counts) on the hermes template.
   absl::StatusOr<CompletionParams> Chat(
       const std::string& body, std::optional<ToolCallSyntax> syntax = ToolCallSyntax::kHermes,
-      const engine::ChatTemplate* chat_template = nullptr) {
+      const text::ChatTemplate* chat_template = nullptr) {
     auto request = ReadCompletionRequestJson(structured::JsonValue::parse(body), ApiKind::kChat);
     if (!request.ok()) return request.status();
     return ResolveCompletionParams(*request, Model(chat_template ? chat_template : hermes_),
@@ -71,8 +71,8 @@ class ToolsTest : public TinyModelTest {
     return error["param"].is_string() ? error["param"].get<std::string>() : "";
   }
 
-  static inline engine::ChatTemplate* hermes_ = nullptr;
-  static inline engine::ChatTemplate* llama3_ = nullptr;
+  static inline text::ChatTemplate* hermes_ = nullptr;
+  static inline text::ChatTemplate* llama3_ = nullptr;
   structured::ConstraintCache cache_{
       structured::TokenTrie::Create(*tokenizer_, config_->eos_token_ids).value()};
 };
@@ -209,7 +209,7 @@ TEST_F(ToolsTest, TheParserIsDetectedOrSetAtStartUp) {
   const auto set_without_tools = ResolveToolParser("hermes", chat_template_);
   ASSERT_FALSE(set_without_tools.ok());
   EXPECT_THAT(set_without_tools.status().message(), HasSubstr("model.tool_parser"));
-  const auto unknown = engine::ChatTemplate::Parse(
+  const auto unknown = text::ChatTemplate::Parse(
       "{% for tool in tools %}[[{{ tool.function.name }}]]{% endfor %}", "", "");
   const auto undetected = ResolveToolParser("auto", unknown->get());
   ASSERT_FALSE(undetected.ok());
@@ -217,9 +217,9 @@ TEST_F(ToolsTest, TheParserIsDetectedOrSetAtStartUp) {
 }
 
 TEST_F(ToolsTest, TheModelFamiliesTemplatesAreDetected) {
-  namespace families = engine::family_templates;
+  namespace families = text::family_templates;
   const auto parsed = [](std::string_view source) {
-    return engine::ChatTemplate::Parse(source, "<s>", "</s>").value();
+    return text::ChatTemplate::Parse(source, "<s>", "</s>").value();
   };
   EXPECT_EQ(ResolveToolParser("auto", parsed(families::kLlama31Template).get()).value(),
             ToolCallSyntax::kLlama3Json);

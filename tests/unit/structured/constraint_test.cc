@@ -24,7 +24,7 @@ constexpr int32_t kEndTokens[] = {873, 870};
 class ConstraintTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_ = engine::Tokenizer::FromFile(kvd::test_support::SourceDir() +
+    tokenizer_ = text::Tokenizer::FromFile(kvd::test_support::SourceDir() +
                                              "/models/kvd-tiny/tokenizer.json")
                      .value()
                      .release();
@@ -43,11 +43,11 @@ class ConstraintTest : public ::testing::Test {
     return std::make_shared<const Constraint>(*std::move(grammar), *trie_);
   }
 
-  static engine::Tokenizer* tokenizer_;
+  static text::Tokenizer* tokenizer_;
   static std::shared_ptr<const TokenTrie>* trie_;
 };
 
-engine::Tokenizer* ConstraintTest::tokenizer_ = nullptr;
+text::Tokenizer* ConstraintTest::tokenizer_ = nullptr;
 std::shared_ptr<const TokenTrie>* ConstraintTest::trie_ = nullptr;
 
 constexpr const char* kPersonSchema = R"({
