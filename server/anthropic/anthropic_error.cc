@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/api/openai_json.h"
+#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
 
 namespace kvd::server::anthropic {

@@ -5,7 +5,7 @@
 #include "base/check.h"
 #include "text/bounded_json.h"
 #include "server/anthropic/anthropic_error.h"
-#include "server/api/openai_json.h"
+#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
 #include "structured/json_rules.h"
 

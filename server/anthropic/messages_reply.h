@@ -1,4 +1,4 @@
-// The reply to POST /v1/messages: a generation's output (server/api/generation.h) shaped as
+// The reply to POST /v1/messages: a generation's output (server/core/generation.h) shaped as
 // Anthropic's Messages API does — one message with `content` blocks (text, then tool_use with
 // the parsed `input`), `stop_reason` and `usage`; or its stream of events: message_start, ping,
 // per block content_block_start / content_block_delta (text_delta, input_json_delta) /
@@ -13,8 +13,8 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/request_handle.h"
-#include "server/api/completion_params.h"
-#include "server/api/generation.h"
+#include "server/core/completion_params.h"
+#include "server/core/generation.h"
 #include "server/auth/tenants.h"
 #include "server/http/http_message.h"
 

@@ -1,5 +1,5 @@
 // The body of Anthropic's POST /v1/messages (and /v1/messages/count_tokens) read into the one
-// typed request every front end fills (server/api/completion_request.h): `system`, `messages`
+// typed request every front end fills (server/core/completion_request.h): `system`, `messages`
 // of text, tool_use and tool_result blocks, `tools` and `tool_choice`, the sampling fields and
 // kvd's own `documents` and `keepkv`. The conversation becomes the chat messages a chat
 // template reads (a tool_use block an assistant tool call, a tool_result block a `tool`
@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "server/api/completion_request.h"
+#include "server/core/completion_request.h"
 
 namespace kvd::server::anthropic {
 

@@ -9,11 +9,11 @@
 #include "server/anthropic/anthropic_error.h"
 #include "server/anthropic/messages_reply.h"
 #include "server/anthropic/messages_request.h"
-#include "server/api/completion_start.h"
-#include "server/api/deferred_reply.h"
-#include "server/api/openai_json.h"
-#include "server/api/request_auth.h"
-#include "server/api/request_log.h"
+#include "server/core/completion_start.h"
+#include "server/core/deferred_reply.h"
+#include "server/openai/openai_json.h"
+#include "server/core/request_auth.h"
+#include "server/core/request_log.h"
 
 namespace kvd::server::anthropic {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/api/serving_context.h"
+#include "server/core/serving_context.h"
 #include "server/auth/tenants.h"
 
 namespace kvd::server {

@@ -7,7 +7,7 @@
 #include "cache_store/store/kv_storage.h"
 #include "documents/document_service.h"
 #include "nlohmann/json.hpp"
-#include "server/api/document_json.h"
+#include "server/documents_api/document_json.h"
 #include "server/auth/document_quota.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/grpc_status.h"

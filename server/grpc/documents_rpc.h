@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "kvd/v1/documents.grpc.pb.h"
-#include "server/api/serving_context.h"
+#include "server/core/serving_context.h"
 
 namespace kvd::server {
 

@@ -7,7 +7,7 @@
 #include "base/check.h"
 #include "base/status_macros.h"
 #include "text/bounded_json.h"
-#include "server/api/tools_json.h"
+#include "server/openai/tools_json.h"
 #include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
 

@@ -5,7 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "kvd/v1/inference.pb.h"
-#include "server/api/completion_request.h"
+#include "server/core/completion_request.h"
 
 namespace kvd::server {
 

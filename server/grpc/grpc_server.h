@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/api/serving_context.h"
+#include "server/core/serving_context.h"
 
 namespace grpc {
 class Server;

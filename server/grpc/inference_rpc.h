@@ -11,7 +11,7 @@
 #include <string>
 
 #include "kvd/v1/inference.grpc.pb.h"
-#include "server/api/serving_context.h"
+#include "server/core/serving_context.h"
 
 namespace kvd::server {
 

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "kvd/v1/documents.pb.h"
-#include "server/api/document_request.h"
+#include "server/core/document_request.h"
 
 namespace kvd::server {
 

@@ -4,7 +4,7 @@
 
 #include "absl/time/clock.h"
 #include "base/check.h"
-#include "server/api/openai_json.h"
+#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
 #include "spdlog/spdlog.h"
 

@@ -1,4 +1,4 @@
-// The reply to POST /v1/responses: a generation's output (server/api/generation.h) as the
+// The reply to POST /v1/responses: a generation's output (server/core/generation.h) as the
 // Responses API's response object — output items (`message` with `output_text`,
 // `function_call`), `status` (`incomplete` at max_output_tokens) and `usage` — or its stream of
 // typed events: response.created and .in_progress; per item output_item.added, for a message
@@ -17,8 +17,8 @@
 
 #include "base/mutex.h"
 #include "documents/request_workers.h"
-#include "server/api/completion_params.h"
-#include "server/api/generation.h"
+#include "server/core/completion_params.h"
+#include "server/core/generation.h"
 #include "server/auth/tenants.h"
 #include "server/http/http_message.h"
 #include "server/responses/response_store.h"

@@ -1,5 +1,5 @@
 // The body of OpenAI's POST /v1/responses read into the one typed request every front end
-// fills (server/api/completion_request.h) and what the Responses API adds around it: `input` as
+// fills (server/core/completion_request.h) and what the Responses API adds around it: `input` as
 // a string or items (messages with text parts, function_call, function_call_output),
 // `instructions`, function `tools` and `tool_choice`, `text.format`, `max_output_tokens`,
 // sampling, `metadata`, `store` and `previous_response_id`, and kvd's own `documents`,
@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "server/api/completion_request.h"
+#include "server/core/completion_request.h"
 #include "structured/json_rules.h"
 
 namespace kvd::server::responses {

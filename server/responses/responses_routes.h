@@ -2,10 +2,10 @@
 // GET / DELETE /v1/responses/{id} for stored ones. A request's conversation is its input items
 // after those of the response it continues (`previous_response_id`, the tenant's own, read
 // from the store); it is then accepted, refused, charged and started exactly as a chat
-// completion (server/api/completion_start.h). Errors are OpenAI's shape.
+// completion (server/core/completion_start.h). Errors are OpenAI's shape.
 #pragma once
 
-#include "server/api/serving_context.h"
+#include "server/core/serving_context.h"
 #include "server/http/router.h"
 
 namespace kvd::server::responses {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "fuzz_support.h"
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 #include "structured/constraint_cache.h"
 #include "tests/support/source_dir.h"
 

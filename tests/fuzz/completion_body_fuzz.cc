@@ -3,9 +3,9 @@
 // rendered by its chat template, sampling, stop, logit_bias, logprobs and keepkv; then chat
 // with tools (structured outputs and forced calls compiled) under a template that takes them.
 #include "bundled_model_info.h"
-#include "server/api/completion_params.h"
-#include "server/api/completion_request_json.h"
-#include "server/api/openai_json.h"
+#include "server/core/completion_params.h"
+#include "server/openai/completion_request_json.h"
+#include "server/openai/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kvd::engine::ServedModel& model = kvd::fuzz::BundledModelInfo();

@@ -1,8 +1,8 @@
 // Fuzzes server::ParseDocumentUpload and ParseRecut on bodies of POST /v1/documents and
 // /v1/documents/{id}/recut (after ParseJsonObjectBody), with the default documents config.
 #include "fuzz_support.h"
-#include "server/api/document_json.h"
-#include "server/api/openai_json.h"
+#include "server/documents_api/document_json.h"
+#include "server/openai/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const kvd::documents::DocumentsConfig config;

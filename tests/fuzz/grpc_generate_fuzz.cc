@@ -3,7 +3,7 @@
 // server::ResolveCompletionParams with the bundled model, as InferenceRpc runs them, and with a
 // template that takes tools (forced calls and structured outputs compiled).
 #include "bundled_model_info.h"
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 #include "server/grpc/generate_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "fuzz_support.h"
-#include "server/api/document_request.h"
+#include "server/core/document_request.h"
 #include "server/grpc/upload_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 // every tool message names the call it answers.
 #include "bundled_model_info.h"
 #include "server/anthropic/messages_request.h"
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using kvd::server::anthropic::MessagesEndpoint;

@@ -4,7 +4,7 @@
 // is started. Properties: normalized input items read back as themselves (what the store keeps
 // is read that way), and the conversation has one message per item but for runs of calls.
 #include "bundled_model_info.h"
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 #include "server/responses/responses_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,8 +6,8 @@
 
 #include "fuzz_support.h"
 #include "scheduler/clock.h"
-#include "server/api/openai_routes.h"
-#include "server/api/serving_context.h"
+#include "server/openai/openai_routes.h"
+#include "server/core/serving_context.h"
 #include "server/auth/tenants.h"
 #include "server/http/router.h"
 

@@ -1,6 +1,6 @@
 // A completion request's `keepkv` over its tenant's defaults (absent, null, an object, bad
 // values named by param), and the system prompt a chat request protects from merging.
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

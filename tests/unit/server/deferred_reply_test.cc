@@ -1,6 +1,6 @@
 // A reply completed later, from another thread: with a response, or with the reply that answers
 // from then on, whether the session watches before or after, and cancelled before or after.
-#include "server/api/deferred_reply.h"
+#include "server/core/deferred_reply.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // A document upload and a re-cut read from HTTP's JSON and from gRPC's messages resolve to the
 // same thing, and a bad value is the same error with the same param from either.
-#include "server/api/document_request.h"
+#include "server/core/document_request.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/document_json.h"
+#include "server/documents_api/document_json.h"
 #include "server/grpc/upload_request.h"
 #include "server/http/error_response.h"
 

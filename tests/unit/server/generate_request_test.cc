@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/api/completion_params.h"
-#include "server/api/keepkv_request.h"
+#include "server/core/completion_params.h"
+#include "server/core/keepkv_request.h"
 #include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
 #include "tests/unit/server/tiny_model_test.h"

@@ -1,7 +1,7 @@
 // A generation's output as the front ends read it: deltas in order with their offsets, the
 // echoed prompt ahead of the text, and with tools the text split into content and calls whose
 // first piece carries the id (with the front end's prefix) and the name.
-#include "server/api/generation_output.h"
+#include "server/core/generation_output.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
-#include "server/api/openai_routes.h"
+#include "server/openai/openai_routes.h"
 #include "tests/support/stalling_backend.h"
 #include "tests/unit/engine/reference_model.h"
 #include "tests/unit/scheduler/fake_clock.h"

@@ -1,6 +1,6 @@
 // GET /v1/kv_events' pieces: a batch as JSON (vLLM's fields), the position a follower resumes
 // from (query, Last-Event-ID, another epoch), and the SSE a reply streams.
-#include "server/api/kv_events_reply.h"
+#include "server/kv_events/kv_events_reply.h"
 
 #include <gtest/gtest.h>
 

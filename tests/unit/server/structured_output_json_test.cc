@@ -1,7 +1,7 @@
 // A request's structured-output fields read from HTTP JSON (response_format, structured_outputs,
 // guided_*) and from gRPC's StructuredOutput, then compiled for the scheduler: each form, the
 // schema's key order, and every refusal named by its param.
-#include "server/api/structured_output_json.h"
+#include "server/openai/structured_output_json.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "server/api/completion_request_json.h"
+#include "server/openai/completion_request_json.h"
 #include "server/grpc/generate_request.h"
 #include "server/http/error_response.h"
 #include "tests/unit/server/tiny_model_test.h"

@@ -9,7 +9,7 @@
 #include "text/chat_template.h"
 #include "engine/model_config.h"
 #include "text/tokenizer.h"
-#include "server/api/completion_params.h"
+#include "server/core/completion_params.h"
 #include "tests/support/source_dir.h"
 
 namespace kvd::server {

@@ -9,9 +9,9 @@
 #include <sstream>
 #include <string>
 
-#include "server/api/completion_params.h"
-#include "server/api/completion_request_json.h"
-#include "server/api/tool_parser.h"
+#include "server/core/completion_params.h"
+#include "server/openai/completion_request_json.h"
+#include "server/core/tool_parser.h"
 #include "server/http/error_response.h"
 #include "structured/constraint_cache.h"
 #include "tests/support/source_dir.h"
