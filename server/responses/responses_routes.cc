@@ -127,16 +127,24 @@ class ResponsesApi {
   }
 
   // Runs `handle`, which reads or writes the store: on the workers when the store waits on the
-  // network (the shared tier), so that no HTTP thread does; here otherwise.
+  // network (the shared tier), so that no HTTP thread does; here otherwise. A posted reply
+  // counts as in flight until `handle` has answered, so a drain waits for its round trip and
+  // for the completion it starts (which counts itself before this count ends).
   template <typename Handle>
   HandlerResult WithStore(Handle handle) {
     if (workers_ == nullptr) return handle();
     auto reply = std::make_unique<DeferredReply>();
+    std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
+    in_flight->fetch_add(1);
     const bool posted = workers_->Post(
-        [state = reply->state(), handle = std::move(handle)]() mutable {
+        [state = reply->state(), handle = std::move(handle), in_flight]() mutable {
           DeferredReply::Complete(*state, handle());
+          in_flight->fetch_sub(1);
         });
-    if (!posted) return ErrorResponse(absl::UnavailableError("the server is shutting down"));
+    if (!posted) {
+      in_flight->fetch_sub(1);
+      return ErrorResponse(absl::UnavailableError("the server is shutting down"));
+    }
     return reply;
   }
 

@@ -45,11 +45,13 @@ class SharedTierTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  // Starts replica `name` on its own data directory, named `name` in its ids.
-  KvdServer& Start(const std::string& name) {
+  // Starts replica `name` on its own data directory, named `name` in its ids, waiting up to
+  // `redis_timeout_seconds` for each Redis round trip.
+  KvdServer& Start(const std::string& name, int redis_timeout_seconds = 1) {
     const std::filesystem::path config = dir_ / (name + ".yaml");
     std::ofstream(config) << "store:\n  replica: " << name << "\n  remote:\n    url: "
-                          << redis_.url() << "\n    timeout_seconds: 1\n";
+                          << redis_.url() << "\n    timeout_seconds: " << redis_timeout_seconds
+                          << "\n";
     auto server = std::make_unique<KvdServer>(std::vector<std::string>{
         "--model", kModel, "--config", config.string(), "--data-dir", (dir_ / name).string()});
     EXPECT_GT(server->port(), 0) << server->logs();
@@ -156,6 +158,41 @@ TEST_F(SharedTierTest, AnyReplicaContinuesAnyStoredResponse) {
   EXPECT_EQ(Curl("DELETE", a.url("/v1/responses/" + id)).status, 200);
   EXPECT_EQ(Curl("GET", b.url("/v1/responses/" + id)).status, 404);
   EXPECT_NE(b.logs().find("responses: stored in the shared tier"), std::string::npos);
+}
+
+// A response continuing a stored one reads its conversation from Redis on a worker; a SIGTERM
+// that comes while that read waits is drained like any reply in flight: the response is answered
+// whole and stored, and the server exits cleanly.
+TEST_F(SharedTierTest, ADrainWaitsForAResponseStillReadingItsConversation) {
+  KvdServer& a = Start("a", /*redis_timeout_seconds=*/10);
+  const HttpResult first = Curl("POST", a.url("/v1/responses"),
+                                json{{"model", "kvd-tiny"},
+                                     {"input", "Q:vig"},
+                                     {"temperature", 0},
+                                     {"max_output_tokens", 4}}
+                                    .dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::string id = json::parse(first.body)["id"];
+
+  redis_.Pause();
+  HttpResult next;
+  std::thread client([&] {
+    next = Curl("POST", a.url("/v1/responses"),
+                json{{"model", "kvd-tiny"},
+                     {"previous_response_id", id},
+                     {"input", "Q:vox"},
+                     {"max_output_tokens", 4}}
+                    .dump());
+  });
+  // The request is read and waiting on the paused Redis long before this; the signal comes while
+  // it waits, and Redis answers again well within the replica's timeout.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(a.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  redis_.Resume();
+  client.join();
+  EXPECT_EQ(next.status, 200) << next.body << a.logs();
+  EXPECT_EQ(a.Stop(), 0) << a.logs();
 }
 
 TEST_F(SharedTierTest, AReplicaKilledWhileUploadingLosesNothingItAcknowledged) {

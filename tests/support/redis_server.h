@@ -76,6 +76,10 @@ class RedisServer {
   }
 
   // Stops the server with `signal` (SIGTERM: a clean shutdown; SIGKILL: a crash).
+  // Stops the server answering (SIGSTOP) until Resume(): its clients' calls wait.
+  void Pause() { kill(pid_, SIGSTOP); }
+  void Resume() { kill(pid_, SIGCONT); }
+
   void Stop(int signal = SIGTERM) {
     if (pid_ <= 0) return;
     kill(pid_, signal);
