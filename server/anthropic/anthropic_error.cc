@@ -2,8 +2,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/openai_json.h"
 
 namespace kvd::server::anthropic {
 

@@ -3,11 +3,11 @@
 #include <utility>
 
 #include "base/check.h"
-#include "text/bounded_json.h"
 #include "server/anthropic/anthropic_error.h"
-#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/openai_json.h"
 #include "structured/json_rules.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server::anthropic {
 

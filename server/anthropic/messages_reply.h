@@ -13,9 +13,9 @@
 
 #include "nlohmann/json.hpp"
 #include "scheduler/request_handle.h"
+#include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
 #include "server/core/generation.h"
-#include "server/auth/tenants.h"
 #include "server/http/http_message.h"
 
 namespace kvd::server::anthropic {

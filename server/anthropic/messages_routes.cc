@@ -11,9 +11,9 @@
 #include "server/anthropic/messages_request.h"
 #include "server/core/completion_start.h"
 #include "server/core/deferred_reply.h"
-#include "server/openai/openai_json.h"
 #include "server/core/request_auth.h"
 #include "server/core/request_log.h"
+#include "server/openai/openai_json.h"
 
 namespace kvd::server::anthropic {
 namespace {

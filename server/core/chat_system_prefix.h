@@ -10,8 +10,8 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
-#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 

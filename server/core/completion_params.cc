@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "server/core/chat_system_prefix.h"
-#include "server/openai/completion_request_json.h"
 #include "server/core/completion_rules.h"
 #include "server/core/keepkv_request.h"
-#include "server/openai/tools_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/completion_request_json.h"
+#include "server/openai/tools_json.h"
 
 namespace kvd::server {
 namespace {
@@ -155,8 +155,8 @@ absl::Status RenderMessages(const CompletionRequest& request, const engine::Serv
   if (params.request.keepkv.has_value() && last_system >= 0) {
     // A second, shorter rendering: a template's output does not say where a turn ends.
     params.request.keepkv->protected_prefix = SystemPrefixTokens(
-        messages, last_system, {*rendered, prompt_offset, params.prompts.back()},
-        *model.tokenizer, [&](int64_t last) -> absl::StatusOr<std::string> {
+        messages, last_system, {*rendered, prompt_offset, params.prompts.back()}, *model.tokenizer,
+        [&](int64_t last) -> absl::StatusOr<std::string> {
           KVD_ASSIGN_OR_RETURN(structured::JsonValue through,
                                with_document(TemplateMessages(MessagesThrough(messages, last))));
           return model.chat_template->Render(through, /*add_generation_prompt=*/false, extra);

@@ -12,14 +12,14 @@
 
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_framing.h"
-#include "text/chat_document.h"
 #include "engine/served_model.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
-#include "server/core/completion_request.h"
 #include "server/config/keepkv_config.h"
+#include "server/core/completion_request.h"
 #include "structured/constraint_cache.h"
 #include "structured/tool_call_syntax.h"
+#include "text/chat_document.h"
 
 namespace kvd::server {
 
@@ -31,10 +31,10 @@ struct CompletionParams {
   std::vector<std::string> prompt_texts;  // their text, for `echo`
   scheduler::Request request;             // everything but the prompt
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
-  bool echo = false;           // completions: the prompt leads the text
-  int32_t logprobs = -1;       // completions: top alternatives per token; -1: none
-  bool chat_logprobs = false;  // chat: logprobs
+  bool include_usage = false;    // stream_options.include_usage
+  bool echo = false;             // completions: the prompt leads the text
+  int32_t logprobs = -1;         // completions: top alternatives per token; -1: none
+  bool chat_logprobs = false;    // chat: logprobs
   bool prompt_logprobs = false;  // vLLM's prompt_logprobs: the reply lists the prompt's
   // Chat with tools the model may call: the syntax its output is parsed with for calls.
   std::optional<structured::ToolCallSyntax> tool_syntax;

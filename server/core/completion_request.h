@@ -85,8 +85,8 @@ struct CompletionRequest {
   std::optional<bool> skip_special_tokens;
   std::optional<int64_t> priority;
   std::optional<std::string> cache_salt;  // vLLM's: only equal salts share cached prefixes
-  std::vector<std::string> documents;   // stored document ids the prompt continues
-  std::optional<KeepKvRequest> keepkv;  // empty: the tenant's default
+  std::vector<std::string> documents;     // stored document ids the prompt continues
+  std::optional<KeepKvRequest> keepkv;    // empty: the tenant's default
   // Structured outputs: response_format, structured_outputs or a guided_* field, and the
   // parameter it came from (for errors).
   std::optional<structured::ConstraintSpec> structured_output;
@@ -99,8 +99,7 @@ struct CompletionRequest {
 };
 
 // The number the client sent for the sampling parameter `name`, if it sent one.
-inline std::optional<double> SentSampling(const CompletionRequest& request,
-                                          std::string_view name) {
+inline std::optional<double> SentSampling(const CompletionRequest& request, std::string_view name) {
   for (const auto& [field, value] : request.sampling) {
     if (field->name == name) return value;
   }

@@ -12,9 +12,9 @@
 
 #include "absl/status/statusor.h"
 #include "scheduler/request_handle.h"
+#include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
 #include "server/core/serving_context.h"
-#include "server/auth/tenants.h"
 #include "server/metrics/metrics_exporter.h"
 
 namespace kvd::server {

@@ -30,8 +30,7 @@ absl::Status CheckBudget(int64_t budget_tokens, const std::string& param) {
 absl::StatusOr<documents::DocumentUpload> ResolveDocumentUpload(
     DocumentUploadRequest request, const documents::DocumentsConfig& config) {
   // JSON has refused text that is not UTF-8 already; gRPC's text arrives as bytes.
-  if (!text::IsValidUtf8(request.text))
-    return InvalidParam("text", "the text is not valid UTF-8");
+  if (!text::IsValidUtf8(request.text)) return InvalidParam("text", "the text is not valid UTF-8");
   documents::DocumentUpload upload;
   upload.text = std::move(request.text);
   cache_store::CompressionSpec& spec = upload.compression;

@@ -11,9 +11,9 @@
 
 #include "absl/status/status.h"
 #include "scheduler/request_handle.h"
+#include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
 #include "server/core/generation_output.h"
-#include "server/auth/tenants.h"
 
 namespace kvd::server {
 

@@ -6,8 +6,8 @@
 
 #include "absl/status/statusor.h"
 #include "cache_store/keepkv/keepkv_params.h"
-#include "server/core/completion_request.h"
 #include "server/config/keepkv_config.h"
+#include "server/core/completion_request.h"
 
 namespace kvd::server {
 

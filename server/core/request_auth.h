@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/core/serving_context.h"
 #include "server/auth/tenants.h"
+#include "server/core/serving_context.h"
 #include "server/http/http_message.h"
 
 namespace kvd::server {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "scheduler/scheduler.h"
-#include "server/core/completion_params.h"
 #include "server/auth/tenants.h"
+#include "server/core/completion_params.h"
 #include "structured/tool_call_syntax.h"
 
 namespace kvd::documents {
@@ -40,8 +40,8 @@ struct ServingContext {
   // a step (server.health_step_timeout_seconds); zero: never.
   absl::Duration health_step_timeout = absl::ZeroDuration();
   std::string kv_cache_medium = "CPU";  // where KV blocks live, as KV events name it: CPU or GPU
-  std::atomic<bool> ready = false;             // the model is loaded and the scheduler runs
-  std::atomic<bool> draining = false;          // shutting down: no new requests
+  std::atomic<bool> ready = false;      // the model is loaded and the scheduler runs
+  std::atomic<bool> draining = false;   // shutting down: no new requests
   std::atomic<int32_t> replies_in_flight = 0;  // completions starting or replying
 
   // The longest sequence (prompt plus max_tokens) a request may ask for: the model's context,

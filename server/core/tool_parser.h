@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "text/chat_template.h"
 #include "structured/tool_call_syntax.h"
+#include "text/chat_template.h"
 
 namespace kvd::server {
 

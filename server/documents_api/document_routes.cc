@@ -10,14 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "documents/document_service.h"
-#include "server/core/deferred_reply.h"
-#include "server/documents_api/document_json.h"
-#include "server/openai/openai_json.h"
-#include "server/core/request_auth.h"
 #include "server/auth/document_quota.h"
+#include "server/core/deferred_reply.h"
+#include "server/core/request_auth.h"
+#include "server/documents_api/document_json.h"
 #include "server/http/error_response.h"
 #include "server/http/query_string.h"
 #include "server/metrics/metrics_exporter.h"
+#include "server/openai/openai_json.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::server {

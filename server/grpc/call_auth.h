@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/core/serving_context.h"
 #include "server/auth/tenants.h"
+#include "server/core/serving_context.h"
 
 namespace kvd::server {
 

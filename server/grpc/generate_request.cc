@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
-#include "server/openai/tools_json.h"
 #include "server/grpc/sampling_proto.h"
 #include "server/http/error_response.h"
+#include "server/openai/tools_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server {
 namespace {

@@ -14,12 +14,12 @@
 #include "base/mutex.h"
 #include "server/core/completion_start.h"
 #include "server/core/generation_output.h"
-#include "server/openai/openai_json.h"
 #include "server/grpc/call_auth.h"
 #include "server/grpc/generate_request.h"
 #include "server/grpc/grpc_status.h"
 #include "server/http/error_response.h"
 #include "server/metrics/metrics_exporter.h"
+#include "server/openai/openai_json.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::server {

@@ -48,10 +48,10 @@ absl::StatusOr<uint64_t> ParseAfter(const std::string& text, std::string_view pa
       !IsDecimal(std::string_view(text).substr(dash + 1)) ||
       !absl::SimpleAtoi(text.substr(0, dash), &epoch) ||
       !absl::SimpleAtoi(text.substr(dash + 1), &sequence)) {
-    return WithParam(absl::InvalidArgumentError(
-                         absl::StrCat("'", std::string(param),
-                                      "' must be 0 or an event id the stream gave (EPOCH-N)")),
-                     param);
+    return WithParam(
+        absl::InvalidArgumentError(absl::StrCat(
+            "'", std::string(param), "' must be 0 or an event id the stream gave (EPOCH-N)")),
+        param);
   }
   return epoch == log.epoch() ? sequence : 0;
 }
@@ -112,8 +112,8 @@ ReplyProgress KvEventsReply::Poll() {
     return progress;
   }
   for (const scheduler::KvEventBatch& batch : log_.Since(after_)) {
-    absl::StrAppend(&progress.stream_data, "id: ", log_.epoch(), "-", batch.sequence, "\ndata: ",
-                    KvEventBatchJson(batch, log_.block_size(), medium_).dump(), "\n\n");
+    absl::StrAppend(&progress.stream_data, "id: ", log_.epoch(), "-", batch.sequence,
+                    "\ndata: ", KvEventBatchJson(batch, log_.block_size(), medium_).dump(), "\n\n");
     after_ = batch.sequence;
   }
   return progress;

@@ -1,8 +1,8 @@
 #include "server/openai/completion_reply.h"
 
 #include "absl/time/clock.h"
-#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/openai_json.h"
 
 namespace kvd::server {
 

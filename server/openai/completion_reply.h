@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request_handle.h"
+#include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
 #include "server/core/generation.h"
-#include "server/auth/tenants.h"
 #include "server/http/http_message.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 

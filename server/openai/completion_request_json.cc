@@ -12,10 +12,10 @@
 #include "base/check.h"
 #include "base/status_macros.h"
 #include "server/core/completion_rules.h"
+#include "server/http/error_response.h"
 #include "server/openai/openai_json.h"
 #include "server/openai/structured_output_json.h"
 #include "server/openai/tools_json.h"
-#include "server/http/error_response.h"
 
 namespace kvd::server {
 namespace {
@@ -33,26 +33,11 @@ std::set<std::string> KeysWith(std::initializer_list<std::string_view> keys,
 
 const std::set<std::string>& CommonKeys() {
   static const std::set<std::string> keys = [] {
-    std::set<std::string> all = KeysWith({"model",
-                                                      "max_tokens",
-                                                      "n",
-                                                      "seed",
-                                                      "stop",
-                                                      "stop_token_ids",
-                                                      "logit_bias",
-                                                      "logprobs",
-                                                      "prompt_logprobs",
-                                                      "ignore_eos",
-                                                      "min_tokens",
-                                                      "user",
-                                                      "stream",
-                                                      "stream_options",
-                                                      "priority",
-                                                      "cache_salt",
-                                                      "documents",
-                                                      "skip_special_tokens",
-                                                      "keepkv"},
-                                                     kStructuredOutputKeys);
+    std::set<std::string> all = KeysWith(
+        {"model", "max_tokens", "n", "seed", "stop", "stop_token_ids", "logit_bias", "logprobs",
+         "prompt_logprobs", "ignore_eos", "min_tokens", "user", "stream", "stream_options",
+         "priority", "cache_salt", "documents", "skip_special_tokens", "keepkv"},
+        kStructuredOutputKeys);
     for (const engine::SamplingField& field : engine::kSamplingFields) all.emplace(field.name);
     return all;
   }();
@@ -288,8 +273,7 @@ absl::Status ReadLogitBias(const Fields& fields, CompletionRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status ReadSampling(const JsonValue& body, const Fields& fields,
-                          CompletionRequest& request) {
+absl::Status ReadSampling(const JsonValue& body, const Fields& fields, CompletionRequest& request) {
   for (const engine::SamplingField& field : engine::kSamplingFields) {
     KVD_RETURN_IF_ERROR(ReadSamplingJson(body, field.name, request));
   }

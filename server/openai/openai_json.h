@@ -8,11 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "text/bounded_json.h"
 #include "engine/sampling.h"
-#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "scheduler/request.h"
+#include "text/bounded_json.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 

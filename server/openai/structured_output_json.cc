@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
 #include "structured/json_rules.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server {
 namespace {

@@ -8,9 +8,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
-#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/openai_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server {
 namespace {
@@ -154,8 +154,7 @@ absl::Status CheckMessageToolFields(const JsonValue& message, size_t index) {
       }
       const std::string& text = call["function"]["arguments"].get_ref<const std::string&>();
       if (text.empty()) continue;  // some clients send "" for a call without arguments
-      auto arguments =
-          text::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
+      auto arguments = text::ParseBoundedJson<JsonValue>(text, "the arguments", kMaxToolsJsonDepth);
       if (!arguments.ok() || !arguments->is_object()) {
         return InvalidParam(param + ".tool_calls", shape);
       }

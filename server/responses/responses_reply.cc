@@ -4,8 +4,8 @@
 
 #include "absl/time/clock.h"
 #include "base/check.h"
-#include "server/openai/openai_json.h"
 #include "server/http/error_response.h"
+#include "server/openai/openai_json.h"
 #include "spdlog/spdlog.h"
 
 namespace kvd::server::responses {

@@ -17,9 +17,9 @@
 
 #include "base/mutex.h"
 #include "documents/request_workers.h"
+#include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
 #include "server/core/generation.h"
-#include "server/auth/tenants.h"
 #include "server/http/http_message.h"
 #include "server/responses/response_store.h"
 #include "server/responses/responses_request.h"

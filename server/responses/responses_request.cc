@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
 #include "server/openai/completion_request_json.h"
 #include "server/openai/tools_json.h"
+#include "text/bounded_json.h"
 
 namespace kvd::server::responses {
 namespace {

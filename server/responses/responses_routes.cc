@@ -10,11 +10,11 @@
 #include "documents/request_workers.h"
 #include "server/core/completion_start.h"
 #include "server/core/deferred_reply.h"
-#include "server/openai/openai_json.h"
 #include "server/core/request_auth.h"
 #include "server/core/request_log.h"
 #include "server/http/error_response.h"
 #include "server/http/query_string.h"
+#include "server/openai/openai_json.h"
 #include "server/responses/input_items.h"
 #include "server/responses/response_store.h"
 #include "server/responses/responses_reply.h"
@@ -136,8 +136,8 @@ class ResponsesApi {
     auto reply = std::make_unique<DeferredReply>();
     std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
     in_flight->fetch_add(1);
-    const bool posted = workers_->Post(
-        [state = reply->state(), handle = std::move(handle), in_flight]() mutable {
+    const bool posted =
+        workers_->Post([state = reply->state(), handle = std::move(handle), in_flight]() mutable {
           DeferredReply::Complete(*state, handle());
           in_flight->fetch_sub(1);
         });

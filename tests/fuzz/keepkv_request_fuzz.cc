@@ -2,8 +2,8 @@
 // (server::ResolveKeepKv; off, and on as a tenant's config may set them): what it accepts must
 // pass Validate.
 #include "fuzz_support.h"
-#include "server/openai/completion_request_json.h"
 #include "server/core/keepkv_request.h"
+#include "server/openai/completion_request_json.h"
 #include "server/openai/openai_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

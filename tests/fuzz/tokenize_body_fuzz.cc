@@ -6,10 +6,10 @@
 
 #include "fuzz_support.h"
 #include "scheduler/clock.h"
-#include "server/openai/openai_routes.h"
-#include "server/core/serving_context.h"
 #include "server/auth/tenants.h"
+#include "server/core/serving_context.h"
 #include "server/http/router.h"
+#include "server/openai/openai_routes.h"
 
 namespace {
 

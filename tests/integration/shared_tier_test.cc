@@ -49,9 +49,9 @@ class SharedTierTest : public ::testing::Test {
   // `redis_timeout_seconds` for each Redis round trip.
   KvdServer& Start(const std::string& name, int redis_timeout_seconds = 1) {
     const std::filesystem::path config = dir_ / (name + ".yaml");
-    std::ofstream(config) << "store:\n  replica: " << name << "\n  remote:\n    url: "
-                          << redis_.url() << "\n    timeout_seconds: " << redis_timeout_seconds
-                          << "\n";
+    std::ofstream(config) << "store:\n  replica: " << name
+                          << "\n  remote:\n    url: " << redis_.url()
+                          << "\n    timeout_seconds: " << redis_timeout_seconds << "\n";
     auto server = std::make_unique<KvdServer>(std::vector<std::string>{
         "--model", kModel, "--config", config.string(), "--data-dir", (dir_ / name).string()});
     EXPECT_GT(server->port(), 0) << server->logs();
@@ -165,12 +165,10 @@ TEST_F(SharedTierTest, AnyReplicaContinuesAnyStoredResponse) {
 // whole and stored, and the server exits cleanly.
 TEST_F(SharedTierTest, ADrainWaitsForAResponseStillReadingItsConversation) {
   KvdServer& a = Start("a", /*redis_timeout_seconds=*/10);
-  const HttpResult first = Curl("POST", a.url("/v1/responses"),
-                                json{{"model", "kvd-tiny"},
-                                     {"input", "Q:vig"},
-                                     {"temperature", 0},
-                                     {"max_output_tokens", 4}}
-                                    .dump());
+  const HttpResult first = Curl(
+      "POST", a.url("/v1/responses"),
+      json{{"model", "kvd-tiny"}, {"input", "Q:vig"}, {"temperature", 0}, {"max_output_tokens", 4}}
+          .dump());
   ASSERT_EQ(first.status, 200) << first.body;
   const std::string id = json::parse(first.body)["id"];
 

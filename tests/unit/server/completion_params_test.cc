@@ -12,9 +12,9 @@
 
 #include "cache_store/keepkv/keepkv_fields.h"
 #include "cache_store/store/document_payload.h"
-#include "text/chat_document.h"
 #include "server/http/error_response.h"
 #include "tests/unit/server/tiny_model_test.h"
+#include "text/chat_document.h"
 
 namespace kvd::server {
 namespace {

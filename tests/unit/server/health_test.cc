@@ -8,13 +8,13 @@
 #include <memory>
 
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/openai/openai_routes.h"
 #include "tests/support/stalling_backend.h"
 #include "tests/unit/engine/reference_model.h"
 #include "tests/unit/scheduler/fake_clock.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 namespace {

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "server/openai/completion_request_json.h"
 #include "server/grpc/generate_request.h"
 #include "server/http/error_response.h"
+#include "server/openai/completion_request_json.h"
 #include "tests/unit/server/tiny_model_test.h"
 
 namespace kvd::server {

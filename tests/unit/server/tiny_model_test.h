@@ -6,11 +6,11 @@
 
 #include <string>
 
-#include "text/chat_template.h"
 #include "engine/model_config.h"
-#include "text/tokenizer.h"
 #include "server/core/completion_params.h"
 #include "tests/support/source_dir.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 

@@ -10,13 +10,13 @@
 #include <string>
 
 #include "server/core/completion_params.h"
-#include "server/openai/completion_request_json.h"
 #include "server/core/tool_parser.h"
 #include "server/http/error_response.h"
+#include "server/openai/completion_request_json.h"
 #include "structured/constraint_cache.h"
 #include "tests/support/source_dir.h"
-#include "tests/unit/text/chat_template_family_templates.h"
 #include "tests/unit/server/tiny_model_test.h"
+#include "tests/unit/text/chat_template_family_templates.h"
 
 namespace kvd::server {
 namespace {
