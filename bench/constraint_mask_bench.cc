@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "bench/statistics.h"
-#include "text/tokenizer.h"
 #include "structured/constraint.h"
 #include "structured/json_schema_grammar.h"
+#include "text/tokenizer.h"
 
 namespace kvd::bench {
 namespace {

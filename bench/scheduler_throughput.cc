@@ -122,8 +122,7 @@ absl::StatusOr<SchedulerBenchResult> MeasureOne(engine::Model& model,
 }  // namespace
 
 absl::StatusOr<std::vector<SchedulerBenchResult>> MeasureSchedulerThroughput(
-    engine::Model& model, const text::Tokenizer* tokenizer,
-    const SchedulerBenchOptions& options) {
+    engine::Model& model, const text::Tokenizer* tokenizer, const SchedulerBenchOptions& options) {
   std::vector<SchedulerBenchResult> results;
   for (int32_t concurrency : options.concurrency) {
     // Without a shared prefix there is nothing to cache: one run, with the server's default.

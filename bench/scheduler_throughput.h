@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "structured/constraint.h"
+#include "text/tokenizer.h"
 
 namespace kvd::bench {
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "text/bounded_json.h"
 #include "nlohmann/json.hpp"
+#include "text/bounded_json.h"
 
 namespace kvd::engine {
 namespace {

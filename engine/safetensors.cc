@@ -13,8 +13,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "text/bounded_json.h"
 #include "nlohmann/json.hpp"
+#include "text/bounded_json.h"
 
 namespace kvd::engine {
 namespace {
@@ -81,7 +81,8 @@ absl::Status SafetensorsFile::ParseHeader() {
                                                    " header bytes but the file has ", size_));
   }
   const std::string_view header_text(reinterpret_cast<const char*>(bytes + 8), header_bytes);
-  const absl::StatusOr<Json> parsed_header = text::ParseBoundedJson<Json>(header_text, "the header");
+  const absl::StatusOr<Json> parsed_header =
+      text::ParseBoundedJson<Json>(header_text, "the header");
   if (!parsed_header.ok() || !parsed_header->is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": bad header: not a JSON object"));
   }

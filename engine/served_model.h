@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "text/chat_template.h"
 #include "engine/model_config.h"
+#include "text/chat_template.h"
 #include "text/tokenizer.h"
 
 namespace kvd::engine {

@@ -15,7 +15,6 @@
 #include "base/mutex.h"
 #include "cache_store/kvzip/document_compressor.h"
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "scheduler/clock.h"
 #include "scheduler/compression_handle.h"
 #include "scheduler/config.h"
@@ -25,6 +24,7 @@
 #include "scheduler/request.h"
 #include "scheduler/request_handle.h"
 #include "scheduler/step_report.h"
+#include "text/tokenizer.h"
 
 namespace kvd::scheduler {
 namespace internal {

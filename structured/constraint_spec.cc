@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
 #include "structured/json_schema_grammar.h"
 #include "structured/regex_grammar.h"
 #include "structured/tool_call_syntax.h"
+#include "text/bounded_json.h"
 
 namespace kvd::structured {
 namespace {

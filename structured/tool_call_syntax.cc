@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
-#include "text/bounded_json.h"
 #include "structured/json_schema_grammar.h"
+#include "text/bounded_json.h"
 
 namespace kvd::structured {
 namespace {
@@ -75,8 +75,8 @@ class Reader {
       } else if (c == '\\') {
         escaped = true;
       } else if (c == '"') {
-        auto value = text::ParseBoundedJson<JsonValue>(
-            text_.substr(position_, end + 1 - position_), "a name", 1);
+        auto value = text::ParseBoundedJson<JsonValue>(text_.substr(position_, end + 1 - position_),
+                                                       "a name", 1);
         if (!value.ok() || !value->is_string()) return Match::kFailed;
         out = value->get<std::string>();
         position_ = end + 1;

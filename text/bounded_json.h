@@ -25,8 +25,8 @@ template <typename Json = nlohmann::json>
   // shallow part is ever built.
   const typename Json::parser_callback_t keep_shallow =
       [&too_deep, max_depth](int depth, typename Json::parse_event_t event, Json&) {
-        const bool opens = event == Json::parse_event_t::object_start ||
-                           event == Json::parse_event_t::array_start;
+        const bool opens =
+            event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start;
         if (opens && depth >= max_depth) too_deep = true;
         return !too_deep;
       };

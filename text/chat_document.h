@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "text/chat_template.h"
 #include "nlohmann/json.hpp"
+#include "text/chat_template.h"
 
 namespace kvd::text {
 

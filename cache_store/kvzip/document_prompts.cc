@@ -11,13 +11,13 @@ namespace {
 
 // The chat framing's document turn rendered and cut after the document.
 absl::StatusOr<text::DocumentChat> SplitTurn(const DocumentPipeline& pipeline,
-                                               std::string_view text) {
+                                             std::string_view text) {
   if (pipeline.chat_template == nullptr) {
     return absl::InvalidArgumentError("chat framing needs a chat template; this model has none");
   }
   return text::SplitDocumentChat(*pipeline.chat_template, text, nlohmann::ordered_json::array(),
-                                   /*add_generation_prompt=*/true, nlohmann::ordered_json::object(),
-                                   pipeline.framing->role);
+                                 /*add_generation_prompt=*/true, nlohmann::ordered_json::object(),
+                                 pipeline.framing->role);
 }
 
 }  // namespace

@@ -7,11 +7,11 @@
 #include <span>
 #include <vector>
 
-#include "text/incremental_decoder.h"
 #include "engine/sampling.h"
-#include "text/tokenizer.h"
 #include "scheduler/internal/stop_strings.h"
 #include "scheduler/request.h"
+#include "text/incremental_decoder.h"
+#include "text/tokenizer.h"
 
 namespace kvd::scheduler::internal {
 

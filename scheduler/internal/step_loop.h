@@ -12,7 +12,6 @@
 #include "absl/status/statusor.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "scheduler/clock.h"
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
@@ -22,6 +21,7 @@
 #include "scheduler/internal/sequence.h"
 #include "scheduler/metrics.h"
 #include "scheduler/step_report.h"
+#include "text/tokenizer.h"
 
 namespace kvd::scheduler::internal {
 

@@ -24,11 +24,11 @@
 #include "bench/throughput.h"
 #include "engine/model.h"
 #include "engine/model_config.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/type_choices.h"
 #include "structured/constraint_cache.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 namespace {

@@ -7,9 +7,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "text/chat_template.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/exit_status.h"
+#include "text/chat_template.h"
 
 namespace kvd::server {
 namespace {

@@ -10,10 +10,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_prompts.h"
-#include "text/chat_template.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/document_setup.h"
 #include "server/cli/exit_status.h"
+#include "text/chat_template.h"
 
 namespace kvd::server {
 namespace {

@@ -11,10 +11,10 @@
 #include "absl/status/statusor.h"
 #include "cache_store/kvzip/document_framing.h"
 #include "cache_store/kvzip/document_prompts.h"
-#include "text/chat_template.h"
 #include "engine/model_fingerprint.h"
-#include "text/tokenizer.h"
 #include "server/config/server_config.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 

@@ -13,12 +13,12 @@
 #include "absl/strings/str_cat.h"
 #include "engine/model.h"
 #include "engine/sampling_fields.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/type_choices.h"
 #include "spdlog/spdlog.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 namespace {

@@ -9,9 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "server/cli/exit_status.h"
+#include "text/tokenizer.h"
 
 namespace kvd::server {
 namespace {

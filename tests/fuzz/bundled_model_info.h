@@ -32,8 +32,7 @@ inline const engine::ServedModel& ToolsModelInfo() {
                      "/tests/data/chat_templates/hermes_tools.jinja");
     std::stringstream source;
     source << in.rdbuf();
-    auto chat_template =
-        text::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>");
+    auto chat_template = text::ChatTemplate::Parse(source.str(), "<|begin_of_text|>", "<|eot_id|>");
     RequireOk(chat_template.status(), "tests/data/chat_templates/hermes_tools.jinja");
     auto* model = new engine::ServedModel(BundledModelInfo());
     model->chat_template = chat_template->release();

@@ -4,9 +4,9 @@
 // chat_template_kwargs). Without a JSON object, one user message is rendered.
 #include <string>
 
-#include "text/chat_template.h"
 #include "fuzz_support.h"
 #include "nlohmann/json.hpp"
+#include "text/chat_template.h"
 
 namespace {
 
@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto chat_template =
       kvd::text::ChatTemplate::Parse(source, bos.is_string() ? bos.get<std::string>() : "",
-                                       eos.is_string() ? eos.get<std::string>() : "");
+                                     eos.is_string() ? eos.get<std::string>() : "");
   if (!chat_template.ok()) return 0;
   (void)(*chat_template)
       ->Render(messages, add_generation_prompt.is_boolean() && add_generation_prompt.get<bool>(),

@@ -17,10 +17,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "text/chat_template.h"
 #include "engine/model_config.h"
-#include "text/tokenizer.h"
 #include "tests/support/source_dir.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::fuzz {
 

@@ -2,12 +2,11 @@
 // pre-tokenizer, decoder, post-processor), then encodes and decodes with what it accepts.
 #include <vector>
 
-#include "text/tokenizer.h"
 #include "fuzz_support.h"
+#include "text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto tokenizer =
-      kvd::text::Tokenizer::FromJson(kvd::fuzz::AsText(data, size), "tokenizer.json");
+  auto tokenizer = kvd::text::Tokenizer::FromJson(kvd::fuzz::AsText(data, size), "tokenizer.json");
   if (!tokenizer.ok()) return 0;
   const kvd::text::Tokenizer& loaded = **tokenizer;
   for (bool add_special : {false, true}) {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_support.h"
 #include "text/incremental_decoder.h"
 #include "text/internal/utf8.h"
 #include "text/tokenizer.h"
-#include "fuzz_support.h"
 
 namespace {
 

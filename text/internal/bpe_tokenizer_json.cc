@@ -9,10 +9,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "text/bounded_json.h"
 #include "text/internal/pipeline_json.h"
 #include "text/internal/tokenizer_json_reader.h"
-#include "nlohmann/json.hpp"
 
 namespace kvd::text::internal {
 namespace {

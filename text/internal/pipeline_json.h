@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "nlohmann/json.hpp"
 #include "text/internal/normalizer.h"
 #include "text/internal/pretokenize.h"
 #include "text/internal/token_decoder.h"
 #include "text/internal/tokenizer_json_reader.h"
-#include "nlohmann/json.hpp"
 
 namespace kvd::text::internal {
 

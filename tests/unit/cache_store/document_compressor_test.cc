@@ -15,13 +15,13 @@
 
 #include "cache_store/kvzip/document_kv.h"
 #include "cache_store/kvzip/recut.h"
-#include "text/chat_template.h"
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "key_value_documents.h"
 #include "tests/support/failing_kv_moves_backend.h"
 #include "tests/support/source_dir.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::cache_store {
 namespace {

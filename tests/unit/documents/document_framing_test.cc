@@ -14,10 +14,10 @@
 
 #include "cache_store/kvzip/document_prompts.h"
 #include "documents/document_framing_config.h"
-#include "text/chat_template.h"
 #include "engine/model_fingerprint.h"
-#include "text/tokenizer.h"
 #include "tests/support/source_dir.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::documents {
 namespace {

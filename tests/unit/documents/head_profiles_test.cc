@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "text/chat_template.h"
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "tests/support/source_dir.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace kvd::documents {
 namespace {

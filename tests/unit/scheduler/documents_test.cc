@@ -5,9 +5,9 @@
 
 #include "cache_store/kvzip/document_compressor.h"
 #include "cache_store/kvzip/document_kv.h"
-#include "text/chat_template.h"
 #include "scheduler_fixture.h"
 #include "tests/unit/cache_store/key_value_documents.h"
+#include "text/chat_template.h"
 
 namespace kvd::scheduler {
 namespace {

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "engine/model.h"
-#include "text/tokenizer.h"
 #include "kernels/backend.h"
 #include "scheduler/scheduler.h"
 #include "tests/unit/engine/reference_model.h"
+#include "text/tokenizer.h"
 
 namespace kvd::scheduler::testing {
 

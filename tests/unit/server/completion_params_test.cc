@@ -342,10 +342,8 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
   auto payload = std::make_shared<cache_store::DocumentPayload>();
   payload->prefix_text = split->prefix;
   payload->original_length = static_cast<int32_t>(tokenizer_->Encode(split->prefix, false).size());
-  DocumentContext context{{"doc-key", payload},
-                          document,
-                          cache_store::FramingKind::kChat,
-                          text::DocumentRole::kSystem};
+  DocumentContext context{
+      {"doc-key", payload}, document, cache_store::FramingKind::kChat, text::DocumentRole::kSystem};
   const KeepKvConfig on{.enabled = true};
   json body = {{"model", "kvd-tiny"}, {"messages", messages}};
   auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context, &on);
@@ -360,8 +358,8 @@ TEST_F(CompletionParamsTest, DocumentChatProtectsTheSystemTextAfterTheDocument) 
 TEST_F(CompletionParamsTest, DocumentChatIsTheRenderingAfterTheStoredPrefix) {
   const json messages = json::parse(R"([{"role": "user", "content": "Q:vig"}])");
   const std::string document = "the river runs by the old mill";
-  auto placed = text::MessagesWithDocument(
-      document, nlohmann::ordered_json::parse(messages.dump()), text::DocumentRole::kSystem);
+  auto placed = text::MessagesWithDocument(document, nlohmann::ordered_json::parse(messages.dump()),
+                                           text::DocumentRole::kSystem);
   ASSERT_TRUE(placed.ok()) << placed.status();
   auto whole = chat_template_->Render(*placed, true);
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -369,10 +367,8 @@ TEST_F(CompletionParamsTest, DocumentChatIsTheRenderingAfterTheStoredPrefix) {
   auto payload = std::make_shared<cache_store::DocumentPayload>();
   payload->prefix_text = whole->substr(0, end);
   payload->original_length = static_cast<int32_t>(tokenizer_->Encode(payload->prefix_text, false).size());
-  DocumentContext context{{"doc-key", payload},
-                          document,
-                          cache_store::FramingKind::kChat,
-                          text::DocumentRole::kSystem};
+  DocumentContext context{
+      {"doc-key", payload}, document, cache_store::FramingKind::kChat, text::DocumentRole::kSystem};
   json body = {{"model", "kvd-tiny"}, {"messages", messages}};
   auto params = ParseCompletionParams(body, ApiKind::kChat, Model(), &context);
   ASSERT_TRUE(params.ok()) << params.status();

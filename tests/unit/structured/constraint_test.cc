@@ -25,7 +25,7 @@ class ConstraintTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     tokenizer_ = text::Tokenizer::FromFile(kvd::test_support::SourceDir() +
-                                             "/models/kvd-tiny/tokenizer.json")
+                                           "/models/kvd-tiny/tokenizer.json")
                      .value()
                      .release();
     trie_ = new std::shared_ptr<const TokenTrie>(

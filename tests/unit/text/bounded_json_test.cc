@@ -11,7 +11,8 @@ namespace kvd::text {
 namespace {
 
 std::string Nested(int depth, char open, char close) {
-  return std::string(static_cast<size_t>(depth), open) + std::string(static_cast<size_t>(depth), close);
+  return std::string(static_cast<size_t>(depth), open) +
+         std::string(static_cast<size_t>(depth), close);
 }
 
 TEST(BoundedJsonTest, AcceptsUpToTheLimit) {
@@ -34,8 +35,8 @@ TEST(BoundedJsonTest, RefusesDeeperNestingAtAnyDepth) {
     EXPECT_FALSE(ParseBoundedJson(objects, "the body").ok()) << depth;
   }
   // Deep inside an otherwise shallow object, as a request's field would be.
-  const std::string body = R"({"messages": [{"role": "user", "content": )" +
-                           Nested(200000, '[', ']') + "}]}";
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": )" + Nested(200000, '[', ']') + "}]}";
   EXPECT_FALSE(ParseBoundedJson(body, "the body").ok());
 }
 

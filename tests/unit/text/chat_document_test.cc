@@ -7,12 +7,12 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "text/chat_template.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/source_dir.h"
 #include "tests/unit/text/chat_template_family_templates.h"
+#include "text/chat_template.h"
 
 namespace kvd::text {
 namespace {

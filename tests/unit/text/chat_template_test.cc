@@ -6,11 +6,11 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "text/internal/jinja/json_convert.h"
-#include "text/internal/jinja/template.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "text/internal/jinja/json_convert.h"
+#include "text/internal/jinja/template.h"
 
 namespace kvd::text {
 namespace {

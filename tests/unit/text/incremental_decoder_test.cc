@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "text/tokenizer.h"
 #include "gtest/gtest.h"
 #include "tests/support/source_dir.h"
+#include "text/tokenizer.h"
 
 namespace kvd::text {
 namespace {

@@ -5,11 +5,11 @@
 #include <sstream>
 #include <string>
 
-#include "text/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/source_dir.h"
+#include "text/tokenizer.h"
 
 namespace kvd::text {
 namespace {

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "text/incremental_decoder.h"
-#include "text/tokenizer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/support/source_dir.h"
+#include "text/incremental_decoder.h"
+#include "text/tokenizer.h"
 
 namespace kvd::text {
 namespace {

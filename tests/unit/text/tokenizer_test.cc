@@ -12,14 +12,14 @@
 #include <thread>
 #include <vector>
 
-#include "text/internal/bpe_model.h"
-#include "text/internal/bpe_tokenizer_json.h"
-#include "text/internal/pretokenize.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/unit/engine/reference_model.h"
 #include "tests/support/source_dir.h"
+#include "tests/unit/engine/reference_model.h"
+#include "text/internal/bpe_model.h"
+#include "text/internal/bpe_tokenizer_json.h"
+#include "text/internal/pretokenize.h"
 
 namespace kvd::text {
 namespace {

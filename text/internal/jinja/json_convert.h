@@ -6,8 +6,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "text/internal/jinja/value.h"
 #include "nlohmann/json.hpp"
+#include "text/internal/jinja/value.h"
 
 namespace kvd::text::internal::jinja {
 
