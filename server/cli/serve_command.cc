@@ -289,6 +289,12 @@ absl::Status RunServe(const ServeFlags& flags) {
     stored_responses = *std::move(opened);
     context.responses = stored_responses.get();
   }
+  if (metrics != nullptr) {
+    metrics->AddResponseStore(
+        [store = stored_responses.get()]() -> std::optional<cache_store::RedisCallStats> {
+          return store == nullptr ? std::nullopt : store->SharedTierCalls();
+        });
+  }
   Router router;
   AddApiRoutes(router, context);
   anthropic::AddMessagesRoutes(router, context);

@@ -8,6 +8,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/metrics/document_collector.h"
+#include "server/metrics/response_store_families.h"
 #include "server/metrics/scheduler_collector.h"
 
 namespace kvd::server {
@@ -81,6 +82,11 @@ void MetricsExporter::AddDocuments(std::function<documents::DocumentStats()> sta
   documents_ = std::make_unique<DocumentCollector>(model_name_, tenants_, std::move(stats));
 }
 
+void MetricsExporter::AddResponseStore(
+    std::function<std::optional<cache_store::RedisCallStats>()> calls) {
+  response_store_calls_ = std::move(calls);
+}
+
 void MetricsExporter::RecordRequest(const std::string& tenant, int http_status, Protocol protocol) {
   // Family::Add is thread-safe and returns the existing series for known labels.
   requests_
@@ -102,6 +108,9 @@ std::string MetricsExporter::Render() const {
     for (prometheus::MetricFamily& family : documents_->Collect()) {
       families.push_back(std::move(family));
     }
+  }
+  if (response_store_calls_) {
+    AddResponseStoreFamilies({{"model_name", model_name_}}, response_store_calls_(), families);
   }
   for (prometheus::MetricFamily& family : registry_->Collect()) {
     families.push_back(std::move(family));

@@ -4,10 +4,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "cache_store/store/redis_pool.h"
 #include "scheduler/metrics.h"
 #include "server/metrics/tenant_labels.h"
 
@@ -64,6 +66,9 @@ class MetricsExporter {
   // Adds the document store's families (document_collector.h), read from `stats` at each
   // scrape. Call before the first Render.
   void AddDocuments(std::function<documents::DocumentStats()> stats);
+  // Adds the stored responses' shared-tier families (response_store_families.h), read from
+  // `calls` at each scrape (thread-safe; none for a local store). Call before the first Render.
+  void AddResponseStore(std::function<std::optional<cache_store::RedisCallStats>()> calls);
 
   // A request answered with `http_status` (a gRPC call: its status's HTTP equivalent).
   // Thread-safe.
@@ -83,6 +88,7 @@ class MetricsExporter {
   std::string model_name_;
   std::unique_ptr<SchedulerCollector> scheduler_;
   std::unique_ptr<DocumentCollector> documents_;  // null until AddDocuments
+  std::function<std::optional<cache_store::RedisCallStats>()> response_store_calls_;
   std::unique_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;    // owned by registry_
   prometheus::Family<prometheus::Counter>* rejections_;  // owned by registry_

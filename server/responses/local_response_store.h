@@ -31,6 +31,9 @@ class LocalResponseStore final : public ResponseStore {
   absl::StatusOr<StoredResponse> Get(const std::string& tenant, const std::string& id) override;
   absl::Status Delete(const std::string& tenant, const std::string& id) override;
   bool remote() const override { return false; }
+  std::optional<cache_store::RedisCallStats> SharedTierCalls() const override {
+    return std::nullopt;
+  }
 
  private:
   LocalResponseStore(std::unique_ptr<rocksdb::DB> db, absl::Duration ttl);

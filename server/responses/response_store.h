@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cache_store/store/redis_pool.h"
 #include "structured/json_rules.h"
 
 namespace kvd::server::responses {
@@ -36,6 +38,8 @@ class ResponseStore {
   [[nodiscard]] virtual absl::Status Delete(const std::string& tenant, const std::string& id) = 0;
   // Whether calls wait on the network, so that HTTP threads hand them to workers.
   virtual bool remote() const = 0;
+  // The calls made to the shared tier so far (for /metrics); none for a local store.
+  virtual std::optional<cache_store::RedisCallStats> SharedTierCalls() const = 0;
 };
 
 // A record as both stores keep it: {"expires_at": unix seconds, "response", "conversation"}.

@@ -25,6 +25,9 @@ class SharedResponseStore final : public ResponseStore {
   absl::StatusOr<StoredResponse> Get(const std::string& tenant, const std::string& id) override;
   absl::Status Delete(const std::string& tenant, const std::string& id) override;
   bool remote() const override { return true; }
+  std::optional<cache_store::RedisCallStats> SharedTierCalls() const override {
+    return pool_->Stats();
+  }
 
  private:
   std::string Key(const std::string& tenant, const std::string& id) const;

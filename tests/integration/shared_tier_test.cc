@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -158,6 +160,18 @@ TEST_F(SharedTierTest, AnyReplicaContinuesAnyStoredResponse) {
   EXPECT_EQ(Curl("DELETE", a.url("/v1/responses/" + id)).status, 200);
   EXPECT_EQ(Curl("GET", b.url("/v1/responses/" + id)).status, 404);
   EXPECT_NE(b.logs().find("responses: stored in the shared tier"), std::string::npos);
+  // B read the first response twice and the deleted one once: its metrics count the reads.
+  const HttpResult metrics = Curl("GET", b.url("/metrics"));
+  ASSERT_EQ(metrics.status, 200);
+  std::istringstream lines(metrics.body);
+  std::optional<double> reads;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("kvd_response_store_remote_requests_total{") &&
+        line.find("op=\"read\"") != std::string::npos) {
+      reads = std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  EXPECT_EQ(reads, 3.0) << metrics.body;
 }
 
 // A response continuing a stored one reads its conversation from Redis on a worker; a SIGTERM

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -158,10 +159,16 @@ documents::DocumentStats SampleDocumentStats() {
   return s;
 }
 
+std::optional<cache_store::RedisCallStats> SampleResponseStoreCalls() {
+  return cache_store::RedisCallStats{
+      .reads = 12, .writes = 5, .failures = 1, .seconds = MakeHistogram({0.01}, {15, 2}, 0.09)};
+}
+
 std::unique_ptr<MetricsExporter> MakeExporter(MetricsSnapshot snapshot = SampleSnapshot()) {
   auto exporter = std::make_unique<MetricsExporter>(
       kModel, std::vector<std::string>{"alpha", "beta"}, [snapshot] { return snapshot; });
   exporter->AddDocuments(SampleDocumentStats);
+  exporter->AddResponseStore(SampleResponseStoreCalls);
   return exporter;
 }
 
@@ -219,6 +226,9 @@ constexpr FamilyType kFamilies[] = {
     {"kvd_document_tier_requests_total", "counter"},
     {"kvd_document_tier_bytes", "gauge"},
     {"kvd_document_tier_documents", "gauge"},
+    {"kvd_response_store_remote_requests_total", "counter"},
+    {"kvd_response_store_remote_failures_total", "counter"},
+    {"kvd_response_store_remote_request_seconds", "histogram"},
 };
 
 TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
@@ -233,7 +243,7 @@ TEST(MetricsExporterTest, EveryFamilyHasItsTypeAndAHelpWithAUnit) {
     EXPECT_TRUE(std::regex_search(
         line,
         std::regex(
-            R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups|entries|refreshes)\b)")))
+            R"(\((ratio|seconds|tokens|sequences|requests|steps|blocks|documents|bytes|lookups|entries|refreshes|calls)\b)")))
         << "no unit in: " << line;
   }
 }
@@ -366,6 +376,22 @@ TEST(MetricsExporterTest, DocumentFamiliesCarryTheStatsWithBoundedTenants) {
   EXPECT_EQ(ValueOf(samples, "kvd_document_compression_seconds_bucket", {{"le", "1"}}), 5);
   EXPECT_EQ(ValueOf(samples, "kvd_document_kept_ratio_count"), 5);
   EXPECT_EQ(ValueOf(samples, "kvd_document_load_seconds_sum"), 0.04);
+}
+
+TEST(MetricsExporterTest, ResponseStoreFamiliesCarryItsCallsAndZerosWithoutASharedTier) {
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
+  EXPECT_EQ(ValueOf(samples, "kvd_response_store_remote_requests_total", {{"op", "read"}}), 12);
+  EXPECT_EQ(ValueOf(samples, "kvd_response_store_remote_requests_total", {{"op", "write"}}), 5);
+  EXPECT_EQ(ValueOf(samples, "kvd_response_store_remote_failures_total"), 1);
+  EXPECT_EQ(ValueOf(samples, "kvd_response_store_remote_request_seconds_count"), 17);
+
+  MetricsExporter local(kModel, {}, [] { return MetricsSnapshot{}; });
+  local.AddResponseStore([] { return std::optional<cache_store::RedisCallStats>(); });
+  const std::vector<Sample> zeros = ParseSamples(local.Render());
+  EXPECT_EQ(ValueOf(zeros, "kvd_response_store_remote_requests_total", {{"op", "read"}}), 0);
+  EXPECT_EQ(ValueOf(zeros, "kvd_response_store_remote_failures_total"), 0);
+  EXPECT_EQ(ValueOf(zeros, "kvd_response_store_remote_request_seconds_count"), 0);
+  EXPECT_FALSE(Find(zeros, "kvd_response_store_remote_request_seconds_bucket").empty());
 }
 
 TEST(MetricsExporterTest, RequestsCountByTenantAndStatusClass) {
