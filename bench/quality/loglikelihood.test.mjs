@@ -6,7 +6,7 @@
 // (the benchmark's documents, the value of a key, three other values of the same document as
 // distractors), the pick of the most likely answer is at least as accurate as greedy answering,
 // and each pick's tokens are scored as greedy when greedy answering got them. vLLM's
-// prompt_logprobs say what echo says.
+// prompt_logprobs say what echo says, and a scored prompt streams as it is returned whole.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -132,15 +132,65 @@ test("vLLM's prompt_logprobs agree with echo's, on completions and on chat", asy
   }
 });
 
-test('scoring refusals: max_tokens 0 needs echo and logprobs, and echo with logprobs cannot stream',
+test('scoring refusals: max_tokens 0 needs echo and logprobs, and at most 20 alternatives',
      async () => {
   await assert.rejects(
     client.completions.create({ model, prompt: 'the', max_tokens: 0 }),
     (error) => error.status === 400 && error.param === 'max_tokens');
   await assert.rejects(
-    client.completions.create({ model, prompt: 'the', echo: true, logprobs: 1, stream: true }),
-    (error) => error.status === 400 && error.param === 'echo');
-  await assert.rejects(
     client.completions.create({ model, prompt: 'the', prompt_logprobs: 21 }),
     (error) => error.status === 400 && error.param === 'prompt_logprobs');
+});
+
+// The streamed chunks of a choice put together: its text and its logprobs' arrays.
+async function Streamed(request) {
+  const choices = [];
+  for await (const chunk of await client.completions.create({ ...request, stream: true })) {
+    for (const part of chunk.choices) {
+      const choice = choices[part.index] ??= { text: '', logprobs: null, prompt_logprobs: null };
+      choice.text += part.text;
+      if (part.prompt_logprobs) choice.prompt_logprobs = part.prompt_logprobs;
+      if (part.logprobs) {
+        choice.logprobs ??= { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+        for (const key of Object.keys(choice.logprobs)) choice.logprobs[key].push(...part.logprobs[key]);
+      }
+    }
+  }
+  return choices;
+}
+
+test('a scored prompt streams as it is returned whole: echo with logprobs, and prompt_logprobs',
+     async () => {
+  const prompt = BenchDocument(12, 0, 100, 200, 1).text;
+  for (const request of [
+    { model, prompt, max_tokens: 0, echo: true, logprobs: 1 },
+    { model, prompt, max_tokens: 4, echo: true, logprobs: 2, temperature: 0 },
+    { model, prompt: [prompt, 'Q:vig'], max_tokens: 3, echo: true, logprobs: 0, temperature: 0,
+      prompt_logprobs: 1 },
+  ]) {
+    const whole = await client.completions.create(request);
+    const choices = await Streamed(request);
+    assert.equal(choices.length, whole.choices.length);
+    for (const [i, choice] of whole.choices.entries()) {
+      assert.equal(choices[i].text, choice.text, JSON.stringify(request));
+      assert.deepEqual(choices[i].logprobs, choice.logprobs, JSON.stringify(request));
+      assert.deepEqual(choices[i].prompt_logprobs, choice.prompt_logprobs ?? null);
+    }
+  }
+  const chatRequest = { model, messages: [{ role: 'user', content: 'Q:vig' }], max_tokens: 2,
+                        prompt_logprobs: 1, temperature: 0 };
+  const whole = await client.chat.completions.create(chatRequest);
+  let streamed = null;
+  let text = '';
+  for await (const chunk of await client.chat.completions.create({ ...chatRequest,
+                                                                   stream: true })) {
+    if (chunk.prompt_logprobs) {
+      assert.equal(streamed, null, 'the prompt is listed once');
+      assert.equal(text, '', 'ahead of the text');
+      streamed = chunk.prompt_logprobs;
+    }
+    text += chunk.choices[0]?.delta?.content ?? '';
+  }
+  assert.deepEqual(streamed, whole.prompt_logprobs);
+  assert.equal(text, whole.choices[0].message.content);
 });

@@ -207,9 +207,6 @@ absl::Status ResolvePromptLogprobs(const CompletionRequest& request, CompletionP
   int32_t alternatives = 0;
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(request.prompt_logprobs, "prompt_logprobs", 0, kMaxLogprobs, alternatives));
-  if (params.stream) {
-    return InvalidParam("prompt_logprobs", "'prompt_logprobs' is not supported when streaming");
-  }
   params.prompt_logprobs = true;
   params.request.prompt_logprobs =
       std::max(alternatives, params.request.prompt_logprobs.value_or(0));
@@ -227,10 +224,6 @@ absl::Status ResolveLogprobs(const CompletionRequest& request, CompletionParams&
     sampling.top_logprobs = std::max(0, logprobs);
     if (params.echo && logprobs >= 0) {
       // The echoed prompt's tokens come with their logprobs too (the first one has none).
-      if (params.stream) {
-        return InvalidParam("echo",
-                            "'echo' together with 'logprobs' is not supported when streaming");
-      }
       params.request.prompt_logprobs =
           std::max(logprobs, params.request.prompt_logprobs.value_or(0));
     }

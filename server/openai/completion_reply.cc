@@ -18,7 +18,8 @@ CompletionReply::CompletionReply(CompletionParams params,
       tokenizer_(tokenizer),
       model_name_(std::move(model_name)),
       id_(RandomId(params_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
-      created_(absl::ToUnixSeconds(absl::Now())) {}
+      created_(absl::ToUnixSeconds(absl::Now())),
+      prompt_sent_(generation_.output().size(), false) {}
 
 CompletionReply::~CompletionReply() = default;
 
@@ -70,11 +71,36 @@ std::string CompletionReply::StartChunks() const {
       json chunk = Chunk(index, {{"role", "assistant"}, {"content", ""}}, {}, 0, json());
       chunk["choices"][0]["logprobs"] = nullptr;
       data += SseData(chunk);
-    } else if (params_.echo) {
+    } else if (params_.echo && !ScoresPrompt()) {
       data += SseData(Chunk(index, generation_.output().choice(index).text, {}, 0, json()));
     }
   }
   return data;
+}
+
+json CompletionReply::PromptChunk(size_t index) const {
+  const ChoiceOutput& choice = generation_.output().choice(index);
+  const size_t prompt = index / params_.request.n;
+  if (params_.kind == ApiKind::kChat) {
+    if (index != 0) return json();
+    json chunk = Chunk(index, json::object(), {}, 0, json());
+    chunk["choices"][0]["logprobs"] = nullptr;
+    chunk["prompt_logprobs"] =
+        PromptLogprobsJson(tokenizer_, params_.prompts[prompt], choice.prompt_logprobs);
+    return chunk;
+  }
+  const std::string echoed = params_.echo ? params_.prompt_texts[prompt] : std::string();
+  json chunk = Chunk(index, echoed, {}, 0, json());
+  json& entry = chunk["choices"][0];
+  entry["logprobs"] = params_.echo && params_.logprobs >= 0
+                          ? EchoedLogprobsJson(tokenizer_, params_.prompts[prompt],
+                                               choice.prompt_logprobs, {}, echoed.size())
+                          : json();
+  if (params_.prompt_logprobs) {
+    entry["prompt_logprobs"] =
+        PromptLogprobsJson(tokenizer_, params_.prompts[prompt], choice.prompt_logprobs);
+  }
+  return chunk;
 }
 
 json CompletionReply::DeltaChunk(const ChoiceDelta& delta) const {
@@ -121,6 +147,12 @@ ReplyProgress CompletionReply::Poll() {
   const bool ended = generation_.Drain(deltas);
   if (params_.stream) {
     for (const ChoiceDelta& delta : deltas) {
+      // The first delta of a choice brings its prompt's scores.
+      if (ScoresPrompt() && !prompt_sent_[delta.choice]) {
+        prompt_sent_[delta.choice] = true;
+        json prompt = PromptChunk(delta.choice);
+        if (!prompt.is_null()) progress.stream_data += SseData(prompt);
+      }
       json chunk = DeltaChunk(delta);
       if (!chunk.is_null()) progress.stream_data += SseData(chunk);
     }

@@ -1,7 +1,9 @@
 // The reply to a (chat) completion request: a generation's output (generation.h) shaped as
 // OpenAI does — one JSON response, or server-sent events with the role first, finish reasons,
 // an optional usage chunk and `data: [DONE]`; errors after the 200 go in-band. With tools, the
-// calls stream as `delta.tool_calls`: id and name first, then argument fragments.
+// calls stream as `delta.tool_calls`: id and name first, then argument fragments. A scored
+// prompt streams as one chunk per choice ahead of its generated text, once the prompt's
+// logprobs are known: the echoed text with them (completions), and vLLM's prompt_logprobs.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,12 @@ class CompletionReply final : public AsyncReply {
   nlohmann::json FinishJson(const ChoiceOutput& choice,
                             std::optional<scheduler::FinishReason> finish) const;
   std::string StartChunks() const;
+  // Whether the prompt is scored (echo with logprobs, prompt_logprobs), so that an echo waits
+  // for the scores.
+  bool ScoresPrompt() const { return params_.request.prompt_logprobs.has_value(); }
+  // Choice `index`'s scored prompt as a chunk; null for a chat choice after the first (chat
+  // lists its one prompt's logprobs once).
+  nlohmann::json PromptChunk(size_t index) const;
   // `body`: chat's delta object, or completions' text.
   nlohmann::json Chunk(size_t index, nlohmann::json body,
                        const std::vector<engine::SampledToken>& logprobs, size_t text_offset,
@@ -55,6 +63,7 @@ class CompletionReply final : public AsyncReply {
   const std::string id_;
   const int64_t created_;
   bool started_ = false;
+  std::vector<bool> prompt_sent_;  // by choice, while ScoresPrompt() in a stream
 };
 
 }  // namespace kvd::server
