@@ -15,10 +15,9 @@ void AddResponseStoreFamilies(const metric_families::Labels& labels,
                               const std::optional<cache_store::RedisCallStats>& calls,
                               std::vector<prometheus::MetricFamily>& out) {
   const cache_store::RedisCallStats s = calls.value_or(cache_store::RedisCallStats{});
-  prometheus::MetricFamily requests =
-      Family("kvd_response_store_remote_requests_total",
-             "Calls of the stored responses to the shared tier, by kind (calls).",
-             MetricType::Counter);
+  prometheus::MetricFamily requests = Family(
+      "kvd_response_store_remote_requests_total",
+      "Calls of the stored responses to the shared tier, by kind (calls).", MetricType::Counter);
   AddValue(requests, With(labels, "op", "read"), static_cast<double>(s.reads));
   AddValue(requests, With(labels, "op", "write"), static_cast<double>(s.writes));
   out.push_back(std::move(requests));
