@@ -238,6 +238,39 @@ absl::StatusOr<std::vector<EntryMove>> SequenceKv::RemoveEntries(KvBlockPool& po
   return moves;
 }
 
+absl::Status SequenceKv::DropLast(KvBlockPool& pool, int32_t count) {
+  if (count < 0 || count > next_position_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "kv cache: cannot drop ", count, " entries of a sequence at position ", next_position_));
+  }
+  const int32_t block_size = pool.block_size();
+  for (size_t head = 0; head < lengths_.size(); ++head) {
+    const int32_t length = lengths_[head];
+    if (length < count) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kv cache: cannot drop ", count, " entries of a head that holds ", length));
+    }
+    for (int32_t index = length - count; index < length; ++index) {
+      if (pool.ref_count(block_tables_[head][index / block_size]) > 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("kv cache: entry ", index,
+                         " lies in a shared block; shared entries are never dropped"));
+      }
+    }
+  }
+  for (size_t head = 0; head < lengths_.size(); ++head) {
+    lengths_[head] -= count;
+    std::vector<int32_t>& blocks = block_tables_[head];
+    const size_t needed = static_cast<size_t>((lengths_[head] + block_size - 1) / block_size);
+    while (blocks.size() > needed) {
+      pool.Release(blocks.back());
+      blocks.pop_back();
+    }
+  }
+  next_position_ -= count;
+  return absl::OkStatus();
+}
+
 void SequenceKv::Release(KvBlockPool& pool) {
   for (auto& table : block_tables_) {
     for (int32_t block : table) pool.Release(block);

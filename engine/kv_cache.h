@@ -133,6 +133,11 @@ class SequenceKv {
   // shared prefix is never edited in place).
   [[nodiscard]] absl::StatusOr<std::vector<EntryMove>> RemoveEntries(
       KvBlockPool& pool, int32_t layer, int32_t kv_head, std::span<const int32_t> indices);
+  // Drops the last `count` entries of every (layer, kv head) and moves the next position back
+  // by `count`: entries a step appended that turned out unwanted (rejected draft tokens).
+  // Blocks left empty go back to the pool. FailedPrecondition, changing nothing, when a head
+  // holds fewer than `count` entries or a dropped entry lies in a block another sequence shares.
+  [[nodiscard]] absl::Status DropLast(KvBlockPool& pool, int32_t count);
   // Returns every block to the pool; the sequence is empty afterwards.
   void Release(KvBlockPool& pool);
 

@@ -14,6 +14,17 @@ absl::Status SchedulerConfig::Validate() const {
       !status.ok()) {
     return status;
   }
+  if (auto status =
+          base::CheckConfigKeys("speculative", base::KeysOf(kSpeculativeKeys), speculative);
+      !status.ok()) {
+    return status;
+  }
+  if (speculative.prompt_lookup_min > speculative.prompt_lookup_max) {
+    return base::ConfigKeyError(
+        "speculative.prompt_lookup_min",
+        absl::StrCat("prompt_lookup_min (", speculative.prompt_lookup_min,
+                     ") must be at most prompt_lookup_max (", speculative.prompt_lookup_max, ")"));
+  }
   if (max_num_batched_tokens < max_num_seqs) {
     return base::ConfigKeyError(
         "scheduler.max_num_batched_tokens",

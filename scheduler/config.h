@@ -29,6 +29,29 @@ struct PrefixCacheConfig {
   bool operator==(const PrefixCacheConfig&) const = default;
 };
 
+// How a decoding sequence drafts tokens for speculative decoding.
+enum class SpeculativeMethod {
+  kNone,   // one token per step
+  kNgram,  // prompt lookup: in the sequence's own tokens and in the document it continues
+};
+inline constexpr std::string_view kSpeculativeMethodChoices[] = {"none", "ngram"};
+
+// Speculative decoding: each decoding sequence drafts tokens, and one step verifies them all,
+// keeping the longest prefix the model itself would have produced (and the token after it).
+// The output is token for token what decoding one token per step gives, sampled or greedy.
+struct SpeculativeConfig {
+  // none or ngram. Not reloadable. Default none.
+  SpeculativeMethod method = SpeculativeMethod::kNone;
+  // Draft tokens per sequence and step, at most, in [1, 32]. Not reloadable. Default 4.
+  int32_t num_speculative_tokens = 4;
+  // ngram: the shortest and longest n-gram looked up, in [1, 16], min <= max. Not reloadable.
+  // Defaults 2 and 4.
+  int32_t prompt_lookup_min = 2;
+  int32_t prompt_lookup_max = 4;
+
+  bool operator==(const SpeculativeConfig&) const = default;
+};
+
 struct SchedulerConfig {
   // Sequences in one step, at most. Not reloadable. Default 256.
   int32_t max_num_seqs = 256;
@@ -60,10 +83,12 @@ struct SchedulerConfig {
   int32_t compression_tokens_per_step = 512;
   // YAML section `prefix_cache` (beside `scheduler`).
   PrefixCacheConfig prefix_cache;
+  // YAML section `speculative` (beside `scheduler`).
+  SpeculativeConfig speculative;
 
-  // Checks every key against its row of kSchedulerKeys / kPrefixCacheKeys, then the relations
-  // between them; an error is a base::ConfigKeyError about "scheduler.<key>" or
-  // "prefix_cache.<key>".
+  // Checks every key against its row of kSchedulerKeys / kPrefixCacheKeys / kSpeculativeKeys,
+  // then the relations between them; an error is a base::ConfigKeyError about
+  // "scheduler.<key>", "prefix_cache.<key>" or "speculative.<key>".
   [[nodiscard]] absl::Status Validate() const;
 };
 
@@ -109,6 +134,35 @@ inline constexpr base::ConfigKey<PrefixCacheConfig> kPrefixCacheKeys[] = {
      .member = &PrefixCacheConfig::max_pool_fraction,
      .range = {.min = 0, .max = 1, .min_open = true}},
     {.name = "kv_events", .member = &PrefixCacheConfig::kv_events},
+};
+
+// The keys of the YAML section `speculative`.
+inline constexpr base::ConfigKey<SpeculativeConfig> kSpeculativeKeys[] = {
+    {.name = "method",
+     .member = base::EnumMember<SpeculativeConfig>{
+         .name =
+             [](const SpeculativeConfig& c) {
+               return kSpeculativeMethodChoices[static_cast<size_t>(c.method)];
+             },
+         .set =
+             [](SpeculativeConfig& c, std::string_view name) {
+               for (size_t i = 0; i < std::size(kSpeculativeMethodChoices); ++i) {
+                 if (kSpeculativeMethodChoices[i] != name) continue;
+                 c.method = static_cast<SpeculativeMethod>(i);
+                 return true;
+               }
+               return false;
+             }},
+     .text = {.choices = kSpeculativeMethodChoices}},
+    {.name = "num_speculative_tokens",
+     .member = &SpeculativeConfig::num_speculative_tokens,
+     .range = {.min = 1, .max = 32}},
+    {.name = "prompt_lookup_min",
+     .member = &SpeculativeConfig::prompt_lookup_min,
+     .range = {.min = 1, .max = 16}},
+    {.name = "prompt_lookup_max",
+     .member = &SpeculativeConfig::prompt_lookup_max,
+     .range = {.min = 1, .max = 16}},
 };
 
 }  // namespace kvd::scheduler

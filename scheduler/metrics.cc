@@ -127,6 +127,16 @@ void SchedulerMetrics::RecordConstraintMask(double seconds) {
   totals_.constraint_mask_seconds_total += seconds;
 }
 
+void SchedulerMetrics::RecordSpeculation(int32_t drafted, int32_t accepted) {
+  base::MutexLock lock(mu_);
+  ++totals_.spec_decode_drafts;
+  totals_.spec_decode_draft_tokens += static_cast<uint64_t>(drafted);
+  totals_.spec_decode_accepted_tokens += static_cast<uint64_t>(accepted);
+  std::vector<uint64_t>& per_position = totals_.spec_decode_accepted_per_position;
+  if (std::ssize(per_position) < drafted) per_position.resize(static_cast<size_t>(drafted));
+  for (int32_t position = 0; position < accepted; ++position) ++per_position[position];
+}
+
 MetricsSnapshot SchedulerMetrics::Snapshot() const {
   base::MutexLock lock(mu_);
   MetricsSnapshot snapshot = totals_;

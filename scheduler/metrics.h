@@ -60,6 +60,12 @@ struct MetricsSnapshot {
   // scheduler thread building token masks and advancing through the constraint.
   uint64_t constrained_requests = 0;
   double constraint_mask_seconds_total = 0.0;
+  // Speculative decoding: steps in which a sequence verified drafts, the draft tokens, the
+  // accepted ones, and the accepted ones by position in their draft (0 first).
+  uint64_t spec_decode_drafts = 0;
+  uint64_t spec_decode_draft_tokens = 0;
+  uint64_t spec_decode_accepted_tokens = 0;
+  std::vector<uint64_t> spec_decode_accepted_per_position;
   // Histograms.
   base::HistogramSnapshot tokens_per_step;
   base::HistogramSnapshot step_seconds;
@@ -99,6 +105,8 @@ class SchedulerMetrics {
   void RecordRequestDone(double e2e_seconds);
   void RecordConstrainedRequest();
   void RecordConstraintMask(double seconds);
+  // A sequence's drafts of one step: `drafted` tokens, of which the first `accepted` were kept.
+  void RecordSpeculation(int32_t drafted, int32_t accepted);
 
   MetricsSnapshot Snapshot() const;
 

@@ -50,6 +50,9 @@ struct Sequence {
   // a KeepKV budget).
   std::optional<PrefixChain> prefix;
   std::vector<int32_t> tokens;                          // prompt, then output
+  // Speculative decoding: this step's input when it verifies drafts, the last sampled token
+  // followed by the draft tokens; empty in a step without drafts.
+  std::vector<int32_t> speculated;
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   // Preempted alone, short of blocks a compression held: admitted again once compressions hold
@@ -66,6 +69,10 @@ struct Sequence {
   }
   // Tokens the next step would compute for this sequence if the budget allowed.
   int32_t uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
+  // Draft tokens this step verifies.
+  int32_t num_drafts() const {
+    return speculated.empty() ? 0 : static_cast<int32_t>(speculated.size()) - 1;
+  }
 };
 
 }  // namespace kvd::scheduler::internal

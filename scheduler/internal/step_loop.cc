@@ -212,19 +212,23 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
   for (size_t i = 0; i < scheduled.size(); ++i) {
     Scheduled& item = scheduled[i];
     Sequence& sequence = *item.sequence;
-    const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
+    const bool speculates = !sequence.speculated.empty();
+    const bool completes =
+        speculates || sequence.num_computed + item.count == std::ssize(sequence.tokens);
     if (sequence.keepkv != nullptr &&
         sequence.keepkv->PrepareScores(*sequence.kv, item.count, completes, keepkv_scores_[i])) {
       item.scores = &keepkv_scores_[i];
     }
-    const engine::LogitRows rows = ScoresPrompt(sequence) ? engine::LogitRows::kAll
-                                   : completes            ? engine::LogitRows::kLast
-                                                          : engine::LogitRows::kNone;
-    steps.push_back(
-        {sequence.kv.get(),
-         std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count), rows,
-         item.scores});
-    const bool decoding = sequence.generated > 0 && item.count == 1 && completes;
+    // Verified drafts need a row at every position, as a scored prompt does.
+    const engine::LogitRows rows = ScoresPrompt(sequence) || speculates ? engine::LogitRows::kAll
+                                   : completes                          ? engine::LogitRows::kLast
+                                                                        : engine::LogitRows::kNone;
+    const std::span<const int32_t> tokens =
+        speculates
+            ? std::span<const int32_t>(sequence.speculated)
+            : std::span<const int32_t>(sequence.tokens).subspan(sequence.num_computed, item.count);
+    steps.push_back({sequence.kv.get(), tokens, rows, item.scores});
+    const bool decoding = sequence.generated > 0 && completes && (item.count == 1 || speculates);
     (decoding ? report.num_decode_tokens : report.num_prefill_tokens) += item.count;
   }
   // Compression parts ask for no logits, so the rows of the sequences' logits stay in order.
@@ -238,7 +242,9 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
   logits_request_.inverse_temperatures.clear();
   for (const Scheduled& item : scheduled) {
     const Sequence& sequence = *item.sequence;
-    const bool completes = sequence.num_computed + item.count == std::ssize(sequence.tokens);
+    const bool speculates = !sequence.speculated.empty();
+    const bool completes =
+        speculates || sequence.num_computed + item.count == std::ssize(sequence.tokens);
     if (ScoresPrompt(sequence)) {
       // The rows that score prompt tokens (all but a completing chunk's last), at temperature 1.
       logits_request_.top_k =
@@ -254,7 +260,8 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
     // Greedy rows take 1; a temperature so small its inverse overflows a float takes the
     // largest float (the draw is then a greedy pick either way).
     const double temperature = sequence.sampler->params().temperature;
-    logits_request_.inverse_temperatures.push_back(
+    logits_request_.inverse_temperatures.insert(
+        logits_request_.inverse_temperatures.end(), speculates ? item.count : 1,
         temperature > 0.0 ? static_cast<float>(std::min(1.0 / temperature,
                                                         double{std::numeric_limits<float>::max()}))
                           : 1.0f);
@@ -277,6 +284,16 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
   absl::Status error;
   for (const Scheduled& item : scheduled) {
     Sequence& sequence = *item.sequence;
+    if (!sequence.speculated.empty()) {
+      const int32_t first_row = row;
+      row += item.count;
+      if (std::find(failed.begin(), failed.end(), sequence.request) != failed.end()) continue;
+      if (absl::Status verified = VerifyDrafts(sequence, first_row, now); !verified.ok()) {
+        failed.push_back(sequence.request);
+        error = verified;
+      }
+      continue;
+    }
     sequence.num_computed += item.count;
     // KeepKV edits its own blocks in place, so a KeepKV sequence shares blocks but publishes none.
     if (sequence.prefix && sequence.keepkv == nullptr) {
@@ -308,7 +325,7 @@ void StepLoop::ProcessOutputs(std::span<const Scheduled> scheduled, absl::Time n
     // Forks share the prompt as KeepKV left it.
     absl::Status sampled =
         sequence.pending_forks > 0 ? Fork(sequence, logits_row, now) : absl::OkStatus();
-    if (sampled.ok()) sampled = SampleNext(sequence, logits_row, now);  // may retire `sequence`
+    if (sampled.ok()) sampled = SampleNext(sequence, logits_row, now).status();  // may retire it
     if (!sampled.ok()) {
       failed.push_back(sequence.request);
       error = sampled;
@@ -385,12 +402,14 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
     Sequence& forked = *child;
     waiting_.AddRunning(child->tenant());
     InsertRunning(std::move(child));
-    if (absl::Status status = SampleNext(forked, logits_row, now); !status.ok()) return status;
+    if (absl::Status status = SampleNext(forked, logits_row, now).status(); !status.ok()) {
+      return status;
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
+absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
   // A constrained sequence samples among the tokens its constraint allows next, those that
@@ -451,7 +470,7 @@ absl::Status StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::
   const std::optional<FinishReason> finish = event.finish_reason;
   request.channel->Push(std::move(event));
   if (finish) Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);
-  return absl::OkStatus();
+  return !finish.has_value();
 }
 
 void StepLoop::InsertRunning(std::unique_ptr<Sequence> sequence) {
@@ -477,6 +496,7 @@ void StepLoop::Preempt(std::unique_ptr<Sequence> sequence) {
   // Recompute: the blocks go back to the pool; the prompt and the tokens generated so far are
   // computed again on resumption, and generation continues where it stopped.
   ReleaseKv(*sequence);
+  sequence->speculated.clear();
   sequence->keepkv = NewKeepKv(sequence->request->request);  // compacts again once recomputed
   waiting_.Push(std::move(sequence));
 }

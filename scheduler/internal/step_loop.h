@@ -90,9 +90,18 @@ class StepLoop {
   // first tokens from the step's logit row `logits_row`.
   [[nodiscard]] absl::Status Fork(Sequence& parent, int32_t logits_row, absl::Time now);
   // Samples the next token from the step's logit row `logits_row` (its top logits, or the whole
-  // row when they leave the draw open), emits it, and retires the sequence if it finished.
-  // Fails only when the whole row cannot be read back.
-  [[nodiscard]] absl::Status SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now);
+  // row when they leave the draw open), emits it, and retires the sequence if it finished:
+  // whether the sequence goes on. Fails only when the whole row cannot be read back or the
+  // constraint refuses.
+  [[nodiscard]] absl::StatusOr<bool> SampleNext(Sequence& sequence, int32_t logits_row,
+                                                absl::Time now);
+  // Speculative decoding (step_speculation.cc). Sets `sequence.speculated` when the sequence
+  // decodes and drafts within `budget` tokens, clears it otherwise.
+  void Draft(Sequence& sequence, int32_t budget);
+  // After a step that computed `sequence.speculated` (logit rows from `first_row`): samples at
+  // each position while the draws confirm the drafts, emitting every draw, and drops the cache
+  // entries of the drafts that were not kept.
+  [[nodiscard]] absl::Status VerifyDrafts(Sequence& sequence, int32_t first_row, absl::Time now);
   // Whether the step computes a logit row for each of `sequence`'s tokens (its prompt is being
   // scored: prompt_logprobs).
   static bool ScoresPrompt(const Sequence& sequence);

@@ -161,6 +161,10 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("prefix_cache")) {
     ReadPrefixCache(document, *section, config.scheduler.prefix_cache, config.kv_events_zmq);
   }
+  if (auto section = r.Find("speculative")) {
+    ReadSection(document, *section, "speculative", scheduler::kSpeculativeKeys,
+                config.scheduler.speculative);
+  }
   ReadConfigKeys(r, kTopLevelKeys, config);
   std::vector<std::optional<YAML::Node>> tenant_keepkv;
   if (auto list = r.Find("tenants")) {

@@ -1,6 +1,7 @@
 #include "server/metrics/scheduler_collector.h"
 
 #include <map>
+#include <string>
 #include <utility>
 
 #include "server/metrics/metric_families.h"
@@ -70,6 +71,23 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
         it == s.finished_sequences.end() ? 0.0 : static_cast<double>(it->second));
   }
   out.push_back(std::move(success));
+  out.push_back(Single("vllm:spec_decode_num_drafts_total",
+                       "Speculative decoding: sequence steps that verified drafts (steps).",
+                       counter, vllm_labels_, static_cast<double>(s.spec_decode_drafts)));
+  out.push_back(Single("vllm:spec_decode_num_draft_tokens_total",
+                       "Speculative decoding: draft tokens verified (tokens).", counter,
+                       vllm_labels_, static_cast<double>(s.spec_decode_draft_tokens)));
+  out.push_back(Single("vllm:spec_decode_num_accepted_tokens_total",
+                       "Speculative decoding: draft tokens kept (tokens).", counter, vllm_labels_,
+                       static_cast<double>(s.spec_decode_accepted_tokens)));
+  MetricFamily per_position = Family(
+      "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+      "Speculative decoding: draft tokens kept, by position in their draft (tokens).", counter);
+  for (size_t position = 0; position < s.spec_decode_accepted_per_position.size(); ++position) {
+    AddValue(per_position, With(vllm_labels_, "position", std::to_string(position)),
+             static_cast<double>(s.spec_decode_accepted_per_position[position]));
+  }
+  out.push_back(std::move(per_position));
   out.push_back(Histogram("vllm:iteration_tokens_total",
                           "Tokens through the model per non-empty scheduler step (tokens).",
                           vllm_labels_, s.tokens_per_step));

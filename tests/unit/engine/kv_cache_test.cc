@@ -234,6 +234,53 @@ TEST_F(KvCacheTest, RemovedEntriesAreFilledFromTheEndAndEmptyBlocksReturn) {
   EXPECT_EQ((*pool)->num_free_blocks(), 16);
 }
 
+// Rejected draft tokens: a step's last entries go, in every head, and so do the blocks they
+// alone filled; what stays is what was there, and the next step appends after it.
+TEST_F(KvCacheTest, DroppingTheLastEntriesRollsEveryHeadBack) {
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 16, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv kv(1, 2);
+  ASSERT_TRUE(kv.Reserve(**pool, 3).ok());
+  kv.Advance(3);
+  const int32_t free_after_three = (*pool)->num_free_blocks();
+  ASSERT_TRUE(kv.Reserve(**pool, 6).ok());  // a token and five drafts: 9 entries, 3 blocks
+  kv.Advance(6);
+  NumberEntries(**pool, kv, 0, 0, 9, 0.0f);
+  ASSERT_TRUE(kv.DropLast(**pool, 4).ok());  // one draft accepted
+  EXPECT_EQ(kv.length(0, 0), 5);
+  EXPECT_EQ(kv.length(0, 1), 5);
+  EXPECT_EQ(kv.next_position(), 5);
+  EXPECT_EQ((*pool)->num_free_blocks(), free_after_three - 2) << "2 blocks a head, not 3";
+  EXPECT_EQ(EntryNumbers(**pool, kv, 0, 0), (std::vector<float>{0, 1, 2, 3, 4}));
+  ASSERT_TRUE(kv.DropLast(**pool, 0).ok());
+  EXPECT_EQ(kv.length(0, 0), 5);
+  EXPECT_EQ(kv.DropLast(**pool, 6).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kv.DropLast(**pool, -1).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(kv.length(0, 1), 5) << "a refused drop changes nothing";
+  kv.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 16);
+}
+
+TEST_F(KvCacheTest, EntriesOfASharedBlockAreNeverDropped) {
+  auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
+  ASSERT_TRUE(pool.ok());
+  SequenceKv prefix(1, 1);
+  ASSERT_TRUE(prefix.Reserve(**pool, 4).ok());
+  prefix.Advance(4);
+  SequenceKv question(1, 1);
+  question.ShareFrom(prefix, **pool);
+  ASSERT_TRUE(question.Reserve(**pool, 2).ok());
+  question.Advance(2);
+  EXPECT_EQ(question.DropLast(**pool, 3).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(question.length(0, 0), 6);
+  ASSERT_TRUE(question.DropLast(**pool, 2).ok());
+  EXPECT_EQ(question.blocks(0, 0).size(), 1u);
+  EXPECT_EQ(prefix.length(0, 0), 4);
+  question.Release(**pool);
+  prefix.Release(**pool);
+  EXPECT_EQ((*pool)->num_free_blocks(), 8);
+}
+
 TEST_F(KvCacheTest, SharedEntriesAreNeverEditedInPlace) {
   auto pool = KvBlockPool::Create(*backend_, {.num_blocks = 8, .block_size = 4, .head_dim = 2});
   ASSERT_TRUE(pool.ok());

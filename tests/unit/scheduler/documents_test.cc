@@ -123,6 +123,42 @@ TEST_F(DocumentsTest, StoredCacheAnswersConcurrentQuestionsAsTheFullPromptDoes) 
   }
 }
 
+// Answers copy the document's values, which the document's own token ids draft: fewer steps,
+// the same answers.
+TEST_F(DocumentsTest, DraftsFromTheDocumentsTokensLeaveAnswersUnchanged) {
+  SchedulerConfig plain = SmallConfig();
+  SchedulerConfig speculative = plain;
+  speculative.speculative = {.method = SpeculativeMethod::kNgram,
+                             .num_speculative_tokens = 6,
+                             .prompt_lookup_min = 2,
+                             .prompt_lookup_max = 4};
+  std::vector<std::vector<std::vector<int32_t>>> answers;
+  std::vector<MetricsSnapshot> metrics;
+  for (const SchedulerConfig& config : {plain, speculative}) {
+    auto scheduler = NewScheduler(config);
+    auto payload = std::make_shared<const cache_store::DocumentPayload>(
+        Compress(*scheduler, {.method = cache_store::CompressionMethod::kKvzip, .ratio = 0.5}));
+    std::vector<RequestHandle> handles;
+    for (const auto& [key, value] : document_.records) {
+      Request request = Ask(payload, key);
+      request.max_tokens = 24;
+      handles.push_back(*scheduler->Submit(std::move(request)));
+    }
+    RunUntilIdle(*scheduler);
+    answers.emplace_back();
+    for (RequestHandle& handle : handles) {
+      Outcome outcome;
+      testing::Drain(handle, outcome);
+      ASSERT_TRUE(outcome.ended && outcome.status.ok()) << outcome.status;
+      answers.back().push_back(outcome.tokens[0]);
+    }
+    metrics.push_back(scheduler->Metrics());
+  }
+  EXPECT_EQ(answers[0], answers[1]);
+  EXPECT_GT(metrics[1].spec_decode_accepted_tokens, 0u);
+  EXPECT_LT(metrics[1].steps, metrics[0].steps);
+}
+
 TEST_F(DocumentsTest, ConcurrentQuestionsShareOneCopyOfTheDocument) {
   auto scheduler = NewScheduler(SmallConfig());
   auto payload = std::make_shared<const cache_store::DocumentPayload>(

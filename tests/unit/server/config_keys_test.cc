@@ -44,6 +44,7 @@ std::vector<SectionKeys> EveryTable() {
       {"model", NamesOf(kModelKeys)},
       {"scheduler", NamesOf(scheduler::kSchedulerKeys)},
       {"prefix_cache", prefix_cache},
+      {"speculative", NamesOf(scheduler::kSpeculativeKeys)},
       {"tenants", NamesOf(kTenantKeys)},
       {"store", NamesOf(documents::kStoreKeys)},
       {"store.remote", NamesOf(documents::kRemoteTierKeys)},

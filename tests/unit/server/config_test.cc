@@ -258,6 +258,11 @@ prefix_cache:
   enabled: false
   max_pool_fraction: 0.5
   kv_events: true
+speculative:
+  method: ngram
+  num_speculative_tokens: 6
+  prompt_lookup_min: 1
+  prompt_lookup_max: 3
 store:
   data_dir: /var/lib/kvd
 responses:
@@ -300,6 +305,11 @@ logging:
   EXPECT_FALSE(config.scheduler.prefix_cache.enabled);
   EXPECT_DOUBLE_EQ(config.scheduler.prefix_cache.max_pool_fraction, 0.5);
   EXPECT_TRUE(config.scheduler.prefix_cache.kv_events);
+  EXPECT_EQ(config.scheduler.speculative,
+            (scheduler::SpeculativeConfig{.method = scheduler::SpeculativeMethod::kNgram,
+                                          .num_speculative_tokens = 6,
+                                          .prompt_lookup_min = 1,
+                                          .prompt_lookup_max = 3}));
   EXPECT_EQ(config.store.data_dir, "/var/lib/kvd");
   EXPECT_FALSE(config.responses.store);
   EXPECT_EQ(config.responses.ttl_seconds, 3600);
@@ -497,9 +507,11 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "max_connections_per_client, read_timeout_seconds, "
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds, "
             "health_step_timeout_seconds)");
-  EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
-            "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-            "prefix_cache, auth, tenants, store, documents, keepkv, responses, metrics, logging)");
+  EXPECT_EQ(
+      ParseError("store: {}\nschedular:\n  max_n: 2\n"),
+      "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
+      "prefix_cache, speculative, auth, tenants, store, documents, keepkv, responses, metrics, "
+      "logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads, tool_parser)");
@@ -529,6 +541,13 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
               HasSubstr("documents.default_ratio: must be 1"));
   EXPECT_THAT(ParseError("documents:\n  default_method: snapkv\n"),
               HasSubstr("documents.default_method"));
+  EXPECT_THAT(ParseError("speculative:\n  method: eagle\n"),
+              HasSubstr("config.yaml:2: speculative.method"));
+  EXPECT_THAT(ParseError("speculative:\n  num_speculative_tokens: 33\n"),
+              HasSubstr("speculative.num_speculative_tokens"));
+  EXPECT_THAT(ParseError("speculative:\n  prompt_lookup_min: 5\n  prompt_lookup_max: 3\n"),
+              HasSubstr("speculative.prompt_lookup_min: prompt_lookup_min (5) must be at most "
+                        "prompt_lookup_max (3)"));
   EXPECT_EQ(ParseError("metrics:\n  enable: true\n"),
             "config.yaml:2: metrics.enable: unknown key (expected one of enabled)");
   EXPECT_EQ(ParseError("logging:\n  lvl: info\n"),

@@ -132,6 +132,10 @@ MetricsSnapshot SampleSnapshot() {
   s.prefix_cache_hits = 32;
   s.finished_sequences[FinishReason::kStop] = 4;
   s.finished_sequences[FinishReason::kLength] = 1;
+  s.spec_decode_drafts = 6;
+  s.spec_decode_draft_tokens = 20;
+  s.spec_decode_accepted_tokens = 9;
+  s.spec_decode_accepted_per_position = {5, 3, 1, 0};
   s.step_seconds_total = 0.5;
   s.forward_seconds_total = 0.4;
   s.tokens_per_step = MakeHistogram({1, 8, 16}, {3, 2, 4, 1}, 70);
@@ -188,6 +192,10 @@ constexpr FamilyType kFamilies[] = {
     {"vllm:prefix_cache_queries_total", "counter"},
     {"vllm:prefix_cache_hits_total", "counter"},
     {"vllm:request_success_total", "counter"},
+    {"vllm:spec_decode_num_drafts_total", "counter"},
+    {"vllm:spec_decode_num_draft_tokens_total", "counter"},
+    {"vllm:spec_decode_num_accepted_tokens_total", "counter"},
+    {"vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter"},
     {"vllm:iteration_tokens_total", "histogram"},
     {"vllm:time_to_first_token_seconds", "histogram"},
     {"vllm:inter_token_latency_seconds", "histogram"},
@@ -286,6 +294,17 @@ TEST(MetricsExporterTest, GaugesAndCountersCarryTheSnapshot) {
   EXPECT_EQ(ValueOf(samples, "kvd_prefix_cache_blocks"), 48);
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_prefix_cache_hits_total", {{"tenant", "alpha"}}), 32);
   EXPECT_EQ(ValueOf(samples, "kvd_tenant_prefix_cache_queries_total", {{"tenant", "alpha"}}), 40);
+}
+
+TEST(MetricsExporterTest, SpeculativeDecodingCountsDraftsAndKeptTokensByPosition) {
+  const std::vector<Sample> samples = ParseSamples(MakeExporter()->Render());
+  EXPECT_EQ(ValueOf(samples, "vllm:spec_decode_num_drafts_total"), 6);
+  EXPECT_EQ(ValueOf(samples, "vllm:spec_decode_num_draft_tokens_total"), 20);
+  EXPECT_EQ(ValueOf(samples, "vllm:spec_decode_num_accepted_tokens_total"), 9);
+  EXPECT_EQ(Find(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total").size(), 4u);
+  EXPECT_EQ(
+      ValueOf(samples, "vllm:spec_decode_num_accepted_tokens_per_pos_total", {{"position", "1"}}),
+      3);
 }
 
 TEST(MetricsExporterTest, EveryFinishReasonIsPresent) {

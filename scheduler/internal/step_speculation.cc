@@ -1,0 +1,71 @@
+// StepLoop's speculative decoding: the drafts a decoding sequence carries into a step, and
+// their verification after it. A draft token is kept when the token the sequence's sampler
+// draws at its position (from the step's logits, with the sequence's own random stream,
+// penalties and constraint) is that token; the first draw that differs is kept instead and
+// ends the run, and the cache entries of the drafts after it are dropped. Since every kept token
+// is the draw decoding one token per step would have made, the output is unchanged, token for
+// token, greedy or sampled.
+#include <algorithm>
+
+#include "base/check.h"
+#include "scheduler/internal/ngram_drafter.h"
+#include "scheduler/internal/step_loop.h"
+
+namespace kvd::scheduler::internal {
+
+void StepLoop::Draft(Sequence& sequence, int32_t budget) {
+  sequence.speculated.clear();
+  const SpeculativeConfig& speculative = config_.speculative;
+  if (speculative.method == SpeculativeMethod::kNone) return;
+  // Decoding a plain sequence: KeepKV edits its heads after each step, and a prompt still being
+  // computed or scored has no draws to verify.
+  if (sequence.uncomputed() != 1 || sequence.generated == 0 || sequence.keepkv != nullptr ||
+      sequence.pending_forks > 0 || ScoresPrompt(sequence)) {
+    return;
+  }
+  const Request& request = sequence.request->request;
+  // Every verified position may emit a token: no more than max_tokens in all.
+  const int32_t room = std::min({speculative.num_speculative_tokens, budget - 1,
+                                 request.max_tokens - sequence.generated - 1});
+  if (room <= 0) return;
+  std::span<const int32_t> document;
+  if (request.document) document = request.document->payload->prefix_token_ids;
+  const std::vector<int32_t> drafts = ProposeNgramDraft(
+      sequence.tokens, document,
+      {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max}, room);
+  if (drafts.empty()) return;
+  sequence.speculated.reserve(drafts.size() + 1);
+  sequence.speculated.push_back(sequence.tokens.back());
+  sequence.speculated.insert(sequence.speculated.end(), drafts.begin(), drafts.end());
+}
+
+absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl::Time now) {
+  const std::vector<int32_t> drafts(sequence.speculated.begin() + 1, sequence.speculated.end());
+  sequence.speculated.clear();
+  sequence.num_computed += 1;  // the last sampled token's entries are the sequence's
+  int32_t accepted = 0;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    absl::StatusOr<bool> goes_on = SampleNext(sequence, first_row + static_cast<int32_t>(i), now);
+    if (!goes_on.ok()) return goes_on.status();
+    if (!*goes_on) {  // finished: its blocks are gone already
+      metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
+      return absl::OkStatus();
+    }
+    if (i == drafts.size() || sequence.tokens.back() != drafts[i]) break;
+    ++accepted;
+    sequence.num_computed += 1;
+  }
+  metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
+  KVD_CHECK(sequence.uncomputed() == 1);
+  if (absl::Status dropped =
+          sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);
+      !dropped.ok()) {
+    return dropped;
+  }
+  if (sequence.prefix) {
+    prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix, *sequence.kv);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace kvd::scheduler::internal

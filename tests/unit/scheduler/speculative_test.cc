@@ -1,0 +1,203 @@
+// Speculative decoding in the scheduler: with n-gram drafts, every request's output is token for
+// token what one token per step gives (greedy or seeded sampling, n > 1, penalties, stop
+// strings, logprobs, constraints, a cached prefix, a cache too small for every draft), while
+// drafts are both kept and refused along the way.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "structured/json_schema_grammar.h"
+#include "tests/unit/scheduler/scheduler_fixture.h"
+
+namespace kvd::scheduler::testing {
+namespace {
+
+struct Results {
+  std::vector<Outcome> outcomes;
+  std::vector<std::map<int32_t, std::vector<float>>> logprobs;  // per request and choice
+  MetricsSnapshot metrics;
+};
+
+class SpeculativeTest : public SchedulerTest {
+ protected:
+  static SchedulerConfig Speculating(SchedulerConfig config, int32_t tokens = 4) {
+    config.speculative = {.method = SpeculativeMethod::kNgram,
+                          .num_speculative_tokens = tokens,
+                          .prompt_lookup_min = 1,
+                          .prompt_lookup_max = 3};
+    return config;
+  }
+
+  // Submits every request at once and steps until all have ended.
+  Results RunAll(const SchedulerConfig& config, const std::vector<Request>& requests) {
+    auto scheduler = NewScheduler(config);
+    std::vector<RequestHandle> handles;
+    for (const Request& request : requests) handles.push_back(scheduler->Submit(request).value());
+    Results run;
+    run.outcomes.resize(requests.size());
+    run.logprobs.resize(requests.size());
+    while (scheduler->HasWork()) {
+      auto report = scheduler->Step();
+      EXPECT_TRUE(report.ok()) << report.status();
+      for (size_t i = 0; i < handles.size(); ++i) {
+        while (auto event = handles[i].Next(absl::ZeroDuration())) {
+          for (const engine::SampledToken& token : event->logprobs) {
+            run.logprobs[i][event->index].push_back(token.logprob);
+          }
+          Outcome& outcome = run.outcomes[i];
+          if (event->final) {
+            outcome.ended = true;
+            outcome.usage = event->usage;
+            outcome.status = event->status;
+            continue;
+          }
+          const size_t index = static_cast<size_t>(event->index);
+          if (outcome.tokens.size() <= index) {
+            outcome.tokens.resize(index + 1);
+            outcome.text.resize(index + 1);
+            outcome.finish.resize(index + 1);
+            outcome.stop_string.resize(index + 1);
+          }
+          outcome.tokens[index].insert(outcome.tokens[index].end(), event->token_ids.begin(),
+                                       event->token_ids.end());
+          outcome.text[index] += event->text;
+          if (event->finish_reason) outcome.finish[index] = event->finish_reason;
+          outcome.stop_string[index] = event->stop_string;
+        }
+      }
+    }
+    run.metrics = scheduler->Metrics();
+    EXPECT_EQ(run.metrics.kv_blocks_free, run.metrics.kv_blocks_total) << "blocks leaked";
+    return run;
+  }
+
+  // The same requests with and without drafts: equal outputs, and drafts both kept and refused.
+  void ExpectSameOutputs(const SchedulerConfig& config, const std::vector<Request>& requests,
+                         int32_t draft_tokens = 4) {
+    const Results plain = RunAll(config, requests);
+    const Results speculative = RunAll(Speculating(config, draft_tokens), requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Outcome& a = plain.outcomes[i];
+      const Outcome& b = speculative.outcomes[i];
+      ASSERT_TRUE(a.ended && b.ended) << "request " << i;
+      EXPECT_TRUE(a.status.ok()) << a.status;
+      EXPECT_TRUE(b.status.ok()) << b.status;
+      EXPECT_EQ(a.tokens, b.tokens) << "request " << i;
+      EXPECT_EQ(a.text, b.text) << "request " << i;
+      EXPECT_EQ(a.finish, b.finish) << "request " << i;
+      EXPECT_EQ(a.stop_string, b.stop_string) << "request " << i;
+      EXPECT_EQ(a.usage.completion_tokens, b.usage.completion_tokens) << "request " << i;
+      ASSERT_EQ(plain.logprobs[i].size(), speculative.logprobs[i].size());
+      for (const auto& [choice, logprobs] : plain.logprobs[i]) {
+        const std::vector<float>& other = speculative.logprobs[i].at(choice);
+        ASSERT_EQ(logprobs.size(), other.size());
+        for (size_t t = 0; t < logprobs.size(); ++t) {
+          EXPECT_NEAR(logprobs[t], other[t], 1e-4) << "request " << i << " choice " << choice;
+        }
+      }
+    }
+    EXPECT_EQ(plain.metrics.spec_decode_drafts, 0u);
+    EXPECT_GT(speculative.metrics.spec_decode_accepted_tokens, 0u) << "no draft was ever kept";
+    EXPECT_GT(speculative.metrics.spec_decode_draft_tokens,
+              speculative.metrics.spec_decode_accepted_tokens)
+        << "no draft was ever refused";
+    EXPECT_LT(speculative.metrics.steps, plain.metrics.steps) << "drafts saved no step";
+    EXPECT_EQ(speculative.metrics.generation_tokens, plain.metrics.generation_tokens);
+    uint64_t kept_by_position = 0;
+    for (uint64_t kept : speculative.metrics.spec_decode_accepted_per_position) {
+      kept_by_position += kept;
+    }
+    EXPECT_EQ(kept_by_position, speculative.metrics.spec_decode_accepted_tokens);
+  }
+
+  // A prompt that says the same thing twice, so that its continuation has something to copy.
+  static std::vector<int32_t> RepeatingPrompt(std::mt19937& random, int32_t length) {
+    std::vector<int32_t> prompt = RandomPrompt(random, length);
+    const std::vector<int32_t> once(prompt.begin() + 1, prompt.end());
+    prompt.insert(prompt.end(), once.begin(), once.end());
+    prompt.insert(prompt.end(), once.begin(), once.begin() + length / 2);
+    return prompt;
+  }
+};
+
+TEST_F(SpeculativeTest, GreedyOutputsAreUnchangedAloneAndInABatch) {
+  std::mt19937 random(5);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) requests.push_back(Greedy(RepeatingPrompt(random, 12), 40));
+  ExpectSameOutputs(SmallConfig(), {requests.front()});
+  ExpectSameOutputs(SmallConfig(), requests);
+}
+
+TEST_F(SpeculativeTest, SeededSamplingIsUnchangedWithPenaltiesLogprobsAndSeveralChoices) {
+  std::mt19937 random(6);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 4; ++i) {
+    Request request = Greedy(RepeatingPrompt(random, 10), 48);
+    request.sampling = {.temperature = 0.7f,
+                        .top_p = 0.95f,
+                        .repetition_penalty = i % 2 == 0 ? 1.0f : 1.1f,
+                        .seed = 40 + static_cast<uint64_t>(i),
+                        .logprobs = true,
+                        .top_logprobs = 2};
+    request.n = i == 0 ? 3 : 1;
+    requests.push_back(std::move(request));
+  }
+  ExpectSameOutputs(SmallConfig(), requests);
+}
+
+TEST_F(SpeculativeTest, StopsAndLimitsEndTheOutputWhereTheyWouldWithoutDrafts) {
+  std::mt19937 random(7);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) {
+    Request request = Greedy(RepeatingPrompt(random, 12), 3 + 5 * i);
+    request.ignore_eos = false;
+    request.min_tokens = i % 3;
+    requests.push_back(std::move(request));
+  }
+  // Stop strings taken from the plain run's own outputs, so they are met mid-draft.
+  const Results plain = RunAll(SmallConfig(), requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const std::string& text = plain.outcomes[i].text[0];
+    if (text.size() >= 6) requests[i].stop = {text.substr(text.size() / 2, 2)};
+  }
+  ExpectSameOutputs(SmallConfig(), requests);
+}
+
+TEST_F(SpeculativeTest, CachedPrefixesAndACacheTooSmallForEveryDraftChangeNothing) {
+  std::mt19937 random(5);  // prompts whose continuations keep some drafts and refuse others
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) requests.push_back(Greedy(RepeatingPrompt(random, 12), 40));
+  // The later two share the first one's prefix through the cache.
+  ExpectSameOutputs(SmallConfig(), {requests[0], requests[0], requests[0]}, /*draft_tokens=*/8);
+  SchedulerConfig small = SmallConfig();
+  small.kv_cache_bytes = KvBytesForTokens(3 * 64);  // three sequences at most, with drafts less
+  ExpectSameOutputs(small, requests, /*draft_tokens=*/8);
+}
+
+TEST_F(SpeculativeTest, ConstrainedOutputsAreUnchanged) {
+  static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
+      structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
+  const auto constraint = std::make_shared<const structured::Constraint>(
+      structured::CompileJsonSchema(
+          structured::JsonValue::parse(
+              R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 12},
+                  "b": {"type": "array", "items": {"type": "integer"}, "maxItems": 6}},
+                  "required": ["a", "b"], "additionalProperties": false})"),
+          structured::JsonWhitespace::kCompact)
+          .value(),
+      *trie);
+  std::mt19937 random(9);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 4; ++i) {
+    Request request = Greedy(RepeatingPrompt(random, 8), 80);
+    request.ignore_eos = false;
+    request.sampling = {.temperature = i == 0 ? 0.0f : 1.0f, .seed = 70 + static_cast<uint64_t>(i)};
+    request.constraint = constraint;
+    requests.push_back(std::move(request));
+  }
+  ExpectSameOutputs(SmallConfig(), requests);
+}
+
+}  // namespace
+}  // namespace kvd::scheduler::testing
