@@ -45,8 +45,8 @@ struct SpeculativeConfig {
   // Draft tokens per sequence and step, at most, in [1, 32]. Not reloadable. Default 4.
   int32_t num_speculative_tokens = 4;
   // ngram: the shortest and longest n-gram looked up, in [1, 16], min <= max. Not reloadable.
-  // Defaults 2 and 4.
-  int32_t prompt_lookup_min = 2;
+  // Defaults 1 and 4.
+  int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
 
   bool operator==(const SpeculativeConfig&) const = default;

@@ -5,6 +5,10 @@
 namespace kvd::scheduler::internal {
 namespace {
 
+// The shortest match looked up in the sequence's own tokens: one repeated token predicts little
+// there, while in the document it continues it is where a copy resumes.
+constexpr int32_t kMinOwnN = 2;
+
 bool MatchesAt(std::span<const int32_t> text, size_t start, std::span<const int32_t> pattern) {
   return std::equal(pattern.begin(), pattern.end(), text.begin() + static_cast<ptrdiff_t>(start));
 }
@@ -25,7 +29,7 @@ std::vector<int32_t> ProposeNgramDraft(std::span<const int32_t> context,
     const size_t length = static_cast<size_t>(n);
     const std::span<const int32_t> pattern = context.last(length);
     // The latest occurrence that ends before the pattern itself, so something follows it.
-    for (size_t start = context.size() - length; start-- > 0;) {
+    for (size_t start = n >= kMinOwnN ? context.size() - length : 0; start-- > 0;) {
       if (MatchesAt(context, start, pattern)) return Following(context, start + length, max_tokens);
     }
     // The first occurrence in the document with at least one token after it.

@@ -17,8 +17,9 @@ struct NgramLookup {
 };
 
 // Up to `max_tokens` tokens to follow `context`: for n from max_n down to min_n, the tokens
-// after the latest earlier occurrence of context's last n tokens in `context` itself, or else
-// after their first occurrence in `document`. Empty when nothing matches.
+// after the latest earlier occurrence of context's last n tokens in `context` itself (for n of
+// 2 or more: one repeated token of a sequence's own text predicts little), or else after their
+// first occurrence in `document`. Empty when nothing matches.
 std::vector<int32_t> ProposeNgramDraft(std::span<const int32_t> context,
                                        std::span<const int32_t> document, const NgramLookup& lookup,
                                        int32_t max_tokens);

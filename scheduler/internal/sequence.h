@@ -53,6 +53,10 @@ struct Sequence {
   // Speculative decoding: this step's input when it verifies drafts, the last sampled token
   // followed by the draft tokens; empty in a step without drafts.
   std::vector<int32_t> speculated;
+  // Drafts refused whole in a row, and the steps still to decode without drafting: a sequence
+  // whose drafts keep failing drafts ever more rarely (1 step in 2, 4, 8, 16).
+  int32_t refused_drafts = 0;
+  int32_t steps_without_drafts = 0;
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   // Preempted alone, short of blocks a compression held: admitted again once compressions hold

@@ -12,6 +12,12 @@
 #include "scheduler/internal/step_loop.h"
 
 namespace kvd::scheduler::internal {
+namespace {
+
+// After this many drafts refused in a row, a sequence drafts once in 2^4 steps at most.
+constexpr int32_t kMaxDraftBackoffShift = 4;
+
+}  // namespace
 
 void StepLoop::Draft(Sequence& sequence, int32_t budget) {
   sequence.speculated.clear();
@@ -21,6 +27,10 @@ void StepLoop::Draft(Sequence& sequence, int32_t budget) {
   // computed or scored has no draws to verify.
   if (sequence.uncomputed() != 1 || sequence.generated == 0 || sequence.keepkv != nullptr ||
       sequence.pending_forks > 0 || ScoresPrompt(sequence)) {
+    return;
+  }
+  if (sequence.steps_without_drafts > 0) {
+    --sequence.steps_without_drafts;
     return;
   }
   const Request& request = sequence.request->request;
@@ -56,6 +66,9 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
     sequence.num_computed += 1;
   }
   metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
+  sequence.refused_drafts = accepted == 0 ? sequence.refused_drafts + 1 : 0;
+  sequence.steps_without_drafts =
+      (1 << std::clamp(sequence.refused_drafts - 1, 0, kMaxDraftBackoffShift)) - 1;
   KVD_CHECK(sequence.uncomputed() == 1);
   if (absl::Status dropped =
           sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);

@@ -26,6 +26,7 @@
 #include "engine/model_config.h"
 #include "kernels/backend.h"
 #include "server/cli/exit_status.h"
+#include "server/cli/speculative_bench_run.h"
 #include "server/cli/type_choices.h"
 #include "structured/constraint_cache.h"
 #include "text/tokenizer.h"
@@ -61,6 +62,8 @@ struct BenchOptions {
   std::string scheduler_json_schema;  // with --scheduler: measured constrained too
   std::string store_dir = std::filesystem::temp_directory_path().string();
   bench::StoreWriteBenchOptions store_options;
+  bool speculative = false;
+  SpeculativeBenchRun speculative_run;
 };
 
 void PrintPerturbationRows(const std::vector<bench::PerturbationRow>& rows) {
@@ -291,6 +294,15 @@ absl::Status RunBench(const BenchOptions& options) {
   if (options.documents) return RunDocumentBench(options, **model);
   if (options.keepkv) return RunKeepKvBench(options, **model);
   if (options.scheduler) return RunSchedulerBench(options, **model);
+  if (options.speculative) {
+    SpeculativeBenchRun run = options.speculative_run;
+    run.model_dir = options.model_dir;
+    run.options.batch_sizes = options.throughput.batch_sizes;
+    run.options.prompt_tokens = options.throughput.prompt_tokens;
+    run.options.max_tokens = options.throughput.decode_tokens;
+    run.options.seed = options.throughput.seed;
+    return RunSpeculativeBench(run, **model);
+  }
   auto results = bench::MeasureThroughput(**model, options.throughput);
   if (!results.ok()) return results.status();
   // A decode step reads every weight once: its time against reading that many bytes at the
@@ -499,13 +511,67 @@ void AddBenchCommand(CLI::App& app) {
                    "Random walks per constraint, with --constraint-masks")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  command->add_flag("--speculative", options->speculative,
+                    "Measure speculative decoding (ngram drafts): the same greedy requests without "
+                    "and with drafts, in interleaved rounds, at each --batch; --decode-tokens is "
+                    "each request's max_tokens");
+  SpeculativeBenchRun& speculative = options->speculative_run;
+  command
+      ->add_option("--questions", speculative.questions_path,
+                   "With --speculative: questions about documents, JSON Lines of {\"doc\", "
+                   "\"queries\": [{\"prompt\"}]} (a model's question set); without it, random "
+                   "prompts")
+      ->check(CLI::ExistingFile);
+  command
+      ->add_option("--questions-documents", speculative.documents,
+                   "With --questions: how many of its documents to ask about")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  command
+      ->add_option("--stop", speculative.options.stop,
+                   "With --questions: stop strings of every question")
+      ->each([](const std::string& stop) {
+        if (stop.empty()) throw CLI::ValidationError("--stop", "a stop string may not be empty");
+      });
+  command
+      ->add_option("--random-requests", speculative.options.random_requests,
+                   "With --speculative and no --questions: how many random prompts")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  command
+      ->add_option("--random-vocab", speculative.options.prompt_vocab,
+                   "With --speculative and no --questions: draw prompt ids from the first N of "
+                   "the vocabulary (0: all); a few make prompts repeat, so drafts are tried")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  command
+      ->add_option("--draft-tokens", speculative.options.speculative.num_speculative_tokens,
+                   "With --speculative: draft tokens per sequence and step")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  command
+      ->add_option("--lookup-min", speculative.options.speculative.prompt_lookup_min,
+                   "With --speculative: the shortest n-gram matched")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  command
+      ->add_option("--lookup-max", speculative.options.speculative.prompt_lookup_max,
+                   "With --speculative: the longest n-gram matched")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  command
+      ->add_option("--rounds", speculative.options.rounds,
+                   "With --speculative: interleaved rounds of each measurement")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   command->add_flag("--op-times", options->op_times,
                     "Measure where a decode step's time goes, op by op: the host's time in each "
                     "backend call, and each op's time with the backend's queue drained around it");
   // One measurement a run: each of them excludes every other.
-  const char* const measurements[] = {
-      "--scheduler", "--documents",       "--keepkv",   "--sampling",         "--store-writes",
-      "--matmul",    "--merge-selection", "--op-times", "--constraint-masks", "--attention"};
+  const char* const measurements[] = {"--scheduler",       "--documents",    "--keepkv",
+                                      "--sampling",        "--store-writes", "--matmul",
+                                      "--merge-selection", "--op-times",     "--constraint-masks",
+                                      "--attention",       "--speculative"};
   for (const char* a : measurements) {
     for (const char* b : measurements) {
       if (a != b) command->get_option(a)->excludes(command->get_option(b));

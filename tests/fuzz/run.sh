@@ -48,6 +48,7 @@ declare -A settings=(
   [response_record]="4096 10 2048"
   [structured_constraint]="2048 20 2048"
   [tool_call_stream]="4096 10 2048"
+  [speculative_questions]="2048 10 2048"
   [http_request]="4096 10 2048"
   [grpc_generate]="2048 20 2048"
   [grpc_upload]="2048 10 2048"

@@ -31,7 +31,10 @@ TEST(NgramDrafterTest, TheDocumentIsSearchedWhenTheContextHasNoMatch) {
   // A longer match in the document beats a shorter one in the context.
   const Tokens context = {70, 5, 60, 70};
   EXPECT_EQ(ProposeNgramDraft(context, document, {.min_n = 1, .max_n = 2}, 1), (Tokens{80}));
-  EXPECT_EQ(ProposeNgramDraft(context, {}, {.min_n = 1, .max_n = 2}, 1), (Tokens{5}));
+  // One token matched: in the document it counts, in the sequence's own tokens it does not.
+  EXPECT_EQ(ProposeNgramDraft(Tokens{1, 2, 90}, document, {.min_n = 1, .max_n = 2}, 2),
+            (Tokens{60, 70}));
+  EXPECT_TRUE(ProposeNgramDraft(context, {}, {.min_n = 1, .max_n = 2}, 1).empty());
 }
 
 TEST(NgramDrafterTest, NothingIsProposedWithoutAMatchOrRoom) {
@@ -42,6 +45,8 @@ TEST(NgramDrafterTest, NothingIsProposedWithoutAMatchOrRoom) {
   EXPECT_TRUE(ProposeNgramDraft(Tokens{9, 2}, Tokens{1, 2}, {.min_n = 1, .max_n = 2}, 4).empty());
   // Shorter than min_n matches do not count.
   EXPECT_TRUE(ProposeNgramDraft(Tokens{5, 1, 6, 1}, {}, {.min_n = 2, .max_n = 3}, 4).empty());
+  EXPECT_TRUE(
+      ProposeNgramDraft(Tokens{5, 1, 6, 1}, Tokens{6, 1, 7}, {.min_n = 3, .max_n = 3}, 4).empty());
 }
 
 }  // namespace
