@@ -72,6 +72,10 @@ struct Request {
   // likely alternatives (0 to 20). Every prompt position is computed (no prefix cache); not
   // with a document or a KV budget. Unset, no row of a prompt's logits is read.
   std::optional<int32_t> prompt_logprobs;
+  // Draft tokens per step at most for this request's sequences under speculative decoding
+  // (SchedulerConfig::speculative), in [0, 32]; 0: none; above the config's, the config's.
+  // Unset: the config's.
+  std::optional<int32_t> num_speculative_tokens;
 };
 
 enum class FinishReason {

@@ -121,6 +121,11 @@ absl::Status Scheduler::Validate(const Request& request) const {
       return invalid("max_tokens 0 scores the prompt once: n must be 1, got ", request.n);
     }
   }
+  if (request.num_speculative_tokens &&
+      (*request.num_speculative_tokens < 0 || *request.num_speculative_tokens > 32)) {
+    return invalid("num_speculative_tokens must be in [0, 32], got ",
+                   *request.num_speculative_tokens);
+  }
   if (request.max_tokens < (request.prompt_logprobs ? 0 : 1)) {
     return invalid("max_tokens must be at least ", request.prompt_logprobs ? 0 : 1, ", got ",
                    request.max_tokens);

@@ -35,8 +35,10 @@ void StepLoop::Draft(Sequence& sequence, int32_t budget) {
   }
   const Request& request = sequence.request->request;
   // Every verified position may emit a token: no more than max_tokens in all.
-  const int32_t room = std::min({speculative.num_speculative_tokens, budget - 1,
-                                 request.max_tokens - sequence.generated - 1});
+  const int32_t room =
+      std::min({request.num_speculative_tokens.value_or(speculative.num_speculative_tokens),
+                speculative.num_speculative_tokens, budget - 1,
+                request.max_tokens - sequence.generated - 1});
   if (room <= 0) return;
   std::span<const int32_t> document;
   if (request.document) document = request.document->payload->prefix_token_ids;

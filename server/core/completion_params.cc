@@ -22,6 +22,8 @@ using json = nlohmann::json;
 
 // A request's cache_salt, at most: a salt names a group of users, not a document.
 constexpr size_t kMaxCacheSaltBytes = 256;
+// A request's num_speculative_tokens, at most (the config's own bound).
+constexpr int64_t kMaxSpeculativeTokens = 32;
 
 // `value`, when given, into `out` if it lies in [min, max].
 template <typename Value, typename Out>
@@ -363,6 +365,11 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
   KVD_RETURN_IF_ERROR(ResolveLogprobs(in, params));
   KVD_RETURN_IF_ERROR(ResolveStop(in, model, request));
   request.ignore_eos = in.ignore_eos;
+  if (in.num_speculative_tokens) {
+    KVD_RETURN_IF_ERROR(InRange<int64_t>(in.num_speculative_tokens, "num_speculative_tokens", 0,
+                                         kMaxSpeculativeTokens,
+                                         request.num_speculative_tokens.emplace()));
+  }
   KVD_RETURN_IF_ERROR(ResolveStructuredOutput(in, constraints, request));
   KVD_RETURN_IF_ERROR(ResolveTools(in, tool_syntax, constraints, params));
   request.skip_special_tokens = in.skip_special_tokens.value_or(true);

@@ -82,6 +82,7 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   std::vector<int64_t> stop_token_ids;
   bool ignore_eos = false;
+  std::optional<int64_t> num_speculative_tokens;  // kvd's: draft tokens per step, 0: none
   std::optional<bool> skip_special_tokens;
   std::optional<int64_t> priority;
   std::optional<std::string> cache_salt;  // vLLM's: only equal salts share cached prefixes

@@ -199,6 +199,8 @@ absl::StatusOr<CompletionRequest> ReadGenerateRequest(const v1::GenerateRequest&
   out.stop.assign(request.stop().begin(), request.stop().end());
   out.stop_token_ids.assign(request.stop_token_ids().begin(), request.stop_token_ids().end());
   out.ignore_eos = request.ignore_eos();
+  out.num_speculative_tokens =
+      OptionalOf(request.has_num_speculative_tokens(), request.num_speculative_tokens());
   if (request.has_logprobs()) {
     if (out.kind == ApiKind::kChat) {
       out.chat_logprobs = true;

@@ -33,11 +33,27 @@ std::set<std::string> KeysWith(std::initializer_list<std::string_view> keys,
 
 const std::set<std::string>& CommonKeys() {
   static const std::set<std::string> keys = [] {
-    std::set<std::string> all = KeysWith(
-        {"model", "max_tokens", "n", "seed", "stop", "stop_token_ids", "logit_bias", "logprobs",
-         "prompt_logprobs", "ignore_eos", "min_tokens", "user", "stream", "stream_options",
-         "priority", "cache_salt", "documents", "skip_special_tokens", "keepkv"},
-        kStructuredOutputKeys);
+    std::set<std::string> all = KeysWith({"model",
+                                          "max_tokens",
+                                          "n",
+                                          "seed",
+                                          "stop",
+                                          "stop_token_ids",
+                                          "logit_bias",
+                                          "logprobs",
+                                          "prompt_logprobs",
+                                          "ignore_eos",
+                                          "min_tokens",
+                                          "num_speculative_tokens",
+                                          "user",
+                                          "stream",
+                                          "stream_options",
+                                          "priority",
+                                          "cache_salt",
+                                          "documents",
+                                          "skip_special_tokens",
+                                          "keepkv"},
+                                         kStructuredOutputKeys);
     for (const engine::SamplingField& field : engine::kSamplingFields) all.emplace(field.name);
     return all;
   }();
@@ -437,6 +453,7 @@ absl::StatusOr<CompletionRequest> ReadCompletionRequestJson(const JsonValue& bod
   KVD_RETURN_IF_ERROR(ReadLogprobs(fields, kind, request));
   KVD_RETURN_IF_ERROR(ReadStop(fields, request));
   KVD_RETURN_IF_ERROR(fields.Boolean("ignore_eos", request.ignore_eos));
+  KVD_RETURN_IF_ERROR(fields.Integer("num_speculative_tokens", request.num_speculative_tokens));
   KVD_RETURN_IF_ERROR(fields.Boolean("skip_special_tokens", request.skip_special_tokens));
   KVD_RETURN_IF_ERROR(fields.Integer("priority", request.priority));
   KVD_RETURN_IF_ERROR(fields.String("user", request.user));

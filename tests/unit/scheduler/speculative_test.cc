@@ -211,6 +211,29 @@ TEST_F(SpeculativeTest, CachedPrefixesAndACacheTooSmallForEveryDraftChangeNothin
   EXPECT_GT(crowded.metrics.preemptions, 0u) << "the cache never ran short";
 }
 
+// A request may draft fewer tokens than the server would, or none; the server's bound holds.
+TEST_F(SpeculativeTest, ARequestDraftsAtMostItsOwnCountAndTheServers) {
+  std::mt19937 random(5);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) requests.push_back(QuestionAboutADocument(random, 12));
+  const auto drafted = [&](std::optional<int32_t> per_request, int32_t server) {
+    std::vector<Request> asked = requests;
+    for (Request& request : asked) request.num_speculative_tokens = per_request;
+    const Results run = RunAll(Speculating(SmallConfig(), server), asked);
+    EXPECT_LE(run.metrics.spec_decode_accepted_per_position.size(),
+              static_cast<size_t>(std::min(per_request.value_or(server), server)));
+    return run.metrics.spec_decode_draft_tokens;
+  };
+  EXPECT_EQ(drafted(0, 4), 0u);
+  EXPECT_GT(drafted(1, 4), 0u);
+  EXPECT_GT(drafted(std::nullopt, 4), drafted(1, 4));
+  EXPECT_EQ(drafted(8, 2), drafted(std::nullopt, 2));
+  auto scheduler = NewScheduler(SmallConfig());
+  Request refused = requests.front();
+  refused.num_speculative_tokens = -1;
+  EXPECT_EQ(scheduler->Submit(refused).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SpeculativeTest, ConstrainedOutputsAreUnchanged) {
   static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
       structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());

@@ -184,6 +184,23 @@ TEST_F(CompletionParamsTest, CacheSaltIsANonEmptyStringOfBoundedSize) {
   }
 }
 
+TEST_F(CompletionParamsTest, NumSpeculativeTokensIsACountOfDraftTokensFromZero) {
+  auto unset = Completion({});
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->request.num_speculative_tokens.has_value());
+  auto none = Completion({{"num_speculative_tokens", 0}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->request.num_speculative_tokens, 0);
+  auto some = Completion({{"num_speculative_tokens", 6}});
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(some->request.num_speculative_tokens, 6);
+  for (const json& count : {json(-1), json(33), json(2.5), json("4"), json(true)}) {
+    const ErrorShape error = ErrorOf(Completion({{"num_speculative_tokens", count}}));
+    EXPECT_EQ(error.status, 400) << count;
+    EXPECT_EQ(error.param, "num_speculative_tokens") << count;
+  }
+}
+
 // top_p's message names the range the sampler takes: 0 is out, as is a value that is 0 as a
 // float.
 TEST_F(CompletionParamsTest, TopPIsInTheHalfOpenUnitRange) {

@@ -235,6 +235,7 @@ void ExpectSameRequest(const CompletionParams& http, const CompletionParams& grp
   EXPECT_EQ(a.stop_token_ids, b.stop_token_ids);
   EXPECT_EQ(a.priority, b.priority);
   EXPECT_EQ(a.cache_salt, b.cache_salt);
+  EXPECT_EQ(a.num_speculative_tokens, b.num_speculative_tokens);
   EXPECT_EQ(a.skip_special_tokens, b.skip_special_tokens);
   EXPECT_EQ(a.sampling.temperature, b.sampling.temperature);
   EXPECT_EQ(a.sampling.top_p, b.sampling.top_p);
@@ -260,7 +261,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
     "temperature": 0.5, "top_k": 5, "seed": 7, "logit_bias": {"42": -100},
     "max_tokens": 12, "n": 2, "stop": ["\n"], "stop_token_ids": [7],
     "logprobs": true, "top_logprobs": 3, "priority": -1, "cache_salt": "user-42",
-    "keepkv": {"budget": 32, "window": 4, "method": "evict"}})");
+    "num_speculative_tokens": 2, "keepkv": {"budget": 32, "window": 4, "method": "evict"}})");
   v1::GenerateRequest request;
   request.set_model("kvd-tiny");
   auto* system = request.mutable_messages()->add_messages();
@@ -274,6 +275,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
   request.set_logprobs(3);
   request.set_priority(-1);
   request.set_cache_salt("user-42");
+  request.set_num_speculative_tokens(2);
   request.mutable_keepkv()->set_budget_tokens(32);
   request.mutable_keepkv()->set_window(4);
   request.mutable_keepkv()->set_method("evict");
@@ -286,6 +288,7 @@ TEST_F(BothProtocolsTest, TheSameRequestResolvesTheSameWay) {
   ASSERT_TRUE(grpc.ok()) << grpc.status();
   ExpectSameRequest(*http, *grpc);
   EXPECT_GT(grpc->request.keepkv->protected_prefix, 0);
+  EXPECT_EQ(grpc->request.num_speculative_tokens, 2);
 
   // And the same value refused the same way, with the same param.
   request.mutable_sampling()->set_temperature(3.0f);
