@@ -19,17 +19,20 @@ if [[ "${1:-}" == "--pack" ]]; then
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVD_WITH_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90
   cmake --build build-gpu -j "$(nproc)" --target gpu_cuda_backend_test gpu_cuda_attention_test \
-    gpu_cuda_top_logits_test gpu_bench make_random_model
+    gpu_cuda_top_logits_test gpu_cuda_speculative_test gpu_bench make_random_model
   rm -rf "$pack" && mkdir -p "$pack/lib"
   cp build-gpu/tests/gpu/gpu_cuda_backend_test build-gpu/tests/gpu/gpu_cuda_attention_test \
-    build-gpu/tests/gpu/gpu_cuda_top_logits_test build-gpu/tests/gpu/gpu_bench \
+    build-gpu/tests/gpu/gpu_cuda_top_logits_test build-gpu/tests/gpu/gpu_cuda_speculative_test \
+    build-gpu/tests/gpu/gpu_bench \
     build-gpu/make_random_model "$pack/"
   strip "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test \
-    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_bench "$pack"/make_random_model
+    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_cuda_speculative_test "$pack"/gpu_bench \
+    "$pack"/make_random_model
   # Libraries outside glibc, the C++ runtime and CUDA (the device has newer ones, and CUDA 13's
   # runtime and cuBLAS; cuBLAS alone is far over what can be carried).
   for binary in "$pack"/gpu_cuda_backend_test "$pack"/gpu_cuda_attention_test \
-    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_bench "$pack"/make_random_model; do
+    "$pack"/gpu_cuda_top_logits_test "$pack"/gpu_cuda_speculative_test "$pack"/gpu_bench \
+    "$pack"/make_random_model; do
     ldd "$binary" | awk '/=> \// {print $3}'
   done | sort -u |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libcudart|libcublas|libcublasLt|libstdc\+\+|libgcc_s)\.so' |
@@ -54,7 +57,8 @@ status=0
 rm -f /tmp/gpu_bench.log /tmp/gpu_test.log
 # Each test binary has a time limit; one that fails runs again under compute-sanitizer's
 # memcheck (where the runtime lets it), so that a bad access is named in the same run.
-for test in gpu_cuda_backend_test gpu_cuda_attention_test gpu_cuda_top_logits_test; do
+for test in gpu_cuda_backend_test gpu_cuda_attention_test gpu_cuda_top_logits_test \
+  gpu_cuda_speculative_test; do
   test_status=0
   timeout 120 "$pack/$test" 2>&1 | tee -a /tmp/gpu_test.log || test_status=$?
   if [[ $test_status -ne 0 ]]; then
