@@ -60,7 +60,8 @@ class PrefixCache {
   int32_t Attach(std::span<const int32_t> tokens, int32_t min_uncomputed, PrefixChain& chain,
                  engine::SequenceKv& kv);
   // Caches the full blocks of `kv` over tokens[0, computed) that `chain` has not hashed yet;
-  // `kv` must be uncompressed (every head at its next position).
+  // `kv` must be uncompressed (every head at its next position), at `computed` or past it
+  // (entries of draft tokens not verified yet).
   void Publish(std::span<const int32_t> tokens, int32_t computed, PrefixChain& chain,
                const engine::SequenceKv& kv);
   // Marks a sequence's blocks used, its first block most recently, so a chain's later blocks

@@ -57,6 +57,12 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
   sequence.num_computed += 1;  // the last sampled token's entries are the sequence's
   int32_t accepted = 0;
   for (size_t i = 0; i <= drafts.size(); ++i) {
+    // As in a step without drafts, the blocks the computed tokens fill join the prefix cache
+    // before the draw, which may end the sequence: every entry below num_computed is verified.
+    if (sequence.prefix) {
+      prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix,
+                             *sequence.kv);
+    }
     absl::StatusOr<bool> goes_on = SampleNext(sequence, first_row + static_cast<int32_t>(i), now);
     if (!goes_on.ok()) return goes_on.status();
     if (!*goes_on) {  // finished: its blocks are gone already
@@ -72,15 +78,8 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
   sequence.steps_without_drafts =
       (1 << std::clamp(sequence.refused_drafts - 1, 0, kMaxDraftBackoffShift)) - 1;
   KVD_CHECK(sequence.uncomputed() == 1);
-  if (absl::Status dropped =
-          sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);
-      !dropped.ok()) {
-    return dropped;
-  }
-  if (sequence.prefix) {
-    prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix, *sequence.kv);
-  }
-  return absl::OkStatus();
+  // The refused drafts' entries lie after every published block.
+  return sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);
 }
 
 }  // namespace kvd::scheduler::internal

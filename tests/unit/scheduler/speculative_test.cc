@@ -211,6 +211,36 @@ TEST_F(SpeculativeTest, CachedPrefixesAndACacheTooSmallForEveryDraftChangeNothin
   EXPECT_GT(crowded.metrics.preemptions, 0u) << "the cache never ran short";
 }
 
+// A conversation's next turn finds the first turn's answer in the prefix cache as it does
+// without drafts: the blocks verified tokens fill are published, the last step's included.
+TEST_F(SpeculativeTest, TheNextTurnFindsTheAnswerInThePrefixCache) {
+  std::mt19937 random(12);
+  std::vector<Request> firsts;
+  for (int32_t i = 0; i < 12; ++i)
+    firsts.push_back(QuestionAboutADocument(random, 40, 300 + 40 * i));
+  std::vector<uint64_t> hits;
+  for (const SchedulerConfig& config : {SmallConfig(), Speculating(SmallConfig())}) {
+    auto scheduler = NewScheduler(config);
+    hits.push_back(0);
+    for (const Request& first : firsts) {
+      RequestHandle handle = scheduler->Submit(first).value();
+      RunUntilIdle(*scheduler);
+      Outcome answer;
+      Drain(handle, answer);
+      ASSERT_TRUE(answer.ended && answer.status.ok());
+      Request next = first;
+      next.prompt.insert(next.prompt.end(), answer.tokens[0].begin(), answer.tokens[0].end());
+      next.prompt.push_back(tokenizer_->TokenToId("<|eot_id|>").value());
+      const uint64_t before = scheduler->Metrics().prefix_cache_hits;
+      RequestHandle second = scheduler->Submit(next).value();
+      RunUntilIdle(*scheduler);
+      hits.back() += scheduler->Metrics().prefix_cache_hits - before;
+    }
+  }
+  EXPECT_GT(hits[0], 0u);
+  EXPECT_EQ(hits[1], hits[0]);
+}
+
 // A request may draft fewer tokens than the server would, or none; the server's bound holds.
 TEST_F(SpeculativeTest, ARequestDraftsAtMostItsOwnCountAndTheServers) {
   std::mt19937 random(5);
