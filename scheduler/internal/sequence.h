@@ -12,6 +12,7 @@
 #include "cache_store/keepkv/keepkv_sequence.h"
 #include "engine/kv_cache.h"
 #include "engine/sampling.h"
+#include "scheduler/internal/ngram_drafter.h"
 #include "scheduler/internal/prefix_cache.h"
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence_output.h"
@@ -57,6 +58,8 @@ struct Sequence {
   // whose drafts keep failing drafts ever more rarely (1 step in 2, 4, 8, 16).
   int32_t refused_drafts = 0;
   int32_t steps_without_drafts = 0;
+  // Where the n-grams of the document it continues occur, once it has drafted (shared).
+  std::shared_ptr<const DocumentNgrams> document_ngrams;
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   // Preempted alone, short of blocks a compression held: admitted again once compressions hold

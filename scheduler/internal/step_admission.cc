@@ -11,17 +11,19 @@ void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& schedule
                                StepReport& report) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* sequence = running_[i].get();
-    Draft(*sequence, budget);
-    int32_t count = sequence->speculated.empty()
-                        ? std::min(sequence->uncomputed(), budget)
-                        : static_cast<int32_t>(sequence->speculated.size());
+    // Drafts take only what leaves every later running sequence a token, and free blocks alone:
+    // they are the first thing to go.
+    Draft(*sequence, budget - static_cast<int32_t>(running_.size() - i - 1));
+    if (!sequence->speculated.empty() &&
+        sequence->kv->BlocksToReserve(*pool_, static_cast<int32_t>(sequence->speculated.size())) >
+            pool_->num_free_blocks()) {
+      sequence->speculated.clear();
+    }
+    const int32_t count = sequence->speculated.empty()
+                              ? std::min(sequence->uncomputed(), budget)
+                              : static_cast<int32_t>(sequence->speculated.size());
     bool reserved = false;
     while (!(reserved = sequence->kv->Reserve(*pool_, count).ok())) {
-      if (!sequence->speculated.empty()) {  // drafts are the first thing to go
-        sequence->speculated.clear();
-        count = std::min(sequence->uncomputed(), budget);
-        continue;
-      }
       if (MakeRoom(pool_->num_free_blocks() + sequence->kv->BlocksToReserve(*pool_, count))) {
         continue;
       }

@@ -409,7 +409,8 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now) {
+absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now,
+                                          bool first_of_step) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
   // A constrained sequence samples among the tokens its constraint allows next, those that
@@ -456,7 +457,7 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
   std::optional<double> first_token, inter_token;
   if (!request.produced_token) {
     first_token = Seconds(now - request.arrival);
-  } else if (sequence.generated > 1) {
+  } else if (sequence.generated > 1 && first_of_step) {
     inter_token = Seconds(now - sequence.last_token_time);
   }
   request.produced_token = true;

@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -16,6 +18,7 @@
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
 #include "scheduler/internal/fair_queue.h"
+#include "scheduler/internal/ngram_drafter.h"
 #include "scheduler/internal/prefix_cache.h"
 #include "scheduler/internal/resident_documents.h"
 #include "scheduler/internal/sequence.h"
@@ -93,11 +96,15 @@ class StepLoop {
   // row when they leave the draw open), emits it, and retires the sequence if it finished:
   // whether the sequence goes on. Fails only when the whole row cannot be read back or the
   // constraint refuses.
+  // `first_of_step`: no token of the sequence came out of this step before (the later ones of
+  // verified drafts record no inter-token latency, as one step's tokens arrive together).
   [[nodiscard]] absl::StatusOr<bool> SampleNext(Sequence& sequence, int32_t logits_row,
-                                                absl::Time now);
+                                                absl::Time now, bool first_of_step = true);
   // Speculative decoding (step_speculation.cc). Sets `sequence.speculated` when the sequence
   // decodes and drafts within `budget` tokens, clears it otherwise.
   void Draft(Sequence& sequence, int32_t budget);
+  // The n-gram index of `document`, built on first use and shared while sequences hold it.
+  std::shared_ptr<const DocumentNgrams> DocumentNgramsOf(const DocumentPrefix& document);
   // After a step that computed `sequence.speculated` (logit rows from `first_row`): samples at
   // each position while the draws confirm the drafts, emitting every draw, and drops the cache
   // entries of the drafts that were not kept.
@@ -158,6 +165,8 @@ class StepLoop {
   std::vector<float> whole_row_;  // the step's logit row whole_row_index_ (-1: none yet)
   int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
+  // Each document's n-gram index, by DocumentPrefix::key, while a drafting sequence holds it.
+  std::unordered_map<std::string, std::weak_ptr<const DocumentNgrams>> document_ngrams_;
 };
 
 }  // namespace kvd::scheduler::internal

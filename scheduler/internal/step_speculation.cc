@@ -17,7 +17,21 @@ namespace {
 // After this many drafts refused in a row, a sequence drafts once in 2^4 steps at most.
 constexpr int32_t kMaxDraftBackoffShift = 4;
 
+NgramLookup LookupOf(const SpeculativeConfig& speculative) {
+  return {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max};
+}
+
 }  // namespace
+
+std::shared_ptr<const DocumentNgrams> StepLoop::DocumentNgramsOf(const DocumentPrefix& document) {
+  std::weak_ptr<const DocumentNgrams>& cached = document_ngrams_[document.key];
+  if (std::shared_ptr<const DocumentNgrams> shared = cached.lock()) return shared;
+  auto built =
+      std::make_shared<const DocumentNgrams>(document.payload, LookupOf(config_.speculative));
+  cached = built;
+  std::erase_if(document_ngrams_, [](const auto& entry) { return entry.second.expired(); });
+  return built;
+}
 
 void StepLoop::Draft(Sequence& sequence, int32_t budget) {
   sequence.speculated.clear();
@@ -40,11 +54,17 @@ void StepLoop::Draft(Sequence& sequence, int32_t budget) {
                 speculative.num_speculative_tokens, budget - 1,
                 request.max_tokens - sequence.generated - 1});
   if (room <= 0) return;
-  std::span<const int32_t> document;
-  if (request.document) document = request.document->payload->prefix_token_ids;
-  const std::vector<int32_t> drafts = ProposeNgramDraft(
-      sequence.tokens, document,
-      {.min_n = speculative.prompt_lookup_min, .max_n = speculative.prompt_lookup_max}, room);
+  if (request.document && sequence.document_ngrams == nullptr) {
+    sequence.document_ngrams = DocumentNgramsOf(*request.document);
+  }
+  std::vector<int32_t> drafts = ProposeNgramDraft(sequence.tokens, sequence.document_ngrams.get(),
+                                                  LookupOf(speculative), room);
+  // A stored document's ids are the model's, unless the payload says otherwise: a draft ends
+  // before any id the model does not have.
+  const int32_t vocab_size = model_.config().vocab_size;
+  drafts.erase(std::find_if(drafts.begin(), drafts.end(),
+                            [&](int32_t id) { return id < 0 || id >= vocab_size; }),
+               drafts.end());
   if (drafts.empty()) return;
   sequence.speculated.reserve(drafts.size() + 1);
   sequence.speculated.push_back(sequence.tokens.back());
@@ -63,7 +83,8 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
       prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix,
                              *sequence.kv);
     }
-    absl::StatusOr<bool> goes_on = SampleNext(sequence, first_row + static_cast<int32_t>(i), now);
+    absl::StatusOr<bool> goes_on =
+        SampleNext(sequence, first_row + static_cast<int32_t>(i), now, /*first_of_step=*/i == 0);
     if (!goes_on.ok()) return goes_on.status();
     if (!*goes_on) {  // finished: its blocks are gone already
       metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
