@@ -61,7 +61,8 @@ absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& 
   for (const bench::SpeculativeBenchResult& result : *results) {
     std::vector<std::string> rounds;
     for (double value : result.decode_rounds) {
-      rounds.push_back(absl::StrFormat(value < 100 ? "%.2f" : "%.0f", value));
+      rounds.push_back(value < 100 ? absl::StrFormat("%.2f", value)
+                                   : absl::StrFormat("%.0f", value));
     }
     std::printf(
         "| %d | %s | %.1f (%s) | %.1f | %lld | %lld | %lld | %s | %s |\n", result.batch,
