@@ -31,10 +31,9 @@ uint64_t HashOf(std::span<const int32_t> tokens) {
 
 }  // namespace
 
-DocumentNgrams::DocumentNgrams(std::shared_ptr<const cache_store::DocumentPayload> payload,
-                               const NgramLookup& lookup)
-    : payload_(std::move(payload)), lookup_(lookup) {
-  const std::span<const int32_t> text = tokens();
+DocumentNgrams::DocumentNgrams(std::span<const int32_t> tokens, const NgramLookup& lookup)
+    : tokens_(tokens.begin(), tokens.end()), lookup_(lookup) {
+  const std::span<const int32_t> text = tokens_;
   for (int32_t n = lookup.min_n; n <= lookup.max_n; ++n) {
     std::unordered_map<uint64_t, uint32_t>& first = first_.emplace_back();
     const size_t length = static_cast<size_t>(n);

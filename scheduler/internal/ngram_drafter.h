@@ -12,8 +12,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache_store/store/document_payload.h"
-
 namespace kvd::scheduler::internal {
 
 struct NgramLookup {
@@ -26,17 +24,16 @@ struct NgramLookup {
 // a scan. Built once per document and shared by the sequences that continue it.
 class DocumentNgrams {
  public:
-  DocumentNgrams(std::shared_ptr<const cache_store::DocumentPayload> payload,
-                 const NgramLookup& lookup);
+  DocumentNgrams(std::span<const int32_t> tokens, const NgramLookup& lookup);
 
   // The document's token ids.
-  std::span<const int32_t> tokens() const { return payload_->prefix_token_ids; }
+  std::span<const int32_t> tokens() const { return tokens_; }
   // Where the first occurrence of `pattern` (min_n..max_n tokens) starts; none when it does not
   // occur with a token after it.
   std::optional<size_t> First(std::span<const int32_t> pattern) const;
 
  private:
-  std::shared_ptr<const cache_store::DocumentPayload> payload_;
+  std::vector<int32_t> tokens_;
   NgramLookup lookup_;
   // By n - min_n: an n-gram's hash to the start of its first occurrence.
   std::vector<std::unordered_map<uint64_t, uint32_t>> first_;

@@ -165,8 +165,12 @@ class StepLoop {
   std::vector<float> whole_row_;  // the step's logit row whole_row_index_ (-1: none yet)
   int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
-  // Each document's n-gram index, by DocumentPrefix::key, while a drafting sequence holds it.
-  std::unordered_map<std::string, std::weak_ptr<const DocumentNgrams>> document_ngrams_;
+  // Each document's n-gram index, by DocumentPrefix::key, while its payload is held anywhere.
+  struct DocumentIndex {
+    std::weak_ptr<const cache_store::DocumentPayload> payload;
+    std::shared_ptr<const DocumentNgrams> ngrams;
+  };
+  std::unordered_map<std::string, DocumentIndex> document_ngrams_;
 };
 
 }  // namespace kvd::scheduler::internal

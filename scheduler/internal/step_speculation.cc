@@ -24,12 +24,15 @@ NgramLookup LookupOf(const SpeculativeConfig& speculative) {
 }  // namespace
 
 std::shared_ptr<const DocumentNgrams> StepLoop::DocumentNgramsOf(const DocumentPrefix& document) {
-  std::weak_ptr<const DocumentNgrams>& cached = document_ngrams_[document.key];
-  if (std::shared_ptr<const DocumentNgrams> shared = cached.lock()) return shared;
-  auto built =
-      std::make_shared<const DocumentNgrams>(document.payload, LookupOf(config_.speculative));
-  cached = built;
-  std::erase_if(document_ngrams_, [](const auto& entry) { return entry.second.expired(); });
+  DocumentIndex& cached = document_ngrams_[document.key];
+  if (cached.ngrams != nullptr && cached.payload.lock() == document.payload) return cached.ngrams;
+  cached = {.payload = document.payload,
+            .ngrams = std::make_shared<const DocumentNgrams>(document.payload->prefix_token_ids,
+                                                             LookupOf(config_.speculative))};
+  std::shared_ptr<const DocumentNgrams> built = cached.ngrams;
+  // An index lasts as long as its document's payload is held anywhere (a request, the pool, the
+  // documents' memory tier), so the questions that follow each other reuse it.
+  std::erase_if(document_ngrams_, [](const auto& entry) { return entry.second.payload.expired(); });
   return built;
 }
 

@@ -13,10 +13,8 @@ namespace {
 using Tokens = std::vector<int32_t>;
 
 // `tokens` as a stored document's ids, indexed for `lookup`.
-DocumentNgrams Document(Tokens tokens, NgramLookup lookup) {
-  auto payload = std::make_shared<cache_store::DocumentPayload>();
-  payload->prefix_token_ids = std::move(tokens);
-  return DocumentNgrams(std::move(payload), lookup);
+DocumentNgrams Document(const Tokens& tokens, NgramLookup lookup) {
+  return DocumentNgrams(tokens, lookup);
 }
 
 TEST(NgramDrafterTest, TheLongestMatchWinsAndItsLatestOccurrence) {
