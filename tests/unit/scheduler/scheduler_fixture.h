@@ -24,6 +24,7 @@ struct Outcome {
   std::vector<std::optional<FinishReason>> finish;
   std::vector<std::string> stop_string;
   std::vector<int32_t> events_per_choice;
+  std::vector<std::vector<float>> logprobs;  // per choice, when asked for
   Usage usage;
   absl::Status status;
   bool ended = false;  // the final event arrived
@@ -45,11 +46,15 @@ inline void Drain(RequestHandle& handle, Outcome& outcome) {
       outcome.finish.resize(index + 1);
       outcome.stop_string.resize(index + 1);
       outcome.events_per_choice.resize(index + 1);
+      outcome.logprobs.resize(index + 1);
     }
     EXPECT_FALSE(outcome.finish[index].has_value()) << "an event after the choice finished";
     auto& tokens = outcome.tokens[index];
     tokens.insert(tokens.end(), event->token_ids.begin(), event->token_ids.end());
     outcome.text[index] += event->text;
+    for (const engine::SampledToken& token : event->logprobs) {
+      outcome.logprobs[index].push_back(token.logprob);
+    }
     outcome.finish[index] = event->finish_reason;
     outcome.stop_string[index] = event->stop_string;
     ++outcome.events_per_choice[index];
