@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "engine/sampling_fields.h"
+#include "engine/speculative_sampling.h"
 #include "kernels/backend.h"
 
 namespace kvd::engine {
@@ -101,28 +102,33 @@ double Sampler::NextUniform() {
   return static_cast<double>(random_() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-int32_t Sampler::Draw(const std::vector<float>& logits) {
+Sampler::Kept Sampler::Keep(const std::vector<float>& logits) const {
   const int32_t vocab = static_cast<int32_t>(logits.size());
-  std::vector<int32_t> order(vocab);
-  std::iota(order.begin(), order.end(), 0);
+  Kept kept;
+  kept.order.resize(vocab);
+  std::iota(kept.order.begin(), kept.order.end(), 0);
   auto more_likely = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
   int32_t keep = vocab;
   if (params_.top_k > 0 && params_.top_k < vocab) {
     keep = params_.top_k;
-    std::nth_element(order.begin(), order.begin() + keep - 1, order.end(), more_likely);
+    std::nth_element(kept.order.begin(), kept.order.begin() + keep - 1, kept.order.end(),
+                     more_likely);
   }
-  std::sort(order.begin(), order.begin() + keep, more_likely);
+  std::sort(kept.order.begin(), kept.order.begin() + keep, more_likely);
   // Banned and excluded tokens never take the draw's rounding remainder.
-  while (keep > 1 && logits[order[keep - 1]] == -std::numeric_limits<float>::infinity()) --keep;
+  while (keep > 1 && logits[kept.order[keep - 1]] == -std::numeric_limits<float>::infinity()) {
+    --keep;
+  }
 
-  std::vector<double> probs(keep);
-  const double max_logit = logits[order[0]];
+  std::vector<double>& probs = kept.probs;
+  probs.resize(keep);
+  const double max_logit = logits[kept.order[0]];
   const double inv_temperature = 1.0 / params_.temperature;
   double total = 0.0;
   for (int32_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp((logits[order[i]] - max_logit) * inv_temperature);
+    probs[i] = std::exp((logits[kept.order[i]] - max_logit) * inv_temperature);
     total += probs[i];
   }
   for (double& p : probs) p /= total;
@@ -140,13 +146,22 @@ int32_t Sampler::Draw(const std::vector<float>& logits) {
       }
     }
   }
-  const double kept_total = std::accumulate(probs.begin(), probs.begin() + keep, 0.0);
+  kept.order.resize(keep);
+  probs.resize(keep);
+  return kept;
+}
+
+int32_t Sampler::Draw(const std::vector<float>& logits) {
+  const Kept kept = Keep(logits);
+  const std::vector<double>& probs = kept.probs;
+  const size_t keep = probs.size();
+  const double kept_total = std::accumulate(probs.begin(), probs.end(), 0.0);
   double target = NextUniform() * kept_total;
-  for (int32_t i = 0; i < keep; ++i) {
+  for (size_t i = 0; i < keep; ++i) {
     target -= probs[i];
-    if (target < 0.0) return order[i];
+    if (target < 0.0) return kept.order[i];
   }
-  return order[keep - 1];
+  return kept.order[keep - 1];
 }
 
 std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
@@ -285,9 +300,10 @@ std::optional<SampledToken> Sampler::SampleFromTop(const TopLogits& top,
   return result;
 }
 
-SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> context,
-                             size_t output_count, std::span<const int32_t> banned,
-                             AllowedTokens allowed) {
+std::vector<float> Sampler::Processed(std::span<const float> logits,
+                                      std::span<const int32_t> context, size_t output_count,
+                                      std::span<const int32_t> banned,
+                                      AllowedTokens allowed) const {
   std::vector<float> processed(logits.begin(), logits.end());
   ApplyPenaltiesAndBias(processed, context, output_count);
   for (int32_t token : banned) {
@@ -302,10 +318,11 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
       }
     }
   }
-  SampledToken result;
-  result.token = params_.temperature == 0.0f ? ArgMax(processed) : Draw(processed);
-  if (!params_.logprobs && params_.top_logprobs == 0) return result;
+  return processed;
+}
 
+void Sampler::AddLogprobs(std::span<const float> logits, SampledToken& result) const {
+  if (!params_.logprobs && params_.top_logprobs == 0) return;
   const std::vector<float> logprobs = LogSoftmax(logits);
   result.logprob = logprobs[result.token];
   if (params_.top_logprobs > 0) {
@@ -319,6 +336,49 @@ SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int3
     for (int32_t i = 0; i < count; ++i)
       result.top_logprobs.push_back({order[i], logprobs[order[i]]});
   }
+}
+
+SampledToken Sampler::Sample(std::span<const float> logits, std::span<const int32_t> context,
+                             size_t output_count, std::span<const int32_t> banned,
+                             AllowedTokens allowed) {
+  const std::vector<float> processed = Processed(logits, context, output_count, banned, allowed);
+  SampledToken result;
+  result.token = params_.temperature == 0.0f ? ArgMax(processed) : Draw(processed);
+  AddLogprobs(logits, result);
+  return result;
+}
+
+std::vector<float> Sampler::Probabilities(std::span<const float> logits,
+                                          std::span<const int32_t> context, size_t output_count,
+                                          std::span<const int32_t> banned,
+                                          AllowedTokens allowed) const {
+  const std::vector<float> processed = Processed(logits, context, output_count, banned, allowed);
+  std::vector<float> probabilities(processed.size(), 0.0f);
+  if (params_.temperature == 0.0f) {
+    probabilities[ArgMax(processed)] = 1.0f;
+    return probabilities;
+  }
+  const Kept kept = Keep(processed);
+  const double kept_total = std::accumulate(kept.probs.begin(), kept.probs.end(), 0.0);
+  for (size_t i = 0; i < kept.order.size(); ++i) {
+    probabilities[kept.order[i]] = static_cast<float>(kept.probs[i] / kept_total);
+  }
+  return probabilities;
+}
+
+int32_t Sampler::DrawFrom(std::span<const float> probabilities) {
+  return DrawFromDistribution(probabilities, NextUniform());
+}
+
+SampledToken Sampler::SampleVerifying(std::span<const float> logits,
+                                      std::span<const int32_t> context, size_t output_count,
+                                      std::span<const int32_t> banned, AllowedTokens allowed,
+                                      int32_t draft, std::span<const float> draft_probabilities) {
+  const std::vector<float> target = Probabilities(logits, context, output_count, banned, allowed);
+  SampledToken result;
+  result.token =
+      AcceptOrResample(target, draft_probabilities, draft, [this] { return NextUniform(); });
+  AddLogprobs(logits, result);
   return result;
 }
 

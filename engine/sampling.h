@@ -77,6 +77,20 @@ class Sampler {
   SampledToken Sample(std::span<const float> logits, std::span<const int32_t> context,
                       size_t output_count, std::span<const int32_t> banned = {},
                       AllowedTokens allowed = {});
+  // The distribution Sample draws from (after penalties, bias, bans, the constraint,
+  // temperature, top-k, min-p and top-p), over the whole vocabulary: one-hot when greedy.
+  std::vector<float> Probabilities(std::span<const float> logits, std::span<const int32_t> context,
+                                   size_t output_count, std::span<const int32_t> banned = {},
+                                   AllowedTokens allowed = {}) const;
+  // A token drawn from `probabilities` (Probabilities of some row) with the sampler's stream.
+  int32_t DrawFrom(std::span<const float> probabilities);
+  // Speculative sampling: what Sample would give in distribution, with the draft token `draft`
+  // that a draft model drew from `draft_probabilities` kept when the rule of AcceptOrResample
+  // (speculative_sampling.h) keeps it. Takes one or two numbers of the sampler's stream.
+  SampledToken SampleVerifying(std::span<const float> logits, std::span<const int32_t> context,
+                               size_t output_count, std::span<const int32_t> banned,
+                               AllowedTokens allowed, int32_t draft,
+                               std::span<const float> draft_probabilities);
   // Samples from a row's top logits when they decide the token exactly as Sample would from
   // the whole row: no penalties or bias, and a greedy pick, or a draw whose top_k, min_p and
   // nucleus fall inside the top logits or that lands inside them. Otherwise nullopt, and when
@@ -98,7 +112,21 @@ class Sampler {
   bool HasPenaltiesOrBias() const;
   void ApplyPenaltiesAndBias(std::vector<float>& logits, std::span<const int32_t> context,
                              size_t output_count) const;
+  // The logits after penalties, bias, bans and the constraint.
+  std::vector<float> Processed(std::span<const float> logits, std::span<const int32_t> context,
+                               size_t output_count, std::span<const int32_t> banned,
+                               AllowedTokens allowed) const;
+  // The tokens a draw may take, most likely first, and their probabilities at the temperature
+  // (normalized before the min-p and top-p cuts, so they sum to at most 1).
+  struct Kept {
+    std::vector<int32_t> order;
+    std::vector<double> probs;
+  };
+  Kept Keep(const std::vector<float>& logits) const;
   int32_t Draw(const std::vector<float>& logits);
+  // Logprobs of `result.token` and the most likely tokens under the whole raw row `logits`,
+  // when the parameters ask for them.
+  void AddLogprobs(std::span<const float> logits, SampledToken& result) const;
   // Draw's choice among `top` (no banned tokens, no penalties), when they decide it.
   std::optional<int32_t> DrawFromTop(const TopLogits& top);
   // Logprobs of `result.token` and the most likely tokens, when the parameters ask for them.

@@ -25,6 +25,11 @@ absl::Status SchedulerConfig::Validate() const {
         absl::StrCat("prompt_lookup_min (", speculative.prompt_lookup_min,
                      ") must be at most prompt_lookup_max (", speculative.prompt_lookup_max, ")"));
   }
+  if ((speculative.method == SpeculativeMethod::kDraftModel) == speculative.model.empty()) {
+    return base::ConfigKeyError("speculative.model",
+                                "a draft model directory goes with method draft_model, and only "
+                                "with it");
+  }
   if (max_num_batched_tokens < max_num_seqs) {
     return base::ConfigKeyError(
         "scheduler.max_num_batched_tokens",

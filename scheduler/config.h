@@ -31,16 +31,19 @@ struct PrefixCacheConfig {
 
 // How a decoding sequence drafts tokens for speculative decoding.
 enum class SpeculativeMethod {
-  kNone,   // one token per step
-  kNgram,  // prompt lookup: in the sequence's own tokens and in the document it continues
+  kNone,        // one token per step
+  kNgram,       // prompt lookup: in the sequence's own tokens and in the document it continues
+  kDraftModel,  // a smaller model with the same tokenizer (`model`)
 };
-inline constexpr std::string_view kSpeculativeMethodChoices[] = {"none", "ngram"};
+inline constexpr std::string_view kSpeculativeMethodChoices[] = {"none", "ngram", "draft_model"};
 
 // Speculative decoding: each decoding sequence drafts tokens, and one step verifies them all,
 // keeping the longest prefix the model itself would have produced (and the token after it).
-// The output is token for token what decoding one token per step gives, sampled or greedy.
+// Greedy output is token for token what decoding one token per step gives; so is sampled output
+// with n-gram drafts, and with a draft model it follows the same distribution (speculative
+// sampling).
 struct SpeculativeConfig {
-  // none or ngram. Not reloadable. Default none.
+  // none, ngram or draft_model. Not reloadable. Default none.
   SpeculativeMethod method = SpeculativeMethod::kNone;
   // Draft tokens per sequence and step, at most, in [1, 32]. Not reloadable. Default 4.
   int32_t num_speculative_tokens = 4;
@@ -48,6 +51,10 @@ struct SpeculativeConfig {
   // Defaults 1 and 4.
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
+  // draft_model: the draft model's directory (Hugging Face layout), with the served model's
+  // vocabulary and head size; its weights take the served model's dtype and its KV entries
+  // the same pool. Not reloadable. Default empty.
+  std::string model;
 
   bool operator==(const SpeculativeConfig&) const = default;
 };
@@ -163,6 +170,7 @@ inline constexpr base::ConfigKey<SpeculativeConfig> kSpeculativeKeys[] = {
     {.name = "prompt_lookup_max",
      .member = &SpeculativeConfig::prompt_lookup_max,
      .range = {.min = 1, .max = 16}},
+    {.name = "model", .member = &SpeculativeConfig::model},
 };
 
 }  // namespace kvd::scheduler

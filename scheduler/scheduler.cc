@@ -44,6 +44,30 @@ absl::StatusOr<std::unique_ptr<engine::KvBlockPool>> CreatePool(engine::Model& m
 // from a snapshot.
 constexpr size_t kKvEventsKept = 16384;
 
+// The draft model of speculative decoding, on the served model's backend; its vocabulary and
+// head size must be the served model's (same ids; its entries in the same pool).
+absl::StatusOr<std::unique_ptr<engine::Model>> LoadDraftModel(
+    engine::Model& model, const SpeculativeConfig& speculative) {
+  if (speculative.method != SpeculativeMethod::kDraftModel) return nullptr;
+  auto draft = engine::Model::Load(speculative.model, model.backend());
+  if (!draft.ok()) {
+    return base::ConfigKeyError("speculative.model", absl::StrCat("cannot load the draft model: ",
+                                                                  draft.status().message()));
+  }
+  const engine::ModelConfig& served = model.config();
+  const engine::ModelConfig& drafting = (*draft)->config();
+  if (drafting.vocab_size != served.vocab_size || drafting.head_dim != served.head_dim) {
+    return base::ConfigKeyError(
+        "speculative.model",
+        absl::StrCat("the draft model's vocabulary and head size (", drafting.vocab_size, ", ",
+                     drafting.head_dim, ") must be the served model's (", served.vocab_size, ", ",
+                     served.head_dim, ")"));
+  }
+  spdlog::info("speculative decoding: draft model {} ({} layers), up to {} tokens a step",
+               speculative.model, drafting.num_layers, speculative.num_speculative_tokens);
+  return draft;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& model,
@@ -51,6 +75,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
                                                              const SchedulerConfig& config,
                                                              const Clock& clock) {
   if (auto status = config.Validate(); !status.ok()) return status;
+  auto draft_model = LoadDraftModel(model, config.speculative);
+  if (!draft_model.ok()) return draft_model.status();
   auto pool = CreatePool(model, config);
   if (!pool.ok()) return pool.status();
   const engine::ModelConfig& model_config = model.config();
@@ -60,9 +86,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
       std::min<int64_t>(blocks_per_head * config.block_size, std::numeric_limits<int32_t>::max()));
   std::unique_ptr<Scheduler> scheduler(
       new Scheduler(model, tokenizer, config, clock, max_sequence_tokens));
+  scheduler->draft_model_ = *std::move(draft_model);
   scheduler->step_loop_ = std::make_unique<internal::StepLoop>(
-      model, *std::move(pool), tokenizer, config, clock, scheduler->metrics_,
-      scheduler->kv_events_.get(), [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
+      model, scheduler->draft_model_.get(), *std::move(pool), tokenizer, config, clock,
+      scheduler->metrics_, scheduler->kv_events_.get(),
+      [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
   spdlog::info("kv cache: {} blocks of {} {} entries, {} tokens per sequence at most",
                scheduler->step_loop_->pool().num_blocks(), config.block_size,
                kernels::DTypeName(config.kv_cache_dtype), max_sequence_tokens);

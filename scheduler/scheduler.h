@@ -94,6 +94,7 @@ class Scheduler {
   ProgressWatch progress_;
   const std::unique_ptr<KvEventLog> kv_events_;  // before step_loop_, which appends to it
   std::shared_ptr<internal::Wakeup> wakeup_;
+  std::unique_ptr<engine::Model> draft_model_;     // speculative decoding's; null without
   std::unique_ptr<internal::StepLoop> step_loop_;  // Thread: scheduler
   std::thread thread_;
 

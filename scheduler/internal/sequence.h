@@ -60,6 +60,13 @@ struct Sequence {
   int32_t steps_without_drafts = 0;
   // Where the n-grams of the document it continues occur, once it has drafted (shared).
   std::shared_ptr<const DocumentNgrams> document_ngrams;
+  // Draft model: its cache of the sequence (the document's tokens, then `tokens`; no entries
+  // past the verified ones between steps), its sampler, the drafts it made for this step and,
+  // when the sequence samples, the distribution each was drawn from.
+  std::unique_ptr<engine::SequenceKv> draft_kv;
+  std::unique_ptr<engine::Sampler> draft_sampler;
+  std::vector<int32_t> model_drafts;
+  std::vector<std::vector<float>> draft_probabilities;
   int32_t generated = 0;                                // output tokens
   int32_t num_computed = 0;  // leading tokens whose keys and values are cached
   // Preempted alone, short of blocks a compression held: admitted again once compressions hold

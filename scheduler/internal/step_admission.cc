@@ -146,7 +146,11 @@ int64_t StepLoop::IdleBlocks() const {
 
 bool StepLoop::MakeRoom(int64_t blocks) {
   if (pool_->num_free_blocks() >= blocks) return true;
-  if (pool_->num_free_blocks() + IdleBlocks() < blocks) return false;
+  if (pool_->num_free_blocks() + IdleBlocks() < blocks) {
+    // Draft caches never keep a sequence waiting or get one preempted.
+    ReleaseDraftKvs();
+    if (pool_->num_free_blocks() + IdleBlocks() < blocks) return false;
+  }
   FreeIdle(blocks);
   return pool_->num_free_blocks() >= blocks;
 }
@@ -161,6 +165,7 @@ void StepLoop::ReleaseKv(Sequence& sequence) {
     sequence.prefix->keys.clear();
   }
   sequence.kv->Release(*pool_);
+  if (sequence.draft_kv != nullptr) sequence.draft_kv->Release(*pool_);
   sequence.num_computed = 0;
 }
 

@@ -43,11 +43,12 @@ std::unique_ptr<PrefixCache> NewPrefixCache(const SchedulerConfig& config,
 
 }  // namespace
 
-StepLoop::StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-                   const text::Tokenizer* tokenizer, const SchedulerConfig& config,
-                   const Clock& clock, SchedulerMetrics& metrics, KvEventLog* kv_events,
-                   std::function<void(const RequestState&)> on_dequeued)
+StepLoop::StepLoop(engine::Model& model, engine::Model* draft_model,
+                   std::unique_ptr<engine::KvBlockPool> pool, const text::Tokenizer* tokenizer,
+                   const SchedulerConfig& config, const Clock& clock, SchedulerMetrics& metrics,
+                   KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued)
     : model_(model),
+      draft_model_(draft_model),
       pool_(std::move(pool)),
       tokenizer_(tokenizer),
       config_(config),
@@ -134,6 +135,7 @@ absl::StatusOr<StepReport> StepLoop::Step() {
   RefreshKeepKv();
   int32_t budget = config_.max_num_batched_tokens;
   std::vector<Scheduled> scheduled;
+  if (draft_model_ != nullptr) DraftWithModel(budget);
   ScheduleRunning(budget, scheduled, report);
   // Compressions are guaranteed a share after the running requests, so a stream of arrivals
   // cannot starve them, and take whatever the waiting requests leave.
@@ -410,7 +412,8 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
 }
 
 absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now,
-                                          bool first_of_step) {
+                                          bool first_of_step,
+                                          const std::optional<DraftProposal>& proposal) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
   // A constrained sequence samples among the tokens its constraint allows next, those that
@@ -429,8 +432,9 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
     }
   }
   const engine::AllowedTokens allowed = mask ? mask->allowed() : engine::AllowedTokens{};
-  std::optional<engine::SampledToken> top_sampled =
-      sequence.sampler->SampleFromTop(logits_.top(logits_row), banned, allowed);
+  std::optional<engine::SampledToken> top_sampled;
+  if (!proposal)
+    top_sampled = sequence.sampler->SampleFromTop(logits_.top(logits_row), banned, allowed);
   if (!top_sampled) {
     if (whole_row_index_ != logits_row) {
       whole_row_index_ = -1;
@@ -439,8 +443,12 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
       }
       whole_row_index_ = logits_row;
     }
-    top_sampled = sequence.sampler->Sample(
-        whole_row_, sequence.tokens, static_cast<size_t>(sequence.generated), banned, allowed);
+    const size_t output_count = static_cast<size_t>(sequence.generated);
+    top_sampled =
+        proposal
+            ? sequence.sampler->SampleVerifying(whole_row_, sequence.tokens, output_count, banned,
+                                                allowed, proposal->token, proposal->probabilities)
+            : sequence.sampler->Sample(whole_row_, sequence.tokens, output_count, banned, allowed);
   }
   const engine::SampledToken& sampled = *top_sampled;
   if (sequence.matcher != nullptr) {

@@ -33,10 +33,12 @@ class StepLoop {
   // `kv_events`, when not null, receives the prefix cache's events, one batch per step.
   // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
   // first time, or ended while still waiting.
-  StepLoop(engine::Model& model, std::unique_ptr<engine::KvBlockPool> pool,
-           const text::Tokenizer* tokenizer, const SchedulerConfig& config, const Clock& clock,
-           SchedulerMetrics& metrics, KvEventLog* kv_events,
-           std::function<void(const RequestState&)> on_dequeued);
+  // `draft_model`, when not null, drafts for speculative decoding (speculative.method
+  // draft_model); its entries share the pool.
+  StepLoop(engine::Model& model, engine::Model* draft_model,
+           std::unique_ptr<engine::KvBlockPool> pool, const text::Tokenizer* tokenizer,
+           const SchedulerConfig& config, const Clock& clock, SchedulerMetrics& metrics,
+           KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued);
 
   // Queues a validated request.
   void Add(std::shared_ptr<RequestState> request);
@@ -71,7 +73,8 @@ class StepLoop {
   // Blocks of idle documents and idle cached prefixes: free to take.
   int64_t IdleBlocks() const;
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free, and
-  // frees nothing when that cannot reach it. Returns whether they are free.
+  // frees none of them when that cannot reach it; running sequences' draft caches go first
+  // when the idle blocks alone do not reach it. Returns whether they are free.
   bool MakeRoom(int64_t blocks);
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free or
   // nothing idle is left: room for compressions, which reserve their blocks as they go.
@@ -98,11 +101,33 @@ class StepLoop {
   // constraint refuses.
   // `first_of_step`: no token of the sequence came out of this step before (the later ones of
   // verified drafts record no inter-token latency, as one step's tokens arrive together).
-  [[nodiscard]] absl::StatusOr<bool> SampleNext(Sequence& sequence, int32_t logits_row,
-                                                absl::Time now, bool first_of_step = true);
+  // `proposal`: the draft at this position was drawn from a distribution (a draft model's),
+  // and the token is sampled by speculative sampling (Sampler::SampleVerifying).
+  struct DraftProposal {
+    int32_t token;
+    std::span<const float> probabilities;
+  };
+  [[nodiscard]] absl::StatusOr<bool> SampleNext(
+      Sequence& sequence, int32_t logits_row, absl::Time now, bool first_of_step = true,
+      const std::optional<DraftProposal>& proposal = std::nullopt);
   // Speculative decoding (step_speculation.cc). Sets `sequence.speculated` when the sequence
   // decodes and drafts within `budget` tokens, clears it otherwise.
   void Draft(Sequence& sequence, int32_t budget);
+  // Whether the sequence decodes a token in the next step with nothing in its way of drafting
+  // (a prompt to compute or score, pending forks, KeepKV, which edits its heads after each step).
+  static bool CanDraft(const Sequence& sequence);
+  // How many tokens the sequence may draft in a step that leaves it `budget` tokens; 0 when it
+  // does not draft in this step.
+  int32_t DraftRoom(const Sequence& sequence, int32_t budget) const;
+  // Draft model (step_draft_model.cc): runs the draft model for the running sequences that
+  // draft in this step, batched, filling their model_drafts: first what each one's draft cache
+  // lacks of its verified tokens, then one token at a time. Takes only free blocks beyond the
+  // watermark; a sequence short of them drops its draft cache.
+  void DraftWithModel(int32_t budget);
+  // Drops the draft cache's entries past the sequence's verified tokens.
+  void TrimDraftKv(Sequence& sequence);
+  // Returns every running sequence's draft cache to the pool (they are recomputed as needed).
+  void ReleaseDraftKvs();
   // The n-gram index of `document`, built on first use and shared while sequences hold it.
   std::shared_ptr<const DocumentNgrams> DocumentNgramsOf(const DocumentPrefix& document);
   // After a step that computed `sequence.speculated` (logit rows from `first_row`): samples at
@@ -140,6 +165,7 @@ class StepLoop {
                                                          int32_t shared_tokens = 0) const;
 
   engine::Model& model_;
+  engine::Model* const draft_model_;  // null unless a draft model drafts
   std::unique_ptr<engine::KvBlockPool> pool_;
   const text::Tokenizer* tokenizer_;
   const SchedulerConfig config_;
@@ -165,6 +191,7 @@ class StepLoop {
   std::vector<float> whole_row_;  // the step's logit row whole_row_index_ (-1: none yet)
   int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
+  engine::StepLogits draft_logits_;                // the draft model's last step
   // Each document's n-gram index, by DocumentPrefix::key, while its payload is held anywhere.
   struct DocumentIndex {
     std::weak_ptr<const cache_store::DocumentPayload> payload;

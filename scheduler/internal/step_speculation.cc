@@ -4,7 +4,8 @@
 // penalties and constraint) is that token; the first draw that differs is kept instead and
 // ends the run, and the cache entries of the drafts after it are dropped. Since every kept token
 // is the draw decoding one token per step would have made, the output is unchanged, token for
-// token, greedy or sampled.
+// token, greedy or sampled. A draft a draft model drew from its distribution is kept or replaced
+// by speculative sampling instead, so that the output follows the model's distribution.
 #include <algorithm>
 
 #include "base/check.h"
@@ -36,39 +37,53 @@ std::shared_ptr<const DocumentNgrams> StepLoop::DocumentNgramsOf(const DocumentP
   return built;
 }
 
-void StepLoop::Draft(Sequence& sequence, int32_t budget) {
-  sequence.speculated.clear();
+bool StepLoop::CanDraft(const Sequence& sequence) {
+  return sequence.uncomputed() == 1 && sequence.generated > 0 && sequence.keepkv == nullptr &&
+         sequence.pending_forks == 0 && !ScoresPrompt(sequence);
+}
+
+int32_t StepLoop::DraftRoom(const Sequence& sequence, int32_t budget) const {
   const SpeculativeConfig& speculative = config_.speculative;
-  if (speculative.method == SpeculativeMethod::kNone) return;
-  // Decoding a plain sequence: KeepKV edits its heads after each step, and a prompt still being
-  // computed or scored has no draws to verify.
-  if (sequence.uncomputed() != 1 || sequence.generated == 0 || sequence.keepkv != nullptr ||
-      sequence.pending_forks > 0 || ScoresPrompt(sequence)) {
-    return;
-  }
-  if (sequence.steps_without_drafts > 0) {
-    --sequence.steps_without_drafts;
-    return;
+  if (speculative.method == SpeculativeMethod::kNone || !CanDraft(sequence) ||
+      sequence.steps_without_drafts > 0) {
+    return 0;
   }
   const Request& request = sequence.request->request;
   // Every verified position may emit a token: no more than max_tokens in all.
-  const int32_t room =
-      std::min({request.num_speculative_tokens.value_or(speculative.num_speculative_tokens),
-                speculative.num_speculative_tokens, budget - 1,
-                request.max_tokens - sequence.generated - 1});
-  if (room <= 0) return;
-  if (request.document && sequence.document_ngrams == nullptr) {
-    sequence.document_ngrams = DocumentNgramsOf(*request.document);
+  return std::max(
+      0, std::min({request.num_speculative_tokens.value_or(speculative.num_speculative_tokens),
+                   speculative.num_speculative_tokens, budget - 1,
+                   request.max_tokens - sequence.generated - 1}));
+}
+
+void StepLoop::Draft(Sequence& sequence, int32_t budget) {
+  sequence.speculated.clear();
+  std::vector<int32_t> drafts = std::exchange(sequence.model_drafts, {});
+  std::vector<std::vector<float>> probabilities = std::exchange(sequence.draft_probabilities, {});
+  const int32_t room = DraftRoom(sequence, budget);
+  if (room == 0) {
+    if (sequence.steps_without_drafts > 0 && CanDraft(sequence)) --sequence.steps_without_drafts;
+    return;
   }
-  std::vector<int32_t> drafts = ProposeNgramDraft(sequence.tokens, sequence.document_ngrams.get(),
-                                                  LookupOf(speculative), room);
+  const SpeculativeConfig& speculative = config_.speculative;
+  if (speculative.method == SpeculativeMethod::kNgram) {
+    const Request& request = sequence.request->request;
+    if (request.document && sequence.document_ngrams == nullptr) {
+      sequence.document_ngrams = DocumentNgramsOf(*request.document);
+    }
+    drafts = ProposeNgramDraft(sequence.tokens, sequence.document_ngrams.get(),
+                               LookupOf(speculative), room);
+  }
   // A stored document's ids are the model's, unless the payload says otherwise: a draft ends
   // before any id the model does not have.
   const int32_t vocab_size = model_.config().vocab_size;
   drafts.erase(std::find_if(drafts.begin(), drafts.end(),
                             [&](int32_t id) { return id < 0 || id >= vocab_size; }),
                drafts.end());
+  if (drafts.size() > static_cast<size_t>(room)) drafts.resize(room);
   if (drafts.empty()) return;
+  if (probabilities.size() > drafts.size()) probabilities.resize(drafts.size());
+  sequence.draft_probabilities = std::move(probabilities);
   sequence.speculated.reserve(drafts.size() + 1);
   sequence.speculated.push_back(sequence.tokens.back());
   sequence.speculated.insert(sequence.speculated.end(), drafts.begin(), drafts.end());
@@ -76,6 +91,10 @@ void StepLoop::Draft(Sequence& sequence, int32_t budget) {
 
 absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl::Time now) {
   const std::vector<int32_t> drafts(sequence.speculated.begin() + 1, sequence.speculated.end());
+  // Drawn from a draft model's distribution (a sampling sequence's): kept or replaced by
+  // speculative sampling. Otherwise a draft is kept when the draw is that token.
+  const std::vector<std::vector<float>> probabilities =
+      std::exchange(sequence.draft_probabilities, {});
   sequence.speculated.clear();
   sequence.num_computed += 1;  // the last sampled token's entries are the sequence's
   int32_t accepted = 0;
@@ -86,8 +105,10 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
       prefix_cache_->Publish(sequence.tokens, sequence.num_computed, *sequence.prefix,
                              *sequence.kv);
     }
-    absl::StatusOr<bool> goes_on =
-        SampleNext(sequence, first_row + static_cast<int32_t>(i), now, /*first_of_step=*/i == 0);
+    std::optional<DraftProposal> proposal;
+    if (i < probabilities.size()) proposal = DraftProposal{drafts[i], probabilities[i]};
+    absl::StatusOr<bool> goes_on = SampleNext(sequence, first_row + static_cast<int32_t>(i), now,
+                                              /*first_of_step=*/i == 0, proposal);
     if (!goes_on.ok()) return goes_on.status();
     if (!*goes_on) {  // finished: its blocks are gone already
       metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);

@@ -512,7 +512,8 @@ void AddBenchCommand(CLI::App& app) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   command->add_flag("--speculative", options->speculative,
-                    "Measure speculative decoding (ngram drafts): the same greedy requests without "
+                    "Measure speculative decoding (ngram drafts, or --draft-model): the same "
+                    "greedy requests without "
                     "and with drafts, in interleaved rounds, at each --batch; --decode-tokens is "
                     "each request's max_tokens");
   SpeculativeBenchRun& speculative = options->speculative_run;
@@ -544,6 +545,11 @@ void AddBenchCommand(CLI::App& app) {
                    "the vocabulary (0: all); a few make prompts repeat, so drafts are tried")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  command
+      ->add_option("--draft-model", speculative.options.speculative.model,
+                   "With --speculative: draft with this model (same vocabulary and head size, "
+                   "e.g. from make_draft_model) instead of n-grams")
+      ->check(CLI::ExistingDirectory);
   command
       ->add_option("--draft-tokens", speculative.options.speculative.num_speculative_tokens,
                    "With --speculative: draft tokens per sequence and step")

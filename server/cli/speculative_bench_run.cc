@@ -16,6 +16,14 @@ namespace kvd::server {
 
 absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& model) {
   bench::SpeculativeBenchOptions options = run.options;
+  const bool draft_model = !options.speculative.model.empty();
+  options.speculative.method = draft_model ? scheduler::SpeculativeMethod::kDraftModel
+                                           : scheduler::SpeculativeMethod::kNgram;
+  const std::string drafter =
+      draft_model ? absl::StrCat("draft model ", options.speculative.model)
+                  : absl::StrCat("ngram drafts, n-grams ", options.speculative.prompt_lookup_min,
+                                 "..", options.speculative.prompt_lookup_max);
+  const char* const drafts_column = draft_model ? "model" : "ngram";
   std::unique_ptr<DocumentSetup> setup;
   if (!run.questions_path.empty()) {
     std::ifstream file(run.questions_path, std::ios::binary);
@@ -49,11 +57,10 @@ absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& 
           : absl::StrCat(questions, " questions about ", options.documents.size(),
                          " stored documents of ", run.questions_path);
   std::printf(
-      "model %s, %s, greedy, at most %d tokens each; ngram drafts of up to %d tokens, n-grams "
-      "%d..%d; median of %d interleaved rounds\n",
-      run.model_dir.c_str(), workload.c_str(), options.max_tokens,
-      options.speculative.num_speculative_tokens, options.speculative.prompt_lookup_min,
-      options.speculative.prompt_lookup_max, options.rounds);
+      "model %s, %s, greedy, at most %d tokens each; %s, up to %d tokens a step; median of %d "
+      "interleaved rounds\n",
+      run.model_dir.c_str(), workload.c_str(), options.max_tokens, drafter.c_str(),
+      options.speculative.num_speculative_tokens, options.rounds);
   std::printf(
       "| batch | drafts | decode tok/s per stream (rounds) | tok/s, prefill included | steps | "
       "tokens | draft tokens | kept | same tokens "
@@ -66,7 +73,7 @@ absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& 
     }
     std::printf(
         "| %d | %s | %.1f (%s) | %.1f | %lld | %lld | %lld | %s | %s |\n", result.batch,
-        result.speculative ? "ngram" : "none", result.decode_tokens_per_second,
+        result.speculative ? drafts_column : "none", result.decode_tokens_per_second,
         absl::StrJoin(rounds, ", ").c_str(), result.tokens_per_second,
         static_cast<long long>(result.steps), static_cast<long long>(result.tokens),
         static_cast<long long>(result.draft_tokens),

@@ -1,0 +1,168 @@
+// StepLoop's draft model: before a step, the running sequences that draft in it run the draft
+// model together, first over what each one's draft cache lacks (the document it continues and
+// its verified tokens, so that a fresh sequence catches up once) and then one token per pass,
+// each drafting up to its room. A sampling sequence draws each draft from the draft model's
+// distribution under its own sampling parameters and keeps that distribution, which the
+// verification needs (speculative sampling); a greedy one drafts the draft model's argmax.
+#include <algorithm>
+#include <limits>
+
+#include "base/check.h"
+#include "scheduler/internal/step_loop.h"
+#include "spdlog/spdlog.h"
+
+namespace kvd::scheduler::internal {
+namespace {
+
+// Mixed into a request's seed for its drafts, so that they do not replay its own draws.
+constexpr uint64_t kDraftSeedSalt = 0x9e3779b97f4a7c15ULL;
+
+// What the draft model reads for a sequence: the document it continues, then its tokens.
+std::vector<int32_t> DraftContext(const Sequence& sequence) {
+  std::vector<int32_t> context;
+  const std::optional<DocumentPrefix>& document = sequence.request->request.document;
+  if (document) {
+    const std::vector<int32_t>& text = document->payload->prefix_token_ids;
+    context.assign(text.begin(), text.end());
+  }
+  context.insert(context.end(), sequence.tokens.begin(), sequence.tokens.end());
+  return context;
+}
+
+int32_t DocumentLength(const Sequence& sequence) {
+  const std::optional<DocumentPrefix>& document = sequence.request->request.document;
+  return document ? static_cast<int32_t>(document->payload->prefix_token_ids.size()) : 0;
+}
+
+}  // namespace
+
+void StepLoop::TrimDraftKv(Sequence& sequence) {
+  if (sequence.draft_kv == nullptr) return;
+  const int32_t verified = DocumentLength(sequence) + sequence.num_computed;
+  const int32_t extra = std::max(0, sequence.draft_kv->next_position() - verified);
+  // A draft cache shares no block, so nothing stops the drop.
+  KVD_CHECK(sequence.draft_kv->DropLast(*pool_, extra).ok());
+}
+
+void StepLoop::ReleaseDraftKvs() {
+  for (const std::unique_ptr<Sequence>& sequence : running_) {
+    if (sequence->draft_kv != nullptr) sequence->draft_kv->Release(*pool_);
+  }
+}
+
+void StepLoop::DraftWithModel(int32_t budget) {
+  KVD_CHECK(draft_model_ != nullptr);
+  const engine::ModelConfig& draft_config = draft_model_->config();
+  struct Job {
+    Sequence* sequence;
+    int32_t room;                 // drafts it makes
+    std::vector<int32_t> inputs;  // what the first pass reads for it
+  };
+  std::vector<Job> jobs;
+  int32_t available = budget;
+  // The first pass reads at most a step's worth of tokens; a sequence past it catches up over
+  // the next steps and drafts once it has.
+  int32_t catch_up_left = config_.max_num_batched_tokens;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    Sequence& sequence = *running_[i];
+    sequence.model_drafts.clear();
+    sequence.draft_probabilities.clear();
+    TrimDraftKv(sequence);
+    const int32_t later = static_cast<int32_t>(running_.size() - i - 1);
+    const int32_t room = DraftRoom(sequence, available - later);
+    available -= room > 0 ? 1 + room : std::min(sequence.uncomputed(), available);
+    if (room == 0) continue;
+    if (sequence.draft_kv == nullptr) {
+      sequence.draft_kv =
+          std::make_unique<engine::SequenceKv>(draft_config.num_layers, draft_config.num_kv_heads);
+    }
+    std::vector<int32_t> context = DraftContext(sequence);
+    // A draft model with a shorter context than the served one drafts only within it.
+    if (std::ssize(context) + room > draft_config.max_position_embeddings) {
+      sequence.draft_kv->Release(*pool_);
+      continue;
+    }
+    const int32_t cached = sequence.draft_kv->next_position();
+    KVD_CHECK(cached < std::ssize(context));
+    std::vector<int32_t> inputs(context.begin() + cached, context.end());
+    if (std::ssize(inputs) > catch_up_left) {
+      inputs.resize(catch_up_left);
+      if (inputs.empty()) continue;
+      jobs.push_back({&sequence, 0, std::move(inputs)});  // catching up only
+    } else {
+      jobs.push_back({&sequence, room, std::move(inputs)});
+    }
+    Job& job = jobs.back();
+    const int32_t entries = static_cast<int32_t>(job.inputs.size()) + std::max(0, job.room - 1);
+    if (sequence.draft_kv->BlocksToReserve(*pool_, entries) + watermark_blocks_ >
+            pool_->num_free_blocks() ||
+        !sequence.draft_kv->Reserve(*pool_, entries).ok()) {
+      sequence.draft_kv->Release(*pool_);  // no room: it drafts again once there is
+      jobs.pop_back();
+      continue;
+    }
+    catch_up_left -= static_cast<int32_t>(job.inputs.size());
+    if (sequence.draft_sampler == nullptr) {
+      engine::SamplingParams params = sequence.sampler->params();
+      params.logprobs = false;
+      params.top_logprobs = 0;
+      if (params.seed) params.seed = *params.seed ^ kDraftSeedSalt;
+      sequence.draft_sampler = std::make_unique<engine::Sampler>(std::move(params), seeds_());
+    }
+  }
+
+  // Pass p reads each job's inputs (p = 0) or its last draft, and drafts its token p + 1.
+  std::vector<engine::SequenceStep> steps;
+  std::vector<Job*> stepped;
+  std::vector<int32_t> context;
+  for (int32_t pass = 0;; ++pass) {
+    steps.clear();
+    stepped.clear();
+    for (Job& job : jobs) {
+      if (pass == 0) {
+        steps.push_back(
+            {.kv = job.sequence->draft_kv.get(),
+             .tokens = job.inputs,
+             .logits = job.room > 0 ? engine::LogitRows::kLast : engine::LogitRows::kNone});
+      } else if (pass < job.room) {
+        steps.push_back({.kv = job.sequence->draft_kv.get(),
+                         .tokens = std::span<const int32_t>(job.sequence->model_drafts).last(1)});
+      } else {
+        continue;
+      }
+      if (job.room > pass) stepped.push_back(&job);
+    }
+    if (steps.empty()) return;
+    if (absl::Status status = draft_model_->Forward(steps, *pool_, draft_logits_); !status.ok()) {
+      // Drafts are an optimization: without them every sequence decodes as usual.
+      spdlog::warn("draft model step failed, drafting nothing this step: {}",
+                   std::string(status.message()));
+      for (Job& job : jobs) {
+        job.sequence->model_drafts.clear();
+        job.sequence->draft_probabilities.clear();
+        job.sequence->draft_kv->Release(*pool_);
+      }
+      return;
+    }
+    for (size_t row = 0; row < stepped.size(); ++row) {
+      Sequence& sequence = *stepped[row]->sequence;
+      const int32_t drafted = static_cast<int32_t>(sequence.model_drafts.size());
+      context.assign(sequence.tokens.begin(), sequence.tokens.end());
+      context.insert(context.end(), sequence.model_drafts.begin(), sequence.model_drafts.end());
+      const size_t output_count = static_cast<size_t>(sequence.generated + drafted);
+      const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated + drafted);
+      const std::span<const float> logits = draft_logits_.row(static_cast<int32_t>(row));
+      if (sequence.sampler->params().temperature == 0.0f) {
+        sequence.model_drafts.push_back(
+            sequence.draft_sampler->Sample(logits, context, output_count, banned).token);
+      } else {
+        std::vector<float> probabilities =
+            sequence.draft_sampler->Probabilities(logits, context, output_count, banned);
+        sequence.model_drafts.push_back(sequence.draft_sampler->DrawFrom(probabilities));
+        sequence.draft_probabilities.push_back(std::move(probabilities));
+      }
+    }
+  }
+}
+
+}  // namespace kvd::scheduler::internal
