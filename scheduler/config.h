@@ -51,6 +51,10 @@ struct SpeculativeConfig {
   // Defaults 1 and 4.
   int32_t prompt_lookup_min = 1;
   int32_t prompt_lookup_max = 4;
+  // No drafts in a step that continues more running sequences than this (where a batch is
+  // large enough to keep the hardware busy, verifying drafts costs more than it saves), in
+  // [0, 65536]; 0: no limit. Not reloadable. Default 0.
+  int32_t disable_by_batch_size = 0;
   // draft_model: the draft model's directory (Hugging Face layout), with the served model's
   // vocabulary and head size; its weights take the served model's dtype and its KV entries
   // the same pool. Not reloadable. Default empty.
@@ -170,6 +174,9 @@ inline constexpr base::ConfigKey<SpeculativeConfig> kSpeculativeKeys[] = {
     {.name = "prompt_lookup_max",
      .member = &SpeculativeConfig::prompt_lookup_max,
      .range = {.min = 1, .max = 16}},
+    {.name = "disable_by_batch_size",
+     .member = &SpeculativeConfig::disable_by_batch_size,
+     .range = {.min = 0, .max = 65536}},
     {.name = "model", .member = &SpeculativeConfig::model},
 };
 

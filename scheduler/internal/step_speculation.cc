@@ -45,7 +45,9 @@ bool StepLoop::CanDraft(const Sequence& sequence) {
 int32_t StepLoop::DraftRoom(const Sequence& sequence, int32_t budget) const {
   const SpeculativeConfig& speculative = config_.speculative;
   if (speculative.method == SpeculativeMethod::kNone || !CanDraft(sequence) ||
-      sequence.steps_without_drafts > 0) {
+      sequence.steps_without_drafts > 0 ||
+      (speculative.disable_by_batch_size > 0 &&
+       std::ssize(running_) > speculative.disable_by_batch_size)) {
     return 0;
   }
   const Request& request = sequence.request->request;

@@ -551,6 +551,12 @@ void AddBenchCommand(CLI::App& app) {
                    "e.g. from make_draft_model) instead of n-grams")
       ->check(CLI::ExistingDirectory);
   command
+      ->add_option("--disable-by-batch-size", speculative.options.speculative.disable_by_batch_size,
+                   "With --speculative: no drafts while more sequences than this run (0: no "
+                   "limit)")
+      ->check(CLI::Range(0, 65536))
+      ->capture_default_str();
+  command
       ->add_option("--draft-tokens", speculative.options.speculative.num_speculative_tokens,
                    "With --speculative: draft tokens per sequence and step")
       ->check(CLI::Range(1, 32))

@@ -131,6 +131,21 @@ TEST_F(SpeculativeTest, ARequestDraftsAtMostItsOwnCountAndTheServers) {
   EXPECT_EQ(scheduler->Submit(refused).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A batch of more sequences than disable_by_batch_size drafts nothing.
+TEST_F(SpeculativeTest, ALargeEnoughBatchDraftsNothing) {
+  std::mt19937 random(8);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) requests.push_back(Greedy(RepeatingPrompt(random, 12), 24));
+  const auto drafted = [&](int32_t disable_by_batch_size) {
+    SchedulerConfig config = Speculating(SmallConfig());
+    config.speculative.disable_by_batch_size = disable_by_batch_size;
+    return RunAll(config, requests).metrics.spec_decode_draft_tokens;
+  };
+  EXPECT_EQ(drafted(5), 0u);  // the six run together from start to end
+  EXPECT_GT(drafted(6), 0u);
+  EXPECT_EQ(drafted(6), drafted(0));
+}
+
 TEST_F(SpeculativeTest, ConstrainedOutputsAreUnchanged) {
   static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
       structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());

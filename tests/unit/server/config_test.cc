@@ -263,6 +263,7 @@ speculative:
   num_speculative_tokens: 6
   prompt_lookup_min: 1
   prompt_lookup_max: 3
+  disable_by_batch_size: 32
 store:
   data_dir: /var/lib/kvd
 responses:
@@ -309,7 +310,8 @@ logging:
             (scheduler::SpeculativeConfig{.method = scheduler::SpeculativeMethod::kNgram,
                                           .num_speculative_tokens = 6,
                                           .prompt_lookup_min = 1,
-                                          .prompt_lookup_max = 3}));
+                                          .prompt_lookup_max = 3,
+                                          .disable_by_batch_size = 32}));
   EXPECT_EQ(config.store.data_dir, "/var/lib/kvd");
   EXPECT_FALSE(config.responses.store);
   EXPECT_EQ(config.responses.ttl_seconds, 3600);
@@ -545,6 +547,13 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
               HasSubstr("config.yaml:2: speculative.method"));
   EXPECT_THAT(ParseError("speculative:\n  num_speculative_tokens: 33\n"),
               HasSubstr("speculative.num_speculative_tokens"));
+  EXPECT_THAT(ParseError("speculative:\n  method: draft_model\n"),
+              HasSubstr("speculative.model: a draft model directory goes with method "
+                        "draft_model"));
+  EXPECT_THAT(ParseError("speculative:\n  method: ngram\n  model: /models/draft\n"),
+              HasSubstr("speculative.model"));
+  EXPECT_THAT(ParseError("speculative:\n  disable_by_batch_size: -1\n"),
+              HasSubstr("speculative.disable_by_batch_size"));
   EXPECT_THAT(ParseError("speculative:\n  prompt_lookup_min: 5\n  prompt_lookup_max: 3\n"),
               HasSubstr("speculative.prompt_lookup_min: prompt_lookup_min (5) must be at most "
                         "prompt_lookup_max (3)"));
