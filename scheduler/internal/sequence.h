@@ -58,6 +58,13 @@ struct Sequence {
   // whose drafts keep failing drafts ever more rarely (1 step in 2, 4, 8, 16).
   int32_t refused_drafts = 0;
   int32_t steps_without_drafts = 0;
+  // Whether it has been eligible to draft before (a fresh one starts in the backoff while
+  // drafts are poor everywhere, DraftAcceptance).
+  bool drafting_started = false;
+  // Adaptive k of a draft model: the most draft tokens of its next draft (0: the configured
+  // count); after a draft kept whole it doubles, after one cut short it is the kept count plus
+  // one.
+  int32_t draft_limit = 0;
   // Where the n-grams of the document it continues occur, once it has drafted (shared).
   std::shared_ptr<const DocumentNgrams> document_ngrams;
   // Draft model: its cache of the sequence (the document's tokens, then `tokens`; no entries

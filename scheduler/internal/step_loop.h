@@ -17,6 +17,7 @@
 #include "scheduler/clock.h"
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
+#include "scheduler/internal/draft_acceptance.h"
 #include "scheduler/internal/fair_queue.h"
 #include "scheduler/internal/ngram_drafter.h"
 #include "scheduler/internal/prefix_cache.h"
@@ -117,8 +118,11 @@ class StepLoop {
   // (a prompt to compute or score, pending forks, KeepKV, which edits its heads after each step).
   static bool CanDraft(const Sequence& sequence);
   // How many tokens the sequence may draft in a step that leaves it `budget` tokens; 0 when it
-  // does not draft in this step.
-  int32_t DraftRoom(const Sequence& sequence, int32_t budget) const;
+  // does not draft in this step. A sequence eligible for the first time starts in the longest
+  // backoff while drafts are poor everywhere.
+  int32_t DraftRoom(Sequence& sequence, int32_t budget);
+  // After `sequence` verified `drafted` tokens and kept `kept`: its adaptive k and backoff.
+  void AdaptDrafting(Sequence& sequence, int32_t drafted, int32_t kept) const;
   // Draft model (step_draft_model.cc): runs the draft model for the running sequences that
   // draft in this step, batched, filling their model_drafts: first what each one's draft cache
   // lacks of its verified tokens, then one token at a time. Takes only free blocks beyond the
@@ -192,6 +196,7 @@ class StepLoop {
   int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
   engine::StepLogits draft_logits_;                // the draft model's last step
+  DraftAcceptance draft_acceptance_;
   // Each document's n-gram index, by DocumentPrefix::key, while its payload is held anywhere.
   struct DocumentIndex {
     std::weak_ptr<const cache_store::DocumentPayload> payload;

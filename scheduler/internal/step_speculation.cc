@@ -42,20 +42,41 @@ bool StepLoop::CanDraft(const Sequence& sequence) {
          sequence.pending_forks == 0 && !ScoresPrompt(sequence);
 }
 
-int32_t StepLoop::DraftRoom(const Sequence& sequence, int32_t budget) const {
+int32_t StepLoop::DraftRoom(Sequence& sequence, int32_t budget) {
   const SpeculativeConfig& speculative = config_.speculative;
-  if (speculative.method == SpeculativeMethod::kNone || !CanDraft(sequence) ||
-      sequence.steps_without_drafts > 0 ||
+  if (speculative.method == SpeculativeMethod::kNone || !CanDraft(sequence)) return 0;
+  if (!sequence.drafting_started) {
+    sequence.drafting_started = true;
+    if (draft_acceptance_.Poor()) {
+      sequence.refused_drafts = kMaxDraftBackoffShift + 1;
+      sequence.steps_without_drafts = (1 << kMaxDraftBackoffShift) - 1;
+    }
+  }
+  if (sequence.steps_without_drafts > 0 ||
       (speculative.disable_by_batch_size > 0 &&
        std::ssize(running_) > speculative.disable_by_batch_size)) {
     return 0;
   }
   const Request& request = sequence.request->request;
   // Every verified position may emit a token: no more than max_tokens in all.
+  const int32_t limit =
+      sequence.draft_limit > 0 ? sequence.draft_limit : speculative.num_speculative_tokens;
   return std::max(
       0, std::min({request.num_speculative_tokens.value_or(speculative.num_speculative_tokens),
-                   speculative.num_speculative_tokens, budget - 1,
-                   request.max_tokens - sequence.generated - 1}));
+                   limit, budget - 1, request.max_tokens - sequence.generated - 1}));
+}
+
+void StepLoop::AdaptDrafting(Sequence& sequence, int32_t drafted, int32_t kept) const {
+  // A draft model pays a pass per draft token; n-gram drafts cost nothing to make, and one
+  // cut short says little about the next.
+  if (config_.speculative.method == SpeculativeMethod::kDraftModel) {
+    sequence.draft_limit = kept == drafted
+                               ? std::min(config_.speculative.num_speculative_tokens, 2 * drafted)
+                               : kept + 1;
+  }
+  sequence.refused_drafts = kept == 0 ? sequence.refused_drafts + 1 : 0;
+  sequence.steps_without_drafts =
+      (1 << std::clamp(sequence.refused_drafts - 1, 0, kMaxDraftBackoffShift)) - 1;
 }
 
 void StepLoop::Draft(Sequence& sequence, int32_t budget) {
@@ -114,6 +135,7 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
     if (!goes_on.ok()) return goes_on.status();
     if (!*goes_on) {  // finished: its blocks are gone already
       metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
+      draft_acceptance_.Record(std::ssize(drafts), accepted);
       return absl::OkStatus();
     }
     if (i == drafts.size() || sequence.tokens.back() != drafts[i]) break;
@@ -121,9 +143,8 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
     sequence.num_computed += 1;
   }
   metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
-  sequence.refused_drafts = accepted == 0 ? sequence.refused_drafts + 1 : 0;
-  sequence.steps_without_drafts =
-      (1 << std::clamp(sequence.refused_drafts - 1, 0, kMaxDraftBackoffShift)) - 1;
+  draft_acceptance_.Record(std::ssize(drafts), accepted);
+  AdaptDrafting(sequence, static_cast<int32_t>(drafts.size()), accepted);
   KVD_CHECK(sequence.uncomputed() == 1);
   // The refused drafts' entries lie after every published block.
   return sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);
