@@ -157,6 +157,7 @@ bool StepLoop::MakeRoom(int64_t blocks) {
 
 void StepLoop::FreeIdle(int64_t blocks) {
   if (!documents_.MakeRoom(blocks) && prefix_cache_ != nullptr) prefix_cache_->MakeRoom(blocks);
+  if (pool_->num_free_blocks() < blocks) ReleaseDraftKvs();
 }
 
 void StepLoop::ReleaseKv(Sequence& sequence) {

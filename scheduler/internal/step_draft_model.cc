@@ -48,6 +48,42 @@ void StepLoop::ReleaseDraftKvs() {
   for (const std::unique_ptr<Sequence>& sequence : running_) {
     if (sequence->draft_kv != nullptr) sequence->draft_kv->Release(*pool_);
   }
+  for (auto& [key, document] : draft_documents_) document.kv->Release(*pool_);
+  draft_documents_.clear();
+}
+
+std::unique_ptr<engine::SequenceKv> StepLoop::NewDraftKv(const Sequence& sequence) {
+  const engine::ModelConfig& draft_config = draft_model_->config();
+  auto kv =
+      std::make_unique<engine::SequenceKv>(draft_config.num_layers, draft_config.num_kv_heads);
+  const std::optional<DocumentPrefix>& document = sequence.request->request.document;
+  if (!document || document->payload->prefix_token_ids.empty()) return kv;
+  std::erase_if(draft_documents_, [this](auto& entry) {
+    if (!entry.second.payload.expired()) return false;
+    entry.second.kv->Release(*pool_);
+    return true;
+  });
+  DraftDocument& cached = draft_documents_[document->key];
+  if (cached.kv == nullptr || cached.payload.lock() != document->payload) {
+    if (cached.kv != nullptr) cached.kv->Release(*pool_);
+    cached = {.payload = document->payload,
+              .kv = std::make_unique<engine::SequenceKv>(draft_config.num_layers,
+                                                         draft_config.num_kv_heads)};
+    const std::vector<int32_t>& text = document->payload->prefix_token_ids;
+    const int32_t length = static_cast<int32_t>(text.size());
+    const engine::SequenceStep step{
+        .kv = cached.kv.get(), .tokens = text, .logits = engine::LogitRows::kNone};
+    if (length > draft_config.max_position_embeddings ||
+        cached.kv->BlocksToReserve(*pool_, length) + watermark_blocks_ > pool_->num_free_blocks() ||
+        !cached.kv->Reserve(*pool_, length).ok() ||
+        !draft_model_->Forward({&step, 1}, *pool_, draft_logits_).ok()) {
+      cached.kv->Release(*pool_);  // the sequence reads the document itself
+      draft_documents_.erase(document->key);
+      return kv;
+    }
+  }
+  kv->ShareFrom(*cached.kv, *pool_);
+  return kv;
 }
 
 void StepLoop::DraftWithModel(int32_t budget) {
@@ -72,9 +108,9 @@ void StepLoop::DraftWithModel(int32_t budget) {
     const int32_t room = DraftRoom(sequence, available - later);
     available -= room > 0 ? 1 + room : std::min(sequence.uncomputed(), available);
     if (room == 0) continue;
-    if (sequence.draft_kv == nullptr) {
-      sequence.draft_kv =
-          std::make_unique<engine::SequenceKv>(draft_config.num_layers, draft_config.num_kv_heads);
+    if (sequence.draft_kv == nullptr || sequence.draft_kv->next_position() == 0) {
+      if (sequence.draft_kv != nullptr) sequence.draft_kv->Release(*pool_);
+      sequence.draft_kv = NewDraftKv(sequence);
     }
     std::vector<int32_t> context = DraftContext(sequence);
     // A draft model with a shorter context than the served one drafts only within it.

@@ -78,7 +78,8 @@ class StepLoop {
   // when the idle blocks alone do not reach it. Returns whether they are free.
   bool MakeRoom(int64_t blocks);
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free or
-  // nothing idle is left: room for compressions, which reserve their blocks as they go.
+  // nothing idle is left, then draft caches if still short: room for compressions, which
+  // reserve their blocks as they go.
   void FreeIdle(int64_t blocks);
   // Returns a sequence's blocks to the pool (its cached prefix blocks stay cached) and marks it
   // as having computed nothing.
@@ -130,7 +131,11 @@ class StepLoop {
   void DraftWithModel(int32_t budget);
   // Drops the draft cache's entries past the sequence's verified tokens.
   void TrimDraftKv(Sequence& sequence);
-  // Returns every running sequence's draft cache to the pool (they are recomputed as needed).
+  // A fresh draft cache for `sequence`: sharing the draft model's cache of the document it
+  // continues, computed once per document (when the pool has room) for all its questions.
+  std::unique_ptr<engine::SequenceKv> NewDraftKv(const Sequence& sequence);
+  // Returns every running sequence's draft cache and every document's to the pool (they are
+  // recomputed as needed).
   void ReleaseDraftKvs();
   // The n-gram index of `document`, built on first use and shared while sequences hold it.
   std::shared_ptr<const DocumentNgrams> DocumentNgramsOf(const DocumentPrefix& document);
@@ -196,6 +201,13 @@ class StepLoop {
   int32_t whole_row_index_ = -1;
   std::vector<engine::StepScores> keepkv_scores_;  // one per scheduled sequence of the step
   engine::StepLogits draft_logits_;                // the draft model's last step
+  // The draft model's cache of each document's tokens, by DocumentPrefix::key, while its
+  // payload is held anywhere; sequences share its blocks.
+  struct DraftDocument {
+    std::weak_ptr<const cache_store::DocumentPayload> payload;
+    std::unique_ptr<engine::SequenceKv> kv;
+  };
+  std::unordered_map<std::string, DraftDocument> draft_documents_;
   DraftAcceptance draft_acceptance_;
   // Each document's n-gram index, by DocumentPrefix::key, while its payload is held anywhere.
   struct DocumentIndex {

@@ -255,6 +255,8 @@ TEST_F(DocumentsTest, KeepKvQuestionsMergeOnlyTheirOwnEntries) {
   EXPECT_EQ(repeated.tokens, reference[0].tokens);
 }
 
+// Also with a draft model, whose caches of the documents (half a document each: two of four
+// layers) take only blocks nothing else needs.
 TEST_F(DocumentsTest, IdleDocumentsGiveWayWhenBlocksRunShort) {
   SchedulerConfig config = SmallConfig();
   auto probe = NewScheduler(config);
@@ -262,17 +264,23 @@ TEST_F(DocumentsTest, IdleDocumentsGiveWayWhenBlocksRunShort) {
       Compress(*probe, {.method = cache_store::CompressionMethod::kNone}));
   // Room for one document and a question, not for two documents.
   config.kv_cache_bytes = KvBytesForTokens(input_.length() * 3 / 2);
-  auto scheduler = NewScheduler(config);
-  for (const char* key : {"first", "second", "first"}) {
-    Request request = Ask(payload, document_.records[0].first);
-    request.document->key = key;
-    auto handle = scheduler->Submit(std::move(request));
-    ASSERT_TRUE(handle.ok()) << handle.status();
-    RunUntilIdle(*scheduler);
-    Outcome outcome;
-    testing::Drain(*handle, outcome);
-    EXPECT_TRUE(outcome.ended && outcome.status.ok()) << key << ": " << outcome.status;
-    EXPECT_EQ(outcome.text[0], document_.records[0].second) << key;
+  SchedulerConfig drafting = config;
+  drafting.speculative = {.method = SpeculativeMethod::kDraftModel,
+                          .model = testing::TinyDraftModelDir().string()};
+  for (const SchedulerConfig& each : {config, drafting}) {
+    SCOPED_TRACE(each.speculative.model);
+    auto scheduler = NewScheduler(each);
+    for (const char* key : {"first", "second", "first"}) {
+      Request request = Ask(payload, document_.records[0].first);
+      request.document->key = key;
+      auto handle = scheduler->Submit(std::move(request));
+      ASSERT_TRUE(handle.ok()) << handle.status();
+      RunUntilIdle(*scheduler);
+      Outcome outcome;
+      testing::Drain(*handle, outcome);
+      EXPECT_TRUE(outcome.ended && outcome.status.ok()) << key << ": " << outcome.status;
+      EXPECT_EQ(outcome.text[0], document_.records[0].second) << key;
+    }
   }
 }
 
@@ -396,13 +404,12 @@ TEST_F(DocumentsTest, ARequestShortOfBlocksAnACompressionHoldsWaitsForThem) {
 // Cached prompt prefixes no request uses fill the pool as requests come and go; a compression,
 // which reserves its blocks as it goes, still gets them.
 TEST_F(DocumentsTest, IdleCachedPrefixesMakeWayForACompression) {
-  const int64_t peak = Compressor({.method = cache_store::CompressionMethod::kKvzip})
-                           ->PeakBlocks(16);
+  const int64_t peak =
+      Compressor({.method = cache_store::CompressionMethod::kKvzip})->PeakBlocks(16);
   const auto& model = model_->config();
   SchedulerConfig config = SmallConfig();
   config.kv_cache_bytes = static_cast<size_t>(peak + peak / 4) *
-                          engine::KvBlockPool::BlockBytes(16, model.head_dim,
-                                                          kernels::DType::kF32);
+                          engine::KvBlockPool::BlockBytes(16, model.head_dim, kernels::DType::kF32);
   auto scheduler = NewScheduler(config);
   std::mt19937 random(3);
   for (int32_t i = 0; i < 12; ++i) {
