@@ -25,7 +25,7 @@ class DraftAcceptance {
 
  private:
   static constexpr int64_t kWindow = 256;
-  static constexpr int64_t kEvidence = 16;
+  static constexpr int64_t kEvidence = 8;
   int64_t drafted_ = 0;
   int64_t kept_ = 0;
 };

@@ -11,9 +11,9 @@ TEST(DraftAcceptanceTest, PoorOnlyOnEnoughRefusals) {
   DraftAcceptance acceptance;
   EXPECT_FALSE(acceptance.Poor());
   acceptance.Record(4, 0);
-  acceptance.Record(4, 0);
-  EXPECT_FALSE(acceptance.Poor()) << "8 draft tokens are too few to judge";
-  for (int i = 0; i < 4; ++i) acceptance.Record(4, 0);
+  acceptance.Record(3, 0);
+  EXPECT_FALSE(acceptance.Poor()) << "7 draft tokens are too few to judge";
+  acceptance.Record(1, 0);
   EXPECT_TRUE(acceptance.Poor());
 }
 
