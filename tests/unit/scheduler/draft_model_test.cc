@@ -76,6 +76,18 @@ TEST_F(DraftModelTest, CachedPrefixesAndACrowdedCacheChangeNothingAndLeakNothing
   EXPECT_GT(crowded.metrics.preemptions, 0u) << "the cache never ran short";
 }
 
+// KeepKV sequences take no drafts; beside sequences that do, every output is unchanged.
+TEST_F(DraftModelTest, KeepKvSequencesBesideDraftingOnesAreUnchanged) {
+  std::mt19937 random(13);
+  std::vector<Request> requests = Questions(random, 6, 24);
+  for (size_t i = 0; i < requests.size(); i += 2) {
+    cache_store::KeepKvParams params;
+    params.budget.tokens = 64;
+    requests[i].keepkv = params;
+  }
+  ExpectSameOutputs(SmallConfig(), requests, /*draft_tokens=*/4, /*fewer_steps=*/false);
+}
+
 TEST_F(DraftModelTest, GreedyConstrainedOutputsAreUnchanged) {
   static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
       structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
@@ -94,7 +106,8 @@ TEST_F(DraftModelTest, GreedyConstrainedOutputsAreUnchanged) {
     request.ignore_eos = false;
     request.constraint = constraint;
   }
-  ExpectSameOutputs(SmallConfig(), requests);
+  // The draft model knows no constraint: most of its drafts are refused, and few steps saved.
+  ExpectSameOutputs(SmallConfig(), requests, /*draft_tokens=*/4, /*fewer_steps=*/false);
 }
 
 TEST_F(DraftModelTest, SeededSamplingIsReproducible) {

@@ -131,6 +131,51 @@ TEST_F(SpeculativeTest, ARequestDraftsAtMostItsOwnCountAndTheServers) {
   EXPECT_EQ(scheduler->Submit(refused).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// KeepKV sequences take no drafts (KeepKV edits their heads after every step); beside
+// sequences that do, in one batch, every output is unchanged.
+TEST_F(SpeculativeTest, KeepKvSequencesBesideDraftingOnesAreUnchanged) {
+  std::mt19937 random(13);
+  std::vector<Request> requests;
+  for (int32_t i = 0; i < 6; ++i) {
+    requests.push_back(QuestionAboutADocument(random, 24));
+    requests.back().ignore_eos = true;
+    if (i % 2 == 0) {
+      cache_store::KeepKvParams params;
+      params.budget.tokens = 64;
+      requests.back().keepkv = params;
+    }
+  }
+  // The KeepKV sequences take as many steps as without drafts, and the batch with them.
+  ExpectSameOutputs(SmallConfig(), requests, /*draft_tokens=*/4, /*fewer_steps=*/false);
+}
+
+// Drafts take only what leaves every later running sequence its token of the step: with a
+// budget of one token per running sequence nothing is drafted, and with a little more no
+// sequence waits a step for another's drafts.
+TEST_F(SpeculativeTest, DraftsNeverTakeALaterSequencesToken) {
+  std::vector<Request> requests;
+  // One-token prompts: all six are admitted in the first step and end together. (Drafts come
+  // before prompt chunks of waiting requests, as in vLLM: staggered admissions would let a
+  // sequence draft while another waits.)
+  for (int32_t i = 0; i < 6; ++i) requests.push_back(Greedy({'a' + i}, 40));
+  SchedulerConfig tight = SmallConfig();
+  tight.max_num_seqs = 6;
+  tight.max_num_batched_tokens = 12;
+  const Results plain = RunAll(tight, requests);
+  SchedulerConfig squeezed = Speculating(tight);
+  squeezed.max_num_batched_tokens = 6;
+  const Results without_room = RunAll(squeezed, requests);
+  EXPECT_EQ(without_room.metrics.spec_decode_draft_tokens, 0u);
+  const Results with_room = RunAll(Speculating(tight), requests);  // 6 draft tokens a step
+  EXPECT_GT(with_room.metrics.spec_decode_accepted_tokens, 0u);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(without_room.outcomes[i].tokens, plain.outcomes[i].tokens);
+    EXPECT_EQ(with_room.outcomes[i].tokens, plain.outcomes[i].tokens);
+  }
+  EXPECT_EQ(without_room.metrics.steps, plain.metrics.steps);
+  EXPECT_LT(with_room.metrics.steps, plain.metrics.steps);
+}
+
 // A batch of more sequences than disable_by_batch_size drafts nothing.
 TEST_F(SpeculativeTest, ALargeEnoughBatchDraftsNothing) {
   std::mt19937 random(8);
