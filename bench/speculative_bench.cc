@@ -15,11 +15,14 @@
 namespace kvd::bench {
 namespace {
 
-scheduler::Request GreedyRequest(std::vector<int32_t> prompt, int32_t max_tokens) {
+// Greedy, or sampled at the options' temperature with the request's index as its seed.
+scheduler::Request NewRequest(std::vector<int32_t> prompt, const SpeculativeBenchOptions& options,
+                              size_t index) {
   scheduler::Request request;
   request.prompt = std::move(prompt);
-  request.sampling.temperature = 0.0f;
-  request.max_tokens = max_tokens;
+  request.sampling.temperature = options.temperature;
+  if (options.temperature > 0.0f) request.sampling.seed = index;
+  request.max_tokens = options.max_tokens;
   return request;
 }
 
@@ -58,7 +61,7 @@ absl::StatusOr<std::vector<scheduler::Request>> DocumentQuestions(
           pipeline.framing->kind == cache_store::FramingKind::kChat
               ? cache_store::QuestionTokens(*pipeline.tokenizer, *options.prompts, question)
               : pipeline.tokenizer->Encode(question, /*add_special_tokens=*/false);
-      scheduler::Request request = GreedyRequest(std::move(prompt), options.max_tokens);
+      scheduler::Request request = NewRequest(std::move(prompt), options, requests.size());
       request.stop = options.stop;
       request.document = scheduler::DocumentPrefix{absl::StrCat("bench/", d), payload};
       requests.push_back(std::move(request));
@@ -78,7 +81,7 @@ std::vector<scheduler::Request> RandomPrompts(const engine::Model& model,
   for (int32_t i = 0; i < options.random_requests; ++i) {
     std::vector<int32_t> prompt(static_cast<size_t>(options.prompt_tokens));
     for (int32_t& id : prompt) id = ids(random);
-    scheduler::Request request = GreedyRequest(std::move(prompt), options.max_tokens);
+    scheduler::Request request = NewRequest(std::move(prompt), options, requests.size());
     request.ignore_eos = true;
     requests.push_back(std::move(request));
   }

@@ -35,6 +35,8 @@ struct SpeculativeBenchOptions {
   // it); a few make prompts repeat themselves, so that drafts are tried, and refused.
   int32_t prompt_vocab = 0;
   int32_t max_tokens = 16;  // per request; random prompts ignore end-of-sequence
+  // 0: greedy; else every request samples at it, seeded by its index.
+  float temperature = 0.0f;
   std::vector<int32_t> batch_sizes = {1, 16};
   int32_t rounds = 3;
   scheduler::SpeculativeConfig speculative = {.method = scheduler::SpeculativeMethod::kNgram};
@@ -54,7 +56,9 @@ struct SpeculativeBenchResult {
   int64_t steps = 0;                  // per round
   int64_t draft_tokens = 0;           // verified, per round
   double accepted_fraction = 0.0;     // draft tokens kept over draft tokens verified
-  bool same_tokens = true;            // every request produced what the run without drafts produced
+  // Every request produced what the run without drafts produced (with a draft model and a
+  // temperature, speculative sampling keeps the distribution, not the tokens).
+  bool same_tokens = true;
 };
 
 [[nodiscard]] absl::StatusOr<std::vector<SpeculativeBenchResult>> MeasureSpeculativeDecoding(

@@ -513,7 +513,7 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--speculative", options->speculative,
                     "Measure speculative decoding (ngram drafts, or --draft-model): the same "
-                    "greedy requests without "
+                    "requests without "
                     "and with drafts, in interleaved rounds, at each --batch; --decode-tokens is "
                     "each request's max_tokens");
   SpeculativeBenchRun& speculative = options->speculative_run;
@@ -550,6 +550,12 @@ void AddBenchCommand(CLI::App& app) {
                    "With --speculative: draft with this model (same vocabulary and head size, "
                    "e.g. from make_draft_model) instead of n-grams")
       ->check(CLI::ExistingDirectory);
+  command
+      ->add_option("--temperature", speculative.options.temperature,
+                   "With --speculative: sample at this temperature, each request seeded (0: "
+                   "greedy)")
+      ->check(CLI::Range(0.0, 2.0))
+      ->capture_default_str();
   command
       ->add_option("--disable-by-batch-size", speculative.options.speculative.disable_by_batch_size,
                    "With --speculative: no drafts while more sequences than this run (0: no "

@@ -57,10 +57,14 @@ absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& 
           : absl::StrCat(questions, " questions about ", options.documents.size(),
                          " stored documents of ", run.questions_path);
   std::printf(
-      "model %s, %s, greedy, at most %d tokens each; %s, up to %d tokens a step; median of %d "
+      "model %s, %s, %s, at most %d tokens each; %s, up to %d tokens a step; median of %d "
       "interleaved rounds\n",
-      run.model_dir.c_str(), workload.c_str(), options.max_tokens, drafter.c_str(),
-      options.speculative.num_speculative_tokens, options.rounds);
+      run.model_dir.c_str(), workload.c_str(),
+      options.temperature > 0.0f
+          ? absl::StrFormat("temperature %.2f, seeded", options.temperature).c_str()
+          : "greedy",
+      options.max_tokens, drafter.c_str(), options.speculative.num_speculative_tokens,
+      options.rounds);
   std::printf(
       "| batch | drafts | decode tok/s per stream (rounds) | tok/s, prefill included | steps | "
       "tokens | draft tokens | kept | same tokens "
@@ -80,7 +84,9 @@ absl::Status RunSpeculativeBench(const SpeculativeBenchRun& run, engine::Model& 
         result.speculative
             ? absl::StrCat(static_cast<int>(100.0 * result.accepted_fraction + 0.5), "%").c_str()
             : "",
-        result.same_tokens ? "yes" : "NO");
+        !result.speculative || result.same_tokens   ? "yes"
+        : draft_model && options.temperature > 0.0f ? "no (sampled: the same distribution)"
+                                                    : "NO");
   }
   return absl::OkStatus();
 }
