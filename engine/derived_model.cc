@@ -73,7 +73,11 @@ absl::Status WriteModel(const fs::path& from, const fs::path& to, const nlohmann
   if (error) {
     return absl::InternalError(absl::StrCat("cannot create ", to.string(), ": ", error.message()));
   }
-  std::ofstream(to / "config.json") << config.dump(2) << "\n";
+  std::ofstream config_file(to / "config.json");
+  config_file << config.dump(2) << "\n";
+  if (!config_file.flush()) {
+    return absl::InternalError(absl::StrCat("cannot write ", (to / "config.json").string()));
+  }
   for (const char* name : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
     if (!fs::exists(from / name)) continue;
     fs::copy_file(from / name, to / name, fs::copy_options::overwrite_existing, error);
@@ -140,6 +144,10 @@ absl::Status WriteWiderMlpModel(const fs::path& from, const fs::path& to, int32_
   KVD_ASSIGN_OR_RETURN(std::vector<TensorToWrite> tensors,
                        ReadTensors(from, [](const std::string&) { return true; }));
   for (TensorToWrite& tensor : tensors) {
+    if (absl::StrContains(tensor.name, ".mlp.") && absl::EndsWith(tensor.name, ".bias")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(tensor.name, ": an MLP with biases cannot be widened"));
+    }
     const bool rows = absl::EndsWith(tensor.name, "mlp.gate_proj.weight") ||
                       absl::EndsWith(tensor.name, "mlp.up_proj.weight");
     const bool columns = absl::EndsWith(tensor.name, "mlp.down_proj.weight");

@@ -367,7 +367,8 @@ std::vector<float> Sampler::Probabilities(std::span<const float> logits,
 }
 
 int32_t Sampler::DrawFrom(std::span<const float> probabilities) {
-  return DrawFromDistribution(probabilities, NextUniform());
+  const double total = std::accumulate(probabilities.begin(), probabilities.end(), 0.0);
+  return DrawFromDistribution(probabilities, NextUniform() * total);
 }
 
 SampledToken Sampler::SampleVerifying(std::span<const float> logits,

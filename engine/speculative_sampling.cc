@@ -1,6 +1,8 @@
 #include "engine/speculative_sampling.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "base/check.h"
@@ -26,7 +28,12 @@ int32_t AcceptOrResample(std::span<const float> target, std::span<const float> d
   KVD_CHECK(draft >= 0 && static_cast<size_t>(draft) < target.size());
   const double p = target[draft];
   const double q = draft_probabilities[draft];
-  KVD_CHECK(q > 0.0);
+  // A draft its own distribution gives no finite, positive probability (a draft model's row
+  // that overflowed) proposes nothing: the token is drawn from p alone.
+  if (!(q > 0.0) || !std::isfinite(q)) {
+    return DrawFromDistribution(target,
+                                uniform() * std::accumulate(target.begin(), target.end(), 0.0));
+  }
   // Kept with probability min(1, p / q): u < p / q without a division.
   if (uniform() * q < p) return draft;
   std::vector<float> residual(target.size());
@@ -36,7 +43,10 @@ int32_t AcceptOrResample(std::span<const float> target, std::span<const float> d
     total += residual[i];
   }
   // p and q equal up to rounding (a refusal of probability ~0): p itself is the residual's limit.
-  if (total <= 0.0) return DrawFromDistribution(target, uniform());
+  if (total <= 0.0) {
+    return DrawFromDistribution(target,
+                                uniform() * std::accumulate(target.begin(), target.end(), 0.0));
+  }
   return DrawFromDistribution(residual, uniform() * total);
 }
 

@@ -18,7 +18,8 @@ int32_t DrawFromDistribution(std::span<const float> probabilities, double point)
 // Keeps `draft`, drawn from `draft_probabilities` (q), with probability min(1, p(d) / q(d)) under
 // the target distribution `target` (p); otherwise draws from the residual max(0, p - q),
 // normalized. The result is distributed as p. `uniform` gives numbers in [0, 1): one for the
-// test, one more for a replacement. Both spans cover the vocabulary and q(draft) > 0.
+// test, one more for a replacement. Both spans cover the vocabulary; a draft whose q is not
+// finite and positive is no proposal (the token is drawn from p).
 int32_t AcceptOrResample(std::span<const float> target, std::span<const float> draft_probabilities,
                          int32_t draft, absl::FunctionRef<double()> uniform);
 

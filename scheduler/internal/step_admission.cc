@@ -147,9 +147,10 @@ int64_t StepLoop::IdleBlocks() const {
 bool StepLoop::MakeRoom(int64_t blocks) {
   if (pool_->num_free_blocks() >= blocks) return true;
   if (pool_->num_free_blocks() + IdleBlocks() < blocks) {
-    // Draft caches never keep a sequence waiting or get one preempted.
+    // Draft caches never keep a sequence waiting or get one preempted; they stay when
+    // dropping them would not make the room either.
+    if (pool_->num_free_blocks() + IdleBlocks() + DraftOnlyBlocks() < blocks) return false;
     ReleaseDraftKvs();
-    if (pool_->num_free_blocks() + IdleBlocks() < blocks) return false;
   }
   FreeIdle(blocks);
   return pool_->num_free_blocks() >= blocks;
@@ -157,7 +158,9 @@ bool StepLoop::MakeRoom(int64_t blocks) {
 
 void StepLoop::FreeIdle(int64_t blocks) {
   if (!documents_.MakeRoom(blocks) && prefix_cache_ != nullptr) prefix_cache_->MakeRoom(blocks);
-  if (pool_->num_free_blocks() < blocks) ReleaseDraftKvs();
+  if (pool_->num_free_blocks() < blocks && pool_->num_free_blocks() + DraftOnlyBlocks() >= blocks) {
+    ReleaseDraftKvs();
+  }
 }
 
 void StepLoop::ReleaseKv(Sequence& sequence) {

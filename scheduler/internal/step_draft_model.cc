@@ -6,7 +6,9 @@
 // verification needs (speculative sampling); a greedy one drafts the draft model's argmax.
 #include <algorithm>
 #include <limits>
+#include <span>
 
+#include "absl/container/flat_hash_map.h"
 #include "base/check.h"
 #include "scheduler/internal/step_loop.h"
 #include "spdlog/spdlog.h"
@@ -17,30 +19,36 @@ namespace {
 // Mixed into a request's seed for its drafts, so that they do not replay its own draws.
 constexpr uint64_t kDraftSeedSalt = 0x9e3779b97f4a7c15ULL;
 
-// What the draft model reads for a sequence: the document it continues, then its tokens.
-std::vector<int32_t> DraftContext(const Sequence& sequence) {
-  std::vector<int32_t> context;
+// The token ids of the document a sequence continues that the draft model reads: up to the
+// first id outside the vocabulary (a payload's ids are the served model's unless it says
+// otherwise; such a document is read only that far).
+std::span<const int32_t> DocumentTokens(const Sequence& sequence, int32_t vocab_size) {
   const std::optional<DocumentPrefix>& document = sequence.request->request.document;
-  if (document) {
-    const std::vector<int32_t>& text = document->payload->prefix_token_ids;
-    context.assign(text.begin(), text.end());
-  }
-  context.insert(context.end(), sequence.tokens.begin(), sequence.tokens.end());
-  return context;
+  if (!document) return {};
+  const std::vector<int32_t>& text = document->payload->prefix_token_ids;
+  const auto end = std::find_if(text.begin(), text.end(),
+                                [&](int32_t id) { return id < 0 || id >= vocab_size; });
+  return {text.data(), static_cast<size_t>(end - text.begin())};
 }
 
-int32_t DocumentLength(const Sequence& sequence) {
-  const std::optional<DocumentPrefix>& document = sequence.request->request.document;
-  return document ? static_cast<int32_t>(document->payload->prefix_token_ids.size()) : 0;
+// What the draft model reads for a sequence: the document it continues, then its tokens.
+std::vector<int32_t> DraftContext(const Sequence& sequence, int32_t vocab_size) {
+  const std::span<const int32_t> document = DocumentTokens(sequence, vocab_size);
+  std::vector<int32_t> context(document.begin(), document.end());
+  context.insert(context.end(), sequence.tokens.begin(), sequence.tokens.end());
+  return context;
 }
 
 }  // namespace
 
 void StepLoop::TrimDraftKv(Sequence& sequence) {
   if (sequence.draft_kv == nullptr) return;
-  const int32_t verified = DocumentLength(sequence) + sequence.num_computed;
+  const int32_t verified =
+      static_cast<int32_t>(DocumentTokens(sequence, draft_model_->config().vocab_size).size()) +
+      sequence.num_computed;
   const int32_t extra = std::max(0, sequence.draft_kv->next_position() - verified);
-  // A draft cache shares no block, so nothing stops the drop.
+  // Entries past the verified tokens lie past the document's shared blocks (the first append
+  // after a shared, partly filled block copies it), so nothing stops the drop.
   KVD_CHECK(sequence.draft_kv->DropLast(*pool_, extra).ok());
 }
 
@@ -52,33 +60,58 @@ void StepLoop::ReleaseDraftKvs() {
   draft_documents_.clear();
 }
 
+int64_t StepLoop::DraftOnlyBlocks() const {
+  absl::flat_hash_map<int32_t, int32_t> references;  // block -> references from draft caches
+  auto count = [&](const engine::SequenceKv& kv) {
+    for (int32_t layer = 0; layer < kv.num_layers(); ++layer) {
+      for (int32_t head = 0; head < kv.num_kv_heads(); ++head) {
+        for (int32_t block : kv.blocks(layer, head)) ++references[block];
+      }
+    }
+  };
+  for (const std::unique_ptr<Sequence>& sequence : running_) {
+    if (sequence->draft_kv != nullptr) count(*sequence->draft_kv);
+  }
+  for (const auto& [key, document] : draft_documents_) count(*document.kv);
+  return std::count_if(references.begin(), references.end(), [&](const auto& entry) {
+    return pool_->ref_count(entry.first) == entry.second;
+  });
+}
+
 std::unique_ptr<engine::SequenceKv> StepLoop::NewDraftKv(const Sequence& sequence) {
   const engine::ModelConfig& draft_config = draft_model_->config();
   auto kv =
       std::make_unique<engine::SequenceKv>(draft_config.num_layers, draft_config.num_kv_heads);
-  const std::optional<DocumentPrefix>& document = sequence.request->request.document;
-  if (!document || document->payload->prefix_token_ids.empty()) return kv;
+  const std::span<const int32_t> text = DocumentTokens(sequence, draft_config.vocab_size);
+  if (text.empty()) return kv;
+  const DocumentPrefix& document = *sequence.request->request.document;
   std::erase_if(draft_documents_, [this](auto& entry) {
     if (!entry.second.payload.expired()) return false;
     entry.second.kv->Release(*pool_);
     return true;
   });
-  DraftDocument& cached = draft_documents_[document->key];
-  if (cached.kv == nullptr || cached.payload.lock() != document->payload) {
+  DraftDocument& cached = draft_documents_[document.key];
+  if (cached.kv == nullptr || cached.payload.lock() != document.payload) {
     if (cached.kv != nullptr) cached.kv->Release(*pool_);
-    cached = {.payload = document->payload,
+    cached = {.payload = document.payload,
               .kv = std::make_unique<engine::SequenceKv>(draft_config.num_layers,
                                                          draft_config.num_kv_heads)};
-    const std::vector<int32_t>& text = document->payload->prefix_token_ids;
     const int32_t length = static_cast<int32_t>(text.size());
-    const engine::SequenceStep step{
-        .kv = cached.kv.get(), .tokens = text, .logits = engine::LogitRows::kNone};
-    if (length > draft_config.max_position_embeddings ||
-        cached.kv->BlocksToReserve(*pool_, length) + watermark_blocks_ > pool_->num_free_blocks() ||
-        !cached.kv->Reserve(*pool_, length).ok() ||
-        !draft_model_->Forward({&step, 1}, *pool_, draft_logits_).ok()) {
+    bool computed = cached.kv->BlocksToReserve(*pool_, length) + watermark_blocks_ <=
+                        pool_->num_free_blocks() &&
+                    cached.kv->Reserve(*pool_, length).ok();
+    // In chunks of a step's tokens, so that the draft model's scratch stays a step's size.
+    for (int32_t done = 0; computed && done < length;) {
+      const int32_t chunk = std::min(length - done, config_.max_num_batched_tokens);
+      const engine::SequenceStep step{.kv = cached.kv.get(),
+                                      .tokens = text.subspan(done, chunk),
+                                      .logits = engine::LogitRows::kNone};
+      computed = draft_model_->Forward({&step, 1}, *pool_, draft_logits_).ok();
+      done += chunk;
+    }
+    if (!computed) {
       cached.kv->Release(*pool_);  // the sequence reads the document itself
-      draft_documents_.erase(document->key);
+      draft_documents_.erase(document.key);
       return kv;
     }
   }
@@ -108,15 +141,15 @@ void StepLoop::DraftWithModel(int32_t budget) {
     const int32_t room = DraftRoom(sequence, available - later);
     available -= room > 0 ? 1 + room : std::min(sequence.uncomputed(), available);
     if (room == 0) continue;
+    std::vector<int32_t> context = DraftContext(sequence, draft_config.vocab_size);
+    // A draft model with a shorter context than the served one drafts only within it.
+    if (std::ssize(context) + room > draft_config.max_position_embeddings) {
+      if (sequence.draft_kv != nullptr) sequence.draft_kv->Release(*pool_);
+      continue;
+    }
     if (sequence.draft_kv == nullptr || sequence.draft_kv->next_position() == 0) {
       if (sequence.draft_kv != nullptr) sequence.draft_kv->Release(*pool_);
       sequence.draft_kv = NewDraftKv(sequence);
-    }
-    std::vector<int32_t> context = DraftContext(sequence);
-    // A draft model with a shorter context than the served one drafts only within it.
-    if (std::ssize(context) + room > draft_config.max_position_embeddings) {
-      sequence.draft_kv->Release(*pool_);
-      continue;
     }
     const int32_t cached = sequence.draft_kv->next_position();
     KVD_CHECK(cached < std::ssize(context));

@@ -75,11 +75,11 @@ class StepLoop {
   int64_t IdleBlocks() const;
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free, and
   // frees none of them when that cannot reach it; running sequences' draft caches go first
-  // when the idle blocks alone do not reach it. Returns whether they are free.
+  // when the idle blocks alone do not reach it and they do. Returns whether they are free.
   bool MakeRoom(int64_t blocks);
   // Frees idle documents, then idle cached prefix blocks, until `blocks` blocks are free or
-  // nothing idle is left, then draft caches if still short: room for compressions, which
-  // reserve their blocks as they go.
+  // nothing idle is left, then draft caches if that makes the room: room for compressions,
+  // which reserve their blocks as they go.
   void FreeIdle(int64_t blocks);
   // Returns a sequence's blocks to the pool (its cached prefix blocks stay cached) and marks it
   // as having computed nothing.
@@ -137,6 +137,8 @@ class StepLoop {
   // Returns every running sequence's draft cache and every document's to the pool (they are
   // recomputed as needed).
   void ReleaseDraftKvs();
+  // Blocks that ReleaseDraftKvs would return: held by draft caches and nothing else.
+  int64_t DraftOnlyBlocks() const;
   // The n-gram index of `document`, built on first use and shared while sequences hold it.
   std::shared_ptr<const DocumentNgrams> DocumentNgramsOf(const DocumentPrefix& document);
   // After a step that computed `sequence.speculated` (logit rows from `first_row`): samples at

@@ -116,6 +116,17 @@ TEST(SpeculativeSamplingTest, ARefusedDraftIsNeverTheReplacement) {
   }
 }
 
+// A draft model's row that overflowed gives its draft no finite probability: no proposal, and
+// the token is drawn from the target alone.
+TEST(SpeculativeSamplingTest, ADraftWithoutAFiniteProbabilityIsDrawnFromTheTarget) {
+  const std::vector<float> target = {0.0f, 0.0f, 1.0f, 0.0f};
+  for (const float broken : {std::nanf(""), 0.0f, -1.0f, INFINITY}) {
+    const std::vector<float> q = {broken, 0.5f, 0.25f, 0.25f};
+    std::mt19937_64 random(9);
+    EXPECT_EQ(AcceptOrResample(target, q, 0, [&] { return Uniform(random); }), 2) << broken;
+  }
+}
+
 TEST(SpeculativeSamplingTest, DrawFromDistributionSkipsZeroWeights) {
   const std::vector<float> weights = {0.0f, 0.5f, 0.0f, 0.5f, 0.0f};
   EXPECT_EQ(DrawFromDistribution(weights, 0.0), 1);

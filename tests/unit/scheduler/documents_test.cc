@@ -171,25 +171,39 @@ TEST_F(DocumentsTest, DraftsFromTheDocumentsTokensLeaveAnswersUnchanged) {
 // A payload's token ids are drafted only where the model has them: ids beyond the vocabulary
 // (a payload made for another tokenizer of the same geometry) end a draft, they fail nothing.
 TEST_F(DocumentsTest, DraftsStopBeforeIdsOutsideTheVocabulary) {
-  SchedulerConfig speculative = SmallConfig();
-  speculative.speculative = {.method = SpeculativeMethod::kNgram, .prompt_lookup_min = 1};
-  auto scheduler = NewScheduler(speculative);
-  cache_store::DocumentPayload payload =
-      Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone});
-  const int32_t vocab_size = model_->config().vocab_size;
-  for (size_t i = 1; i < payload.prefix_token_ids.size(); i += 2) {
-    payload.prefix_token_ids[i] += vocab_size;
-  }
-  auto shared = std::make_shared<const cache_store::DocumentPayload>(std::move(payload));
-  std::vector<RequestHandle> handles;
-  for (const auto& [key, value] : document_.records) {
-    handles.push_back(*scheduler->Submit(Ask(shared, key)));
-  }
-  RunUntilIdle(*scheduler);
-  for (RequestHandle& handle : handles) {
-    Outcome outcome;
-    testing::Drain(handle, outcome);
-    EXPECT_TRUE(outcome.ended && outcome.status.ok()) << outcome.status;
+  SchedulerConfig ngram = SmallConfig();
+  ngram.speculative = {.method = SpeculativeMethod::kNgram, .prompt_lookup_min = 1};
+  // A draft model reads such a document only up to its first id outside the vocabulary, and
+  // still drafts for every question.
+  SchedulerConfig draft_model = SmallConfig();
+  draft_model.speculative = {.method = SpeculativeMethod::kDraftModel,
+                             .model = testing::TinyDraftModelDir().string()};
+  for (const SchedulerConfig& speculative : {ngram, draft_model}) {
+    SCOPED_TRACE(speculative.speculative.model);
+    auto scheduler = NewScheduler(speculative);
+    cache_store::DocumentPayload payload =
+        Compress(*scheduler, {.method = cache_store::CompressionMethod::kNone});
+    const int32_t vocab_size = model_->config().vocab_size;
+    for (size_t i = 1; i < payload.prefix_token_ids.size(); i += 2) {
+      payload.prefix_token_ids[i] += vocab_size;
+    }
+    auto shared = std::make_shared<const cache_store::DocumentPayload>(std::move(payload));
+    std::vector<RequestHandle> handles;
+    for (const auto& [key, value] : document_.records) {
+      Request request = Ask(shared, key);
+      request.ignore_eos = true;
+      request.max_tokens = 16;
+      handles.push_back(*scheduler->Submit(std::move(request)));
+    }
+    RunUntilIdle(*scheduler);
+    for (RequestHandle& handle : handles) {
+      Outcome outcome;
+      testing::Drain(handle, outcome);
+      EXPECT_TRUE(outcome.ended && outcome.status.ok()) << outcome.status;
+    }
+    if (!speculative.speculative.model.empty()) {
+      EXPECT_GT(scheduler->Metrics().spec_decode_draft_tokens, 0u);
+    }
   }
 }
 
