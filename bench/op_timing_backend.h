@@ -41,8 +41,10 @@ class OpTimingBackend final : public kernels::Backend {
   absl::StatusOr<std::unique_ptr<kernels::DeviceBuffer>> Allocate(size_t bytes) override {
     return inner_.Allocate(bytes);
   }
-  absl::StatusOr<kernels::PreparedWeight> PrepareWeight(const kernels::Tensor& host) override {
-    return inner_.PrepareWeight(host);
+  using kernels::Backend::PrepareWeight;
+  absl::StatusOr<kernels::PreparedWeight> PrepareWeight(
+      const kernels::Tensor& host, std::optional<kernels::DType> dtype) override {
+    return inner_.PrepareWeight(host, dtype);
   }
   void CopyToHost(const kernels::Tensor& src, float* dst) override;
   void CopyFromHost(const float* src, kernels::Tensor dst) override;

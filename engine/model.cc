@@ -9,12 +9,13 @@
 namespace kvd::engine {
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Load(const std::filesystem::path& model_dir,
-                                                   kernels::Backend& backend) {
+                                                   kernels::Backend& backend,
+                                                   std::optional<kernels::DType> weight_dtype) {
   auto config = LoadModelConfig(model_dir);
   if (!config.ok()) return config.status();
   auto checkpoint = Checkpoint::Open(model_dir);
   if (!checkpoint.ok()) return checkpoint.status();
-  auto weights = LoadModelWeights(**checkpoint, *config, backend);
+  auto weights = LoadModelWeights(**checkpoint, *config, backend, weight_dtype);
   if (!weights.ok()) return weights.status();
   return std::unique_ptr<Model>(new Model(*std::move(config), *std::move(weights), backend));
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -88,9 +89,11 @@ struct StepLogits {
 
 class Model {
  public:
-  // Loads config.json (+ generation_config.json) and the safetensors weights from `model_dir`.
+  // Loads config.json (+ generation_config.json) and the safetensors weights from `model_dir`,
+  // its weight matrices in `weight_dtype` where given (else the backend's choice).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Model>> Load(
-      const std::filesystem::path& model_dir, kernels::Backend& backend);
+      const std::filesystem::path& model_dir, kernels::Backend& backend,
+      std::optional<kernels::DType> weight_dtype = std::nullopt);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }

@@ -7,14 +7,15 @@ namespace {
 
 class WeightLoader {
  public:
-  WeightLoader(const Checkpoint& checkpoint, kernels::Backend& backend)
-      : checkpoint_(checkpoint), backend_(backend) {}
+  WeightLoader(const Checkpoint& checkpoint, kernels::Backend& backend,
+               std::optional<kernels::DType> dtype)
+      : checkpoint_(checkpoint), backend_(backend), dtype_(dtype) {}
 
   absl::Status Load(const std::string& name, std::vector<int64_t> shape,
                     kernels::PreparedWeight& out) {
     auto host = checkpoint_.Get(name, shape);
     if (!host.ok()) return host.status();
-    auto prepared = backend_.PrepareWeight(*host);
+    auto prepared = backend_.PrepareWeight(*host, dtype_);
     if (!prepared.ok()) {
       return absl::Status(prepared.status().code(),
                           absl::StrCat("tensor '", name, "': ", prepared.status().message()));
@@ -26,14 +27,15 @@ class WeightLoader {
  private:
   const Checkpoint& checkpoint_;
   kernels::Backend& backend_;
+  const std::optional<kernels::DType> dtype_;
 };
 
 }  // namespace
 
 absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint,
-                                              const ModelConfig& config,
-                                              kernels::Backend& backend) {
-  WeightLoader loader(checkpoint, backend);
+                                              const ModelConfig& config, kernels::Backend& backend,
+                                              std::optional<kernels::DType> dtype) {
+  WeightLoader loader(checkpoint, backend, dtype);
   ModelWeights weights;
   const int64_t hidden = config.hidden_size;
   const int64_t q_width = int64_t{config.num_heads} * config.head_dim;

@@ -40,9 +40,10 @@ struct ModelWeights {
   size_t StepBytes() const;
 };
 
-// Loads every tensor the config calls for; errors name the file and the tensor.
-[[nodiscard]] absl::StatusOr<ModelWeights> LoadModelWeights(const Checkpoint& checkpoint,
-                                                            const ModelConfig& config,
-                                                            kernels::Backend& backend);
+// Loads every tensor the config calls for, its matrices in `dtype` where given (else the
+// backend's choice); errors name the file and the tensor.
+[[nodiscard]] absl::StatusOr<ModelWeights> LoadModelWeights(
+    const Checkpoint& checkpoint, const ModelConfig& config, kernels::Backend& backend,
+    std::optional<kernels::DType> dtype = std::nullopt);
 
 }  // namespace kvd::engine

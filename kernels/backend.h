@@ -56,8 +56,14 @@ class Backend {
   // Memory. Allocations are uninitialised, and resident once returned: the CPU backend faults
   // every page in on its threads (never call it from one of its ops): no step pays a first touch.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) = 0;
-  // Makes a host weight usable by the ops below, in the dtype this backend computes with.
-  [[nodiscard]] virtual absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) = 0;
+  // Makes a host weight usable by the ops below, in the dtype this backend computes with, or
+  // in `dtype` where given (a model loaded in a dtype of its own, such as a draft model):
+  // InvalidArgument when the backend has no kernels for that dtype.
+  [[nodiscard]] virtual absl::StatusOr<PreparedWeight> PrepareWeight(
+      const Tensor& host, std::optional<DType> dtype) = 0;
+  [[nodiscard]] absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) {
+    return PrepareWeight(host, std::nullopt);
+  }
   virtual void CopyToHost(const Tensor& src, float* dst) = 0;
   virtual void CopyFromHost(const float* src, Tensor dst) = 0;
 

@@ -59,6 +59,10 @@ struct SpeculativeConfig {
   // vocabulary and head size; its weights take the served model's dtype and its KV entries
   // the same pool. Not reloadable. Default empty.
   std::string model;
+  // draft_model: its weight matrices' type: auto (the served model's, model.dtype), f32, bf16,
+  // f16, int8 or int4 (a cheaper draft; the CPU backend has kernels for all, CUDA for the
+  // first four). Not reloadable. Default auto.
+  std::string dtype = "auto";
 
   bool operator==(const SpeculativeConfig&) const = default;
 };
@@ -178,6 +182,9 @@ inline constexpr base::ConfigKey<SpeculativeConfig> kSpeculativeKeys[] = {
      .member = &SpeculativeConfig::disable_by_batch_size,
      .range = {.min = 0, .max = 65536}},
     {.name = "model", .member = &SpeculativeConfig::model},
+    {.name = "dtype",
+     .member = &SpeculativeConfig::dtype,
+     .text = {.choices = kernels::kWeightTypeChoices}},
 };
 
 }  // namespace kvd::scheduler

@@ -49,7 +49,8 @@ constexpr size_t kKvEventsKept = 16384;
 absl::StatusOr<std::unique_ptr<engine::Model>> LoadDraftModel(
     engine::Model& model, const SpeculativeConfig& speculative) {
   if (speculative.method != SpeculativeMethod::kDraftModel) return nullptr;
-  auto draft = engine::Model::Load(speculative.model, model.backend());
+  auto draft =
+      engine::Model::Load(speculative.model, model.backend(), kernels::DTypeFromName(speculative.dtype));
   if (!draft.ok()) {
     return base::ConfigKeyError("speculative.model", absl::StrCat("cannot load the draft model: ",
                                                                   draft.status().message()));

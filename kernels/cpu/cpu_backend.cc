@@ -70,15 +70,16 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CpuBackend::Allocate(size_t bytes)
   return AllocateResident(bytes, pool_);
 }
 
-DType CpuBackend::KeptType(const Tensor& host) const {
+DType CpuBackend::KeptType(const Tensor& host, std::optional<DType> dtype) const {
   if (host.rows <= 1) return DType::kF32;
-  const DType configured = weight_dtype_.value_or(host.dtype);
+  const DType configured = dtype.value_or(weight_dtype_.value_or(host.dtype));
   if (IsQuantized(configured) && host.cols % kQuantBlock != 0) return host.dtype;
   return configured;
 }
 
-absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host) {
-  const DType kept = KeptType(host);
+absl::StatusOr<PreparedWeight> CpuBackend::PrepareWeight(const Tensor& host,
+                                                         std::optional<DType> dtype) {
+  const DType kept = KeptType(host, dtype);
   Tensor converted{nullptr, kept, host.rows, host.cols};
   auto buffer = Allocate(converted.num_bytes());
   if (!buffer.ok()) return buffer.status();

@@ -29,7 +29,9 @@ class CpuBackend final : public Backend {
   size_t MemoryBytes() const override;
   absl::Status CheckKvCacheType(DType dtype) const override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
-  absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
+  using Backend::PrepareWeight;
+  absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host,
+                                               std::optional<DType> dtype) override;
   void CopyToHost(const Tensor& src, float* dst) override;
   void CopyFromHost(const float* src, Tensor dst) override;
 
@@ -59,7 +61,7 @@ class CpuBackend final : public Backend {
  private:
   // The type a host weight is kept in: vectors f32; matrices the configured type, except that
   // a matrix whose rows are not whole quantization blocks keeps the checkpoint's.
-  DType KeptType(const Tensor& host) const;
+  DType KeptType(const Tensor& host, std::optional<DType> dtype) const;
   // Quantizes `host` into `quantized` (allocated, in a quantized type), rows in parallel.
   absl::Status Quantize(const Tensor& host, const Tensor& quantized);
   // The variant a projection of `rows` rows by `weight` runs on.

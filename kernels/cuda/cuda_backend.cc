@@ -240,9 +240,10 @@ absl::StatusOr<std::unique_ptr<DeviceBuffer>> CudaBackend::Allocate(size_t bytes
   return std::make_unique<CudaBuffer>(data, bytes);
 }
 
-std::optional<DType> CudaBackend::KeptHalfType(const Tensor& host) const {
+std::optional<DType> CudaBackend::KeptHalfType(const Tensor& host,
+                                               std::optional<DType> dtype) const {
   if (host.rows <= 1) return std::nullopt;
-  const DType type = weight_dtype_.value_or(host.dtype);
+  const DType type = dtype.value_or(weight_dtype_.value_or(host.dtype));
   if (type == DType::kF32) return std::nullopt;
   return type;
 }
@@ -264,8 +265,13 @@ void* CudaBackend::Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes) 
   return buffer->data();
 }
 
-absl::StatusOr<PreparedWeight> CudaBackend::PrepareWeight(const Tensor& host) {
-  const std::optional<DType> half = KeptHalfType(host);
+absl::StatusOr<PreparedWeight> CudaBackend::PrepareWeight(const Tensor& host,
+                                                          std::optional<DType> dtype) {
+  if (dtype && IsQuantized(*dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("backend 'cuda' has no kernels for ",
+                                                   std::string(DTypeName(*dtype)), " weights"));
+  }
+  const std::optional<DType> half = KeptHalfType(host, dtype);
   const size_t n = static_cast<size_t>(host.num_elements());
   // The host copy in the device's type; an f32 weight kept in f32 is copied as it is.
   const void* converted = host.data;

@@ -34,7 +34,9 @@ class CudaBackend final : public Backend {
   size_t MemoryBytes() const override;
   void Synchronize() override;
   absl::StatusOr<std::unique_ptr<DeviceBuffer>> Allocate(size_t bytes) override;
-  absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host) override;
+  using Backend::PrepareWeight;
+  absl::StatusOr<PreparedWeight> PrepareWeight(const Tensor& host,
+                                               std::optional<DType> dtype) override;
   void CopyToHost(const Tensor& src, float* dst) override;
   void CopyFromHost(const float* src, Tensor dst) override;
 
@@ -72,7 +74,7 @@ class CudaBackend final : public Backend {
         multiprocessors_(multiprocessors) {}
   // The 16-bit type (bf16 or f16) a host weight is kept in on the device, none for f32: a
   // matrix's (vectors such as norms stay f32) is the type asked for, or its own when none was.
-  std::optional<DType> KeptHalfType(const Tensor& host) const;
+  std::optional<DType> KeptHalfType(const Tensor& host, std::optional<DType> dtype) const;
   // At least `bytes` of device scratch in `buffer`, grown as needed; null on failure (kept as
   // the error).
   void* Scratch(std::unique_ptr<DeviceBuffer>& buffer, size_t bytes);

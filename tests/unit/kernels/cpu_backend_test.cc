@@ -252,6 +252,13 @@ TEST_F(CpuBackendTest, MatricesKeepTheirTypeOrTheConfiguredOne) {
   for (size_t i = 0; i < bf16.size(); ++i) {
     EXPECT_EQ(widened->tensor.f32()[i], BF16ToFloat(bf16[i]));
   }
+  // A type asked for one weight (a model loaded in a dtype of its own) wins over both.
+  auto asked = to_f32.PrepareWeight(Tensor{bf16.data(), DType::kBF16, 8, 16}, DType::kBF16);
+  ASSERT_TRUE(asked.ok());
+  EXPECT_EQ(asked->tensor.dtype, DType::kBF16);
+  auto asked_vector = to_f32.PrepareWeight(View(f32, 1, 16), DType::kBF16);
+  ASSERT_TRUE(asked_vector.ok());
+  EXPECT_EQ(asked_vector->tensor.dtype, DType::kF32);
 }
 
 TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {

@@ -239,6 +239,23 @@ TEST_F(DraftModelTest, SampledTokensFollowTheServedModelsDistribution) {
   EXPECT_GT(run.metrics.spec_decode_draft_tokens, run.metrics.spec_decode_accepted_tokens);
 }
 
+// A draft model in a dtype of its own (int8 beside the served model's f32) drafts as well, and
+// greedy outputs stay unchanged.
+TEST_F(DraftModelTest, ADraftModelInItsOwnDtypeLeavesOutputsUnchanged) {
+  std::mt19937 random(15);
+  SchedulerConfig config = SmallConfig();
+  const std::vector<Request> requests = Questions(random, 4, 24);
+  method_ = SpeculativeMethod::kDraftModel;
+  const Results plain = RunAll(config, requests);
+  SchedulerConfig int8 = Speculating(config);
+  int8.speculative.dtype = "int8";
+  const Results drafted = RunAll(int8, requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(drafted.outcomes[i].tokens, plain.outcomes[i].tokens) << "request " << i;
+  }
+  EXPECT_GT(drafted.metrics.spec_decode_accepted_tokens, 0u);
+}
+
 TEST_F(DraftModelTest, AMissingOrMisplacedDraftModelIsRefused) {
   SchedulerConfig config = Speculating(SmallConfig());
   config.speculative.model = (std::filesystem::path(::testing::TempDir()) / "missing").string();

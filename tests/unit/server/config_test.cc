@@ -552,6 +552,7 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
                         "draft_model"));
   EXPECT_THAT(ParseError("speculative:\n  method: ngram\n  model: /models/draft\n"),
               HasSubstr("speculative.model"));
+  EXPECT_THAT(ParseError("speculative:\n  dtype: int5\n"), HasSubstr("speculative.dtype"));
   EXPECT_THAT(ParseError("speculative:\n  disable_by_batch_size: -1\n"),
               HasSubstr("speculative.disable_by_batch_size"));
   EXPECT_THAT(ParseError("speculative:\n  prompt_lookup_min: 5\n  prompt_lookup_max: 3\n"),
