@@ -25,6 +25,7 @@
 #include "engine/model.h"
 #include "engine/model_config.h"
 #include "kernels/backend.h"
+#include "kernels/dtype.h"
 #include "server/cli/exit_status.h"
 #include "server/cli/speculative_bench_run.h"
 #include "server/cli/type_choices.h"
@@ -550,6 +551,12 @@ void AddBenchCommand(CLI::App& app) {
                    "With --speculative: draft with this model (same vocabulary and head size, "
                    "e.g. from make_draft_model) instead of n-grams")
       ->check(CLI::ExistingDirectory);
+  command
+      ->add_option("--draft-dtype", speculative.options.speculative.dtype,
+                   "With --draft-model: its weights' type (auto: as the served model's)")
+      ->check(CLI::IsMember(std::vector<std::string>(kernels::kWeightTypeChoices.begin(),
+                                                     kernels::kWeightTypeChoices.end())))
+      ->capture_default_str();
   command
       ->add_option("--temperature", speculative.options.temperature,
                    "With --speculative: sample at this temperature, each request seeded (0: "
