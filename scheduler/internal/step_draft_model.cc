@@ -31,12 +31,15 @@ std::span<const int32_t> DocumentTokens(const Sequence& sequence, int32_t vocab_
   return {text.data(), static_cast<size_t>(end - text.begin())};
 }
 
-// What the draft model reads for a sequence: the document it continues, then its tokens.
-std::vector<int32_t> DraftContext(const Sequence& sequence, int32_t vocab_size) {
-  const std::span<const int32_t> document = DocumentTokens(sequence, vocab_size);
-  std::vector<int32_t> context(document.begin(), document.end());
-  context.insert(context.end(), sequence.tokens.begin(), sequence.tokens.end());
-  return context;
+// What the draft model has yet to read for a sequence, from position `cached` of what it reads
+// (the document it continues, then the sequence's tokens), without copying what it has read.
+std::vector<int32_t> UnreadContext(std::span<const int32_t> document,
+                                   const std::vector<int32_t>& tokens, int32_t cached) {
+  std::vector<int32_t> unread;
+  if (cached < std::ssize(document)) unread.assign(document.begin() + cached, document.end());
+  const int32_t in_tokens = std::max<int32_t>(0, cached - static_cast<int32_t>(document.size()));
+  unread.insert(unread.end(), tokens.begin() + in_tokens, tokens.end());
+  return unread;
 }
 
 }  // namespace
@@ -141,9 +144,10 @@ void StepLoop::DraftWithModel(int32_t budget) {
     const int32_t room = DraftRoom(sequence, available - later);
     available -= room > 0 ? 1 + room : std::min(sequence.uncomputed(), available);
     if (room == 0) continue;
-    std::vector<int32_t> context = DraftContext(sequence, draft_config.vocab_size);
+    const std::span<const int32_t> document = DocumentTokens(sequence, draft_config.vocab_size);
+    const int64_t context_length = std::ssize(document) + std::ssize(sequence.tokens);
     // A draft model with a shorter context than the served one drafts only within it.
-    if (std::ssize(context) + room > draft_config.max_position_embeddings) {
+    if (context_length + room > draft_config.max_position_embeddings) {
       if (sequence.draft_kv != nullptr) sequence.draft_kv->Release(*pool_);
       continue;
     }
@@ -152,8 +156,8 @@ void StepLoop::DraftWithModel(int32_t budget) {
       sequence.draft_kv = NewDraftKv(sequence);
     }
     const int32_t cached = sequence.draft_kv->next_position();
-    KVD_CHECK(cached < std::ssize(context));
-    std::vector<int32_t> inputs(context.begin() + cached, context.end());
+    KVD_CHECK(cached < context_length);
+    std::vector<int32_t> inputs = UnreadContext(document, sequence.tokens, cached);
     if (std::ssize(inputs) > catch_up_left) {
       inputs.resize(catch_up_left);
       if (inputs.empty()) continue;

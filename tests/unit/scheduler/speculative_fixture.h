@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "structured/json_schema_grammar.h"
 #include "tests/unit/cache_store/key_value_documents.h"
 #include "tests/unit/scheduler/draft_model_dir.h"
 #include "tests/unit/scheduler/scheduler_fixture.h"
@@ -117,6 +118,21 @@ class SpeculativeTest : public SchedulerTest {
     prompt.insert(prompt.end(), once.begin(), once.end());
     prompt.insert(prompt.end(), once.begin(), once.begin() + length / 2);
     return prompt;
+  }
+
+  // A small JSON object (a short string and a few integers), compact, for constrained outputs.
+  static std::shared_ptr<const structured::Constraint> SmallObjectConstraint() {
+    static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
+        structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
+    return std::make_shared<const structured::Constraint>(
+        structured::CompileJsonSchema(
+            structured::JsonValue::parse(
+                R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 12},
+                    "b": {"type": "array", "items": {"type": "integer"}, "maxItems": 6}},
+                    "required": ["a", "b"], "additionalProperties": false})"),
+            structured::JsonWhitespace::kCompact)
+            .value(),
+        *trie);
   }
 
   SpeculativeMethod method_ = SpeculativeMethod::kNgram;

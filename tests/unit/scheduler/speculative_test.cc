@@ -6,7 +6,6 @@
 
 #include <random>
 
-#include "structured/json_schema_grammar.h"
 #include "tests/unit/scheduler/speculative_fixture.h"
 
 namespace kvd::scheduler::testing {
@@ -192,17 +191,7 @@ TEST_F(SpeculativeTest, ALargeEnoughBatchDraftsNothing) {
 }
 
 TEST_F(SpeculativeTest, ConstrainedOutputsAreUnchanged) {
-  static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
-      structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
-  const auto constraint = std::make_shared<const structured::Constraint>(
-      structured::CompileJsonSchema(
-          structured::JsonValue::parse(
-              R"({"type": "object", "properties": {"a": {"type": "string", "maxLength": 12},
-                  "b": {"type": "array", "items": {"type": "integer"}, "maxItems": 6}},
-                  "required": ["a", "b"], "additionalProperties": false})"),
-          structured::JsonWhitespace::kCompact)
-          .value(),
-      *trie);
+  const auto constraint = SmallObjectConstraint();
   std::mt19937 random(9);
   std::vector<Request> requests;
   for (int32_t i = 0; i < 4; ++i) {
