@@ -92,10 +92,17 @@ struct SchedulerConfig {
   // Completions per request (`n`), at most. Default 16.
   int32_t max_n = 16;
   // Tokens of document compression each step is guaranteed while compressions wait (at most
-  // what the running requests leave of max_num_batched_tokens): running requests go first,
-  // then this share, then waiting requests; compressions also take whatever budget is left.
+  // what the running requests leave of max_num_batched_tokens, and at most half of that while
+  // requests wait): running requests go first, then this share, then waiting requests;
+  // compressions also take whatever budget is left.
   // At least 1. Default 512.
   int32_t compression_tokens_per_step = 512;
+  // Threads that advance constrained sequences and build their token masks while the forward
+  // pass runs, at a lower CPU priority, in [0, 64]; a sequence whose mask is not ready when a
+  // step begins sits that step out. 0: the scheduler thread does it in the step, each mask
+  // ready when sampled (every sequence's step then waits on each constraint's work). Not
+  // reloadable. Default 1.
+  int32_t constraint_threads = 1;
   // YAML section `prefix_cache` (beside `scheduler`).
   PrefixCacheConfig prefix_cache;
   // YAML section `speculative` (beside `scheduler`).
@@ -140,6 +147,9 @@ inline constexpr base::ConfigKey<SchedulerConfig> kSchedulerKeys[] = {
     {.name = "compression_tokens_per_step",
      .member = &SchedulerConfig::compression_tokens_per_step,
      .range = {.min = 1}},
+    {.name = "constraint_threads",
+     .member = &SchedulerConfig::constraint_threads,
+     .range = {.min = 0, .max = 64}},
 };
 
 // The keys of the YAML section `prefix_cache` that are the scheduler's.

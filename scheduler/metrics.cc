@@ -127,6 +127,11 @@ void SchedulerMetrics::RecordConstraintMask(double seconds) {
   totals_.constraint_mask_seconds_total += seconds;
 }
 
+void SchedulerMetrics::RecordConstraintMaskSkip() {
+  base::MutexLock lock(mu_);
+  ++totals_.constraint_mask_skipped_steps;
+}
+
 void SchedulerMetrics::RecordSpeculation(int32_t drafted, int32_t accepted) {
   base::MutexLock lock(mu_);
   ++totals_.spec_decode_drafts;

@@ -56,10 +56,13 @@ struct MetricsSnapshot {
   // those the tokens found there.
   uint64_t prefix_cache_queries = 0;
   uint64_t prefix_cache_hits = 0;
-  // Requests under a structured-output constraint, and the time their sequences spent on the
-  // scheduler thread building token masks and advancing through the constraint.
+  // Requests under a structured-output constraint; the time constraint workers spent building
+  // their sequences' token masks and advancing them through their constraints; and the steps a
+  // sequence sat out because its next mask was not ready when the step began (one per sequence
+  // and step).
   uint64_t constrained_requests = 0;
   double constraint_mask_seconds_total = 0.0;
+  uint64_t constraint_mask_skipped_steps = 0;
   // Speculative decoding: steps in which a sequence verified drafts, the draft tokens, the
   // accepted ones, and the accepted ones by position in their draft (0 first).
   uint64_t spec_decode_drafts = 0;
@@ -105,6 +108,7 @@ class SchedulerMetrics {
   void RecordRequestDone(double e2e_seconds);
   void RecordConstrainedRequest();
   void RecordConstraintMask(double seconds);
+  void RecordConstraintMaskSkip();
   // A sequence's drafts of one step: `drafted` tokens, of which the first `accepted` were kept.
   void RecordSpeculation(int32_t drafted, int32_t accepted);
 

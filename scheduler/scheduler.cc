@@ -91,7 +91,8 @@ absl::StatusOr<std::unique_ptr<Scheduler>> Scheduler::Create(engine::Model& mode
   scheduler->step_loop_ = std::make_unique<internal::StepLoop>(
       model, scheduler->draft_model_.get(), *std::move(pool), tokenizer, config, clock,
       scheduler->metrics_, scheduler->kv_events_.get(),
-      [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); });
+      [raw = scheduler.get()](const internal::RequestState& request) { raw->OnDequeued(request); },
+      [wakeup = scheduler->wakeup_] { wakeup->Notify(); });
   spdlog::info("kv cache: {} blocks of {} {} entries, {} tokens per sequence at most",
                scheduler->step_loop_->pool().num_blocks(), config.block_size,
                kernels::DTypeName(config.kv_cache_dtype), max_sequence_tokens);

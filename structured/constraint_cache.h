@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "base/mutex.h"
 #include "structured/constraint.h"
 #include "structured/constraint_spec.h"
@@ -30,8 +31,16 @@ class ConstraintCache {
   const TokenTrie& trie() const { return *trie_; }
 
   // The compiled constraint of `spec`, compiled now when it is not kept. InvalidArgument as
-  // CompileConstraint.
-  [[nodiscard]] absl::StatusOr<std::shared_ptr<const Constraint>> Get(const ConstraintSpec& spec);
+  // CompileConstraint, and when the compile took longer than `budget` (the constraint is then
+  // not kept, so that no later request gets it for free).
+  [[nodiscard]] absl::StatusOr<std::shared_ptr<const Constraint>> Get(
+      const ConstraintSpec& spec, absl::Duration budget = absl::InfiniteDuration());
+  // The kept constraint of `spec`, or null: no compile.
+  std::shared_ptr<const Constraint> Find(const ConstraintSpec& spec);
+
+  // What identifies a constraint: kind, whitespace (kCompact where the kind ignores it), text.
+  using Key = std::tuple<int, int, std::string>;
+  static Key KeyOf(const ConstraintSpec& spec);
 
   struct Statistics {
     uint64_t compiled = 0;
@@ -40,9 +49,9 @@ class ConstraintCache {
   Statistics statistics() const;
 
  private:
-  // Kind, whitespace (kCompact where the kind ignores it), text.
-  using Key = std::tuple<int, int, std::string>;
-  static Key KeyOf(const ConstraintSpec& spec);
+  // The kept constraint under `key`, most recently used now; null when none is (a spent one
+  // is forgotten).
+  std::shared_ptr<const Constraint> FindLocked(const Key& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<const TokenTrie> trie_;
   mutable base::Mutex mu_;

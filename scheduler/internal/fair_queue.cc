@@ -81,9 +81,9 @@ void FairQueue::RemoveRunning(const std::string& name) {
   MaybeForget(name);
 }
 
-void FairQueue::Charge(const std::string& name, int64_t tokens) {
+void FairQueue::Charge(const std::string& name, double tokens) {
   Tenant& tenant = tenants_.at(name);
-  tenant.virtual_time += static_cast<double>(tokens) / tenant.weight;
+  tenant.virtual_time += tokens / tenant.weight;
   const double minimum = MinActiveVirtualTime();
   if (minimum != std::numeric_limits<double>::infinity()) floor_ = std::max(floor_, minimum);
 }

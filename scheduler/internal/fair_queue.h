@@ -32,8 +32,8 @@ class FairQueue {
   void AddRunning(const TenantPolicy& tenant);
   // A running sequence of `tenant` left the batch (finished or preempted).
   void RemoveRunning(const std::string& tenant);
-  // Accounts `tokens` computed for `tenant`.
-  void Charge(const std::string& tenant, int64_t tokens);
+  // Accounts `tokens` computed for `tenant` (or work worth as many).
+  void Charge(const std::string& tenant, double tokens);
   // Removes and returns the waiting sequences that `predicate` selects.
   std::vector<std::unique_ptr<Sequence>> RemoveIf(
       const std::function<bool(const Sequence&)>& predicate);

@@ -12,12 +12,12 @@
 #include "cache_store/keepkv/keepkv_sequence.h"
 #include "engine/kv_cache.h"
 #include "engine/sampling.h"
+#include "scheduler/internal/constrained_output.h"
 #include "scheduler/internal/ngram_drafter.h"
 #include "scheduler/internal/prefix_cache.h"
 #include "scheduler/internal/request_channel.h"
 #include "scheduler/internal/sequence_output.h"
 #include "scheduler/request.h"
-#include "structured/constraint.h"
 
 namespace kvd::scheduler::internal {
 
@@ -46,7 +46,12 @@ struct Sequence {
   std::unique_ptr<engine::Sampler> sampler;
   std::unique_ptr<SequenceOutput> output;
   std::unique_ptr<cache_store::KeepKvSequence> keepkv;  // null without a KV budget
-  std::unique_ptr<structured::ConstraintMatcher> matcher;  // null without a constraint
+  // Its constraint's matcher and next mask, advanced by the constraint workers; null without
+  // a constraint.
+  std::shared_ptr<ConstrainedOutput> constrained;
+  // The logit row of a sample that waits for its mask (empty when none waits): the sequence
+  // computes nothing until the mask is ready and the token is drawn from this row.
+  std::vector<float> deferred_logits;
   // Its place in the prefix cache's chains; none when it takes no part (no cache, a document,
   // a KeepKV budget).
   std::optional<PrefixChain> prefix;
@@ -88,6 +93,7 @@ struct Sequence {
   std::tuple<int32_t, int64_t, int32_t> order() const {
     return {request->request.priority, request->arrival_order, choice};
   }
+  bool awaits_mask() const { return !deferred_logits.empty(); }
   // Tokens the next step would compute for this sequence if the budget allowed.
   int32_t uncomputed() const { return static_cast<int32_t>(tokens.size()) - num_computed; }
   // Draft tokens this step verifies.

@@ -9,8 +9,19 @@ namespace kvd::scheduler::internal {
 
 void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& scheduled,
                                StepReport& report) {
+  // Decoding sequences after each position: a prompt chunk leaves each of them its token, so
+  // one tenant's long prompts never hold another's stream back.
+  std::vector<int32_t> decodes_after(running_.size() + 1, 0);
+  for (size_t i = running_.size(); i-- > 0;) {
+    const Sequence& later = *running_[i];
+    decodes_after[i] = decodes_after[i + 1] + (!later.awaits_mask() && later.uncomputed() == 1);
+  }
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* sequence = running_[i].get();
+    if (sequence->awaits_mask()) continue;  // sits the step out (SampleDeferred)
+    const int32_t chunk_budget =
+        sequence->uncomputed() > 1 ? budget - decodes_after[i + 1] : budget;
+    if (chunk_budget <= 0) continue;
     // Drafts take only what leaves every later running sequence a token, and free blocks alone:
     // they are the first thing to go.
     Draft(*sequence, budget - static_cast<int32_t>(running_.size() - i - 1));
@@ -20,7 +31,7 @@ void StepLoop::ScheduleRunning(int32_t& budget, std::vector<Scheduled>& schedule
       sequence->speculated.clear();
     }
     const int32_t count = sequence->speculated.empty()
-                              ? std::min(sequence->uncomputed(), budget)
+                              ? std::min(sequence->uncomputed(), chunk_budget)
                               : static_cast<int32_t>(sequence->speculated.size());
     bool reserved = false;
     while (!(reserved = sequence->kv->Reserve(*pool_, count).ok())) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/status_macros.h"
 #include "scheduler/internal/prompt_logprobs.h"
 
 namespace kvd::scheduler::internal {
@@ -46,7 +47,8 @@ std::unique_ptr<PrefixCache> NewPrefixCache(const SchedulerConfig& config,
 StepLoop::StepLoop(engine::Model& model, engine::Model* draft_model,
                    std::unique_ptr<engine::KvBlockPool> pool, const text::Tokenizer* tokenizer,
                    const SchedulerConfig& config, const Clock& clock, SchedulerMetrics& metrics,
-                   KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued)
+                   KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued,
+                   std::function<void()> wake)
     : model_(model),
       draft_model_(draft_model),
       pool_(std::move(pool)),
@@ -62,7 +64,8 @@ StepLoop::StepLoop(engine::Model& model, engine::Model* draft_model,
       kv_events_(kv_events),
       prefix_cache_(NewPrefixCache(config, model.config(), *pool_,
                                    kv_events != nullptr ? &step_events_ : nullptr)),
-      jobs_(*pool_) {
+      jobs_(*pool_),
+      constraint_workers_(config.constraint_threads, std::move(wake)) {
   PublishGauges();
 }
 
@@ -78,9 +81,19 @@ std::unique_ptr<engine::Sampler> StepLoop::NewSampler(const Request& request, in
   return std::make_unique<engine::Sampler>(std::move(params), seeds_());
 }
 
-std::unique_ptr<structured::ConstraintMatcher> StepLoop::NewMatcher(const Request& request) {
+std::shared_ptr<ConstrainedOutput> StepLoop::NewConstrained(const Request& request) {
   if (request.constraint == nullptr) return nullptr;
-  return std::make_unique<structured::ConstraintMatcher>(request.constraint);
+  auto constrained = std::make_shared<ConstrainedOutput>(request.constraint);
+  constraint_workers_.Start(request.tenant.id, constrained, std::nullopt, request.max_tokens);
+  return constrained;
+}
+
+bool StepLoop::HasWork() const {
+  if (waiting_.size() > 0 || !jobs_.empty()) return true;
+  return std::any_of(running_.begin(), running_.end(), [](const auto& sequence) {
+    return !sequence->awaits_mask() || sequence->constrained->ready() ||
+           sequence->request->channel->cancelled();
+  });
 }
 
 std::unique_ptr<SequenceOutput> StepLoop::NewOutput(const Request& request, int32_t choice) const {
@@ -110,7 +123,7 @@ void StepLoop::Add(std::shared_ptr<RequestState> request) {
   sequence->kv = NewKv();
   sequence->sampler = NewSampler(r, 0);
   sequence->output = NewOutput(r, 0);
-  sequence->matcher = NewMatcher(r);
+  sequence->constrained = NewConstrained(r);
   if (r.constraint != nullptr) metrics_.RecordConstrainedRequest();
   sequence->keepkv = NewKeepKv(r);
   // A scored prompt computes every position itself: it attaches no cached prefix.
@@ -132,6 +145,7 @@ absl::StatusOr<StepReport> StepLoop::Step() {
   StepReport report;
   DropCancelled();
   jobs_.DropCancelled();
+  SampleDeferred(start);
   RefreshKeepKv();
   int32_t budget = config_.max_num_batched_tokens;
   std::vector<Scheduled> scheduled;
@@ -139,8 +153,12 @@ absl::StatusOr<StepReport> StepLoop::Step() {
   ScheduleRunning(budget, scheduled, report);
   // Compressions are guaranteed a share after the running requests, so a stream of arrivals
   // cannot starve them, and take whatever the waiting requests leave.
+  // Half of what is left at most while requests wait, so that uploads never hold every
+  // question back.
   const int32_t compression_share =
-      jobs_.empty() ? 0 : std::min(budget, config_.compression_tokens_per_step);
+      jobs_.empty() ? 0
+                    : std::min({budget, config_.compression_tokens_per_step,
+                                waiting_.size() > 0 ? (budget + 1) / 2 : budget});
   budget -= compression_share;
   // Admitting while evicting would only preempt again.
   if (report.preempted.empty()) AdmitWaiting(budget, scheduled, report);
@@ -154,6 +172,12 @@ absl::StatusOr<StepReport> StepLoop::Step() {
         /*may_start=*/compressions_held_back_.use_count() == 1, clock_.Now(), compression);
   }
   absl::Status status = RunForward(scheduled, compression, report);
+  if (const int32_t computed = report.num_prefill_tokens + report.num_decode_tokens;
+      status.ok() && computed > 0) {
+    const double per_token = Seconds(report.forward_time) / computed;
+    seconds_per_token_ =
+        seconds_per_token_ == 0.0 ? per_token : 0.9 * seconds_per_token_ + 0.1 * per_token;
+  }
   if (status.ok()) {
     ProcessOutputs(scheduled, clock_.Now());
     jobs_.Commit(clock_.Now());
@@ -258,7 +282,7 @@ absl::Status StepLoop::RunForward(std::span<Scheduled> scheduled,
     logits_request_.top_k = std::max(
         logits_request_.top_k,
         sequence.sampler->TopLogitsToDecide(sequence.output->Banned(sequence.generated).size(),
-                                            sequence.matcher != nullptr));
+                                            sequence.constrained != nullptr));
     // Greedy rows take 1; a temperature so small its inverse overflows a float takes the
     // largest float (the draw is then a greedy pick either way).
     const double temperature = sequence.sampler->params().temperature;
@@ -394,7 +418,7 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
     child->kv->ShareFrom(*parent.kv, *pool_);
     child->sampler = NewSampler(parent.request->request, child->choice);
     child->output = NewOutput(parent.request->request, child->choice);
-    child->matcher = NewMatcher(parent.request->request);
+    child->constrained = NewConstrained(parent.request->request);
     if (parent.keepkv != nullptr) {
       child->keepkv = std::make_unique<cache_store::KeepKvSequence>(*parent.keepkv);
     }
@@ -411,20 +435,21 @@ absl::Status StepLoop::Fork(Sequence& parent, int32_t logits_row, absl::Time now
   return absl::OkStatus();
 }
 
-absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row, absl::Time now,
-                                          bool first_of_step,
-                                          const std::optional<DraftProposal>& proposal) {
+absl::StatusOr<StepLoop::Sampled> StepLoop::SampleNext(
+    Sequence& sequence, int32_t logits_row, absl::Time now, bool first_of_step,
+    const std::optional<DraftProposal>& proposal) {
   RequestState& request = *sequence.request;
   const std::span<const int32_t> banned = sequence.output->Banned(sequence.generated);
   // A constrained sequence samples among the tokens its constraint allows next, those that
   // leave room to end the output whole within max_tokens wherever any does.
-  const auto mask_start = std::chrono::steady_clock::now();
   std::shared_ptr<const structured::TokenMask> mask;
-  if (sequence.matcher != nullptr) {
-    absl::StatusOr<std::shared_ptr<const structured::TokenMask>> next =
-        sequence.matcher->NextTokens(request.request.max_tokens - sequence.generated);
-    if (!next.ok()) return next.status();
-    mask = *std::move(next);
+  if (sequence.constrained != nullptr) {
+    if (!sequence.constrained->ready()) {
+      KVD_CHECK(logits_row != kSavedRow);  // a saved row is sampled once its mask is ready
+      KVD_RETURN_IF_ERROR(model_.CopyLogitsRow(logits_row, sequence.deferred_logits));
+      return Sampled::kDeferred;
+    }
+    KVD_ASSIGN_OR_RETURN(mask, TakeMask(sequence));
     if (mask->count() == 0) {
       return absl::FailedPreconditionError(
           "the structured output is complete but the model has no end-of-sequence token to "
@@ -433,7 +458,7 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
   }
   const engine::AllowedTokens allowed = mask ? mask->allowed() : engine::AllowedTokens{};
   std::optional<engine::SampledToken> top_sampled;
-  if (!proposal)
+  if (!proposal && logits_row != kSavedRow)
     top_sampled = sequence.sampler->SampleFromTop(logits_.top(logits_row), banned, allowed);
   if (!top_sampled) {
     if (whole_row_index_ != logits_row) {
@@ -451,17 +476,9 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
             : sequence.sampler->Sample(whole_row_, sequence.tokens, output_count, banned, allowed);
   }
   const engine::SampledToken& sampled = *top_sampled;
-  if (sequence.matcher != nullptr) {
-    if (absl::Status status = sequence.matcher->Accept(sampled.token); !status.ok()) {
-      return status;
-    }
-    metrics_.RecordConstraintMask(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - mask_start).count());
-  }
   sequence.tokens.push_back(sampled.token);
   ++sequence.generated;
   ++request.completion_tokens;
-
   std::optional<double> first_token, inter_token;
   if (!request.produced_token) {
     first_token = Seconds(now - request.arrival);
@@ -478,8 +495,54 @@ absl::StatusOr<bool> StepLoop::SampleNext(Sequence& sequence, int32_t logits_row
   }
   const std::optional<FinishReason> finish = event.finish_reason;
   request.channel->Push(std::move(event));
-  if (finish) Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);
-  return !finish.has_value();
+  if (finish) {
+    Close(TakeRunning(&sequence), *finish, /*event_sent=*/true);
+    return Sampled::kFinished;
+  }
+  if (sequence.constrained != nullptr) StartMask(sequence, sampled.token);
+  return Sampled::kGoesOn;
+}
+
+void StepLoop::StartMask(Sequence& sequence, std::optional<int32_t> token) {
+  const Request& request = sequence.request->request;
+  constraint_workers_.Start(request.tenant.id, sequence.constrained, token,
+                            request.max_tokens - sequence.generated);
+}
+
+absl::StatusOr<std::shared_ptr<const structured::TokenMask>> StepLoop::TakeMask(
+    Sequence& sequence) {
+  const ConstrainedOutput& constrained = *sequence.constrained;
+  metrics_.RecordConstraintMask(constrained.seconds());
+  if (seconds_per_token_ > 0.0) {
+    waiting_.Charge(sequence.tenant().id, constrained.seconds() / seconds_per_token_);
+  }
+  return constrained.mask();
+}
+
+void StepLoop::SampleDeferred(absl::Time now) {
+  std::vector<Sequence*> ready;
+  for (const auto& sequence : running_) {
+    if (!sequence->awaits_mask()) continue;
+    if (sequence->constrained->ready()) {
+      ready.push_back(sequence.get());
+    } else {
+      metrics_.RecordConstraintMaskSkip();
+    }
+  }
+  std::vector<std::shared_ptr<RequestState>> failed;
+  absl::Status error;
+  for (Sequence* sequence : ready) {
+    std::shared_ptr<RequestState> request = sequence->request;
+    whole_row_ = std::exchange(sequence->deferred_logits, {});
+    whole_row_index_ = kSavedRow;
+    absl::StatusOr<Sampled> sampled = SampleNext(*sequence, kSavedRow, now);  // may retire it
+    whole_row_index_ = -1;
+    if (!sampled.ok()) {
+      failed.push_back(std::move(request));
+      error = sampled.status();
+    }
+  }
+  if (!failed.empty()) FailRequests(failed, error);
 }
 
 void StepLoop::InsertRunning(std::unique_ptr<Sequence> sequence) {
@@ -506,6 +569,7 @@ void StepLoop::Preempt(std::unique_ptr<Sequence> sequence) {
   // computed again on resumption, and generation continues where it stopped.
   ReleaseKv(*sequence);
   sequence->speculated.clear();
+  sequence->deferred_logits.clear();  // the recompute's last row is sampled instead
   sequence->keepkv = NewKeepKv(sequence->request->request);  // compacts again once recomputed
   waiting_.Push(std::move(sequence));
 }

@@ -17,6 +17,7 @@
 #include "scheduler/clock.h"
 #include "scheduler/config.h"
 #include "scheduler/internal/compression_jobs.h"
+#include "scheduler/internal/constrained_output.h"
 #include "scheduler/internal/draft_acceptance.h"
 #include "scheduler/internal/fair_queue.h"
 #include "scheduler/internal/ngram_drafter.h"
@@ -35,11 +36,13 @@ class StepLoop {
   // `on_dequeued` runs once per request when it stops counting as queued: admitted for the
   // first time, or ended while still waiting.
   // `draft_model`, when not null, drafts for speculative decoding (speculative.method
-  // draft_model); its entries share the pool.
+  // draft_model); its entries share the pool. `wake` runs on a constraint worker whenever a
+  // constrained sequence's mask is ready (HasWork may have turned true).
   StepLoop(engine::Model& model, engine::Model* draft_model,
            std::unique_ptr<engine::KvBlockPool> pool, const text::Tokenizer* tokenizer,
            const SchedulerConfig& config, const Clock& clock, SchedulerMetrics& metrics,
-           KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued);
+           KvEventLog* kv_events, std::function<void(const RequestState&)> on_dequeued,
+           std::function<void()> wake);
 
   // Queues a validated request.
   void Add(std::shared_ptr<RequestState> request);
@@ -48,7 +51,9 @@ class StepLoop {
                       std::shared_ptr<CompressionChannel> channel);
   // One step. An error (a failed forward pass) has already ended the requests it touched.
   [[nodiscard]] absl::StatusOr<StepReport> Step();
-  bool HasWork() const { return !running_.empty() || waiting_.size() > 0 || !jobs_.empty(); }
+  // Whether a step would do anything: not when every running sequence waits for a mask that is
+  // not ready (and nothing waits, compresses or was cancelled).
+  bool HasWork() const;
   // Ends every request and compression with `status`.
   void FailAll(const absl::Status& status);
 
@@ -98,9 +103,10 @@ class StepLoop {
   // first tokens from the step's logit row `logits_row`.
   [[nodiscard]] absl::Status Fork(Sequence& parent, int32_t logits_row, absl::Time now);
   // Samples the next token from the step's logit row `logits_row` (its top logits, or the whole
-  // row when they leave the draw open), emits it, and retires the sequence if it finished:
-  // whether the sequence goes on. Fails only when the whole row cannot be read back or the
-  // constraint refuses.
+  // row when they leave the draw open; kSavedRow: the row a deferred sample saved, in
+  // whole_row_), emits it, and retires the sequence if it finished. A constrained sequence
+  // whose mask is not ready saves the row and samples when it is (SampleDeferred). Fails only
+  // when the whole row cannot be read back or the constraint refuses.
   // `first_of_step`: no token of the sequence came out of this step before (the later ones of
   // verified drafts record no inter-token latency, as one step's tokens arrive together).
   // `proposal`: the draft at this position was drawn from a distribution (a draft model's),
@@ -109,9 +115,19 @@ class StepLoop {
     int32_t token;
     std::span<const float> probabilities;
   };
-  [[nodiscard]] absl::StatusOr<bool> SampleNext(
+  enum class Sampled { kGoesOn, kFinished, kDeferred };
+  static constexpr int32_t kSavedRow = -2;
+  [[nodiscard]] absl::StatusOr<Sampled> SampleNext(
       Sequence& sequence, int32_t logits_row, absl::Time now, bool first_of_step = true,
       const std::optional<DraftProposal>& proposal = std::nullopt);
+  // Samples the deferred draws whose masks are ready, before the step is planned; the others
+  // sit the step out.
+  void SampleDeferred(absl::Time now);
+  // The next mask of `sequence` (after `token`, when given) starts on a constraint worker.
+  void StartMask(Sequence& sequence, std::optional<int32_t> token);
+  // Takes `sequence`'s ready mask: its time counts in the metrics and, as the tokens the
+  // forward pass computes in that time, against the tenant's fair share.
+  absl::StatusOr<std::shared_ptr<const structured::TokenMask>> TakeMask(Sequence& sequence);
   // Speculative decoding (step_speculation.cc). Sets `sequence.speculated` when the sequence
   // decodes and drafts within `budget` tokens, clears it otherwise.
   void Draft(Sequence& sequence, int32_t budget);
@@ -169,7 +185,8 @@ class StepLoop {
 
   std::unique_ptr<engine::SequenceKv> NewKv() const;
   std::unique_ptr<engine::Sampler> NewSampler(const Request& request, int32_t choice);
-  std::unique_ptr<structured::ConstraintMatcher> NewMatcher(const Request& request);
+  // A constrained output for `request` (null without a constraint), its first mask started.
+  std::shared_ptr<ConstrainedOutput> NewConstrained(const Request& request);
   std::unique_ptr<SequenceOutput> NewOutput(const Request& request, int32_t choice) const;
   // KeepKV for `request` (null without), whose first `shared_tokens` prompt tokens are shared.
   std::unique_ptr<cache_store::KeepKvSequence> NewKeepKv(const Request& request,
@@ -197,6 +214,9 @@ class StepLoop {
   std::shared_ptr<const bool> compressions_held_back_ = std::make_shared<const bool>(true);
   std::vector<std::unique_ptr<Sequence>> running_;  // in Sequence::order()
   FairQueue waiting_;
+  // Forward-pass seconds per computed token, averaged over recent steps: what a constraint's
+  // worker time is charged as.
+  double seconds_per_token_ = 0.0;
   engine::LogitsRequest logits_request_;
   engine::StepLogits logits_;
   std::vector<float> whole_row_;  // the step's logit row whole_row_index_ (-1: none yet)
@@ -217,6 +237,8 @@ class StepLoop {
     std::shared_ptr<const DocumentNgrams> ngrams;
   };
   std::unordered_map<std::string, DocumentIndex> document_ngrams_;
+  // Last, so that it stops (finishing the work it has) before anything above goes.
+  ConstraintWorkers constraint_workers_;
 };
 
 }  // namespace kvd::scheduler::internal

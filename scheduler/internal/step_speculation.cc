@@ -130,13 +130,21 @@ absl::Status StepLoop::VerifyDrafts(Sequence& sequence, int32_t first_row, absl:
     }
     std::optional<DraftProposal> proposal;
     if (i < probabilities.size()) proposal = DraftProposal{drafts[i], probabilities[i]};
-    absl::StatusOr<bool> goes_on = SampleNext(sequence, first_row + static_cast<int32_t>(i), now,
-                                              /*first_of_step=*/i == 0, proposal);
-    if (!goes_on.ok()) return goes_on.status();
-    if (!*goes_on) {  // finished: its blocks are gone already
+    absl::StatusOr<Sampled> sampled = SampleNext(sequence, first_row + static_cast<int32_t>(i), now,
+                                                 /*first_of_step=*/i == 0, proposal);
+    if (!sampled.ok()) return sampled.status();
+    if (*sampled == Sampled::kFinished) {  // its blocks are gone already
       metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
       draft_acceptance_.Record(std::ssize(drafts), accepted);
       return absl::OkStatus();
+    }
+    if (*sampled == Sampled::kDeferred) {
+      // Its mask was not ready: the drafts from here on are dropped, and this position's draw
+      // waits for the mask (without the draft's proposal: a plain draw from the model).
+      metrics_.RecordSpeculation(static_cast<int32_t>(drafts.size()), accepted);
+      draft_acceptance_.Record(std::ssize(drafts), accepted);
+      KVD_CHECK(sequence.uncomputed() == 0);
+      return sequence.kv->DropLast(*pool_, static_cast<int32_t>(drafts.size()) - accepted);
     }
     if (i == drafts.size() || sequence.tokens.back() != drafts[i]) break;
     ++accepted;

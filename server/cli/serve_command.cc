@@ -233,12 +233,19 @@ absl::Status RunServe(const ServeFlags& flags) {
   context.kv_cache_medium = config->model.backend == "cuda" ? "GPU" : "CPU";
   // Structured outputs: the vocabulary's token bytes, once, for every constraint's masks.
   std::unique_ptr<structured::ConstraintCache> constraints;
+  std::unique_ptr<ConstraintCompiler> constraint_compiler;
   if (context.model.tokenizer != nullptr) {
     auto trie = structured::TokenTrie::Create(*context.model.tokenizer,
                                               context.model.config->eos_token_ids);
     if (!trie.ok()) return trie.status();
     constraints = std::make_unique<structured::ConstraintCache>(*std::move(trie));
-    context.constraints = constraints.get();
+    const StructuredOutputsConfig& structured_outputs = config->structured_outputs;
+    constraint_compiler = std::make_unique<ConstraintCompiler>(
+        *constraints, ConstraintCompilerOptions{
+                          .threads = structured_outputs.compile_threads,
+                          .max_per_tenant = structured_outputs.max_compiles_per_tenant,
+                          .timeout = absl::Seconds(structured_outputs.compile_timeout_seconds)});
+    context.constraints = constraint_compiler.get();
   }
   std::unique_ptr<ZmqKvEventPublisher> kv_events_zmq;
   if (!config->kv_events_zmq.endpoint.empty()) {
@@ -288,6 +295,10 @@ absl::Status RunServe(const ServeFlags& flags) {
     if (!opened.ok()) return opened.status();
     stored_responses = *std::move(opened);
     context.responses = stored_responses.get();
+  }
+  if (metrics != nullptr && constraint_compiler != nullptr) {
+    metrics->AddConstraintCompiles(
+        [compiler = constraint_compiler.get()] { return compiler->stats(); });
   }
   if (metrics != nullptr) {
     metrics->AddResponseStore(

@@ -190,6 +190,10 @@ void ReadServerConfig(YamlDocument& document, const YAML::Node& node, ServerConf
   if (auto section = r.Find("responses")) {
     ReadSection(document, *section, "responses", kResponsesKeys, config.responses);
   }
+  if (auto section = r.Find("structured_outputs")) {
+    ReadSection(document, *section, "structured_outputs", kStructuredOutputsKeys,
+                config.structured_outputs);
+  }
   if (auto section = r.Find("metrics")) {
     ReadSection(document, *section, "metrics", kMetricsKeys, config.metrics);
   }

@@ -218,6 +218,10 @@ absl::Status ServerConfig::Validate() const {
   if (auto s = ValidateRemoteTier(store.remote); !s.ok()) return s;
   if (auto s = ValidateDocuments(documents); !s.ok()) return s;
   if (auto s = CheckKeys("responses", kResponsesKeys, responses); !s.ok()) return s;
+  if (auto s = CheckKeys("structured_outputs", kStructuredOutputsKeys, structured_outputs);
+      !s.ok()) {
+    return s;
+  }
   return CheckKeys("logging", kLoggingKeys, logging);
 }
 

@@ -186,6 +186,21 @@ struct ResponsesConfig {
   bool operator==(const ResponsesConfig&) const = default;
 };
 
+// Section `structured_outputs`: compiling output constraints (JSON Schemas, regular expressions,
+// choices, tool calls) on threads of their own, off the HTTP and gRPC threads. Not reloadable.
+struct StructuredOutputsConfig {
+  // Threads that compile constraints, at a lower CPU priority, in [1, 64]. Default 1.
+  int32_t compile_threads = 1;
+  // Compiles one tenant may have queued or running at once, in [1, 1024]; a request past it is
+  // refused 429 with Retry-After. Default 4.
+  int32_t max_compiles_per_tenant = 4;
+  // Seconds a compile may take, in (0, 3600]: a constraint that takes longer is refused 400 and
+  // not kept; a request whose compile waits longer for a thread is refused 429. Default 10.
+  double compile_timeout_seconds = 10;
+
+  bool operator==(const StructuredOutputsConfig&) const = default;
+};
+
 // Section `logging`. Not reloadable.
 struct LoggingConfig {
   // Least severe level logged: "trace", "debug", "info", "warn", "error" or "off".
@@ -217,6 +232,7 @@ struct ServerConfig {
   // are none); reloadable on SIGHUP with the tenants.
   KeepKvConfig keepkv;
   ResponsesConfig responses;  // section `responses`; not reloadable
+  StructuredOutputsConfig structured_outputs;  // section `structured_outputs`; not reloadable
   MetricsConfig metrics;      // section `metrics`; not reloadable
   LoggingConfig logging;      // section `logging`; not reloadable
 
@@ -327,6 +343,18 @@ inline constexpr base::ConfigKey<ResponsesConfig> kResponsesKeys[] = {
     {.name = "ttl_seconds",
      .member = &ResponsesConfig::ttl_seconds,
      .range = {.min = 60, .max = 315360000}},
+};
+
+inline constexpr base::ConfigKey<StructuredOutputsConfig> kStructuredOutputsKeys[] = {
+    {.name = "compile_threads",
+     .member = &StructuredOutputsConfig::compile_threads,
+     .range = {.min = 1, .max = 64}},
+    {.name = "max_compiles_per_tenant",
+     .member = &StructuredOutputsConfig::max_compiles_per_tenant,
+     .range = {.min = 1, .max = 1024}},
+    {.name = "compile_timeout_seconds",
+     .member = &StructuredOutputsConfig::compile_timeout_seconds,
+     .range = {.min = 0, .max = 3600, .min_open = true}},
 };
 
 inline constexpr base::ConfigKey<MetricsConfig> kMetricsKeys[] = {

@@ -253,22 +253,17 @@ absl::Status CheckConstraintEndsOutput(const CompletionRequest& in, const std::s
   return absl::OkStatus();
 }
 
-absl::Status ResolveStructuredOutput(const CompletionRequest& in,
-                                     structured::ConstraintCache* constraints,
-                                     scheduler::Request& request) {
+absl::Status ResolveStructuredOutput(const CompletionRequest& in, bool constraints_available,
+                                     CompletionParams& params) {
   if (!in.structured_output) return absl::OkStatus();
   const std::string& param = in.structured_output_param;
-  if (constraints == nullptr) {
+  if (!constraints_available) {
     return InvalidParam(param, "structured outputs are not available on this endpoint");
   }
   KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, param));
   structured::ConstraintSpec spec = *in.structured_output;
   spec.whitespace = in.json_whitespace;
-  absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint = constraints->Get(spec);
-  if (!constraint.ok()) {
-    return InvalidParam(param, absl::StrCat("'", param, "': ", constraint.status().message()));
-  }
-  request.constraint = *std::move(constraint);
+  params.pending_constraint = PendingConstraint{std::move(spec), param};
   return absl::OkStatus();
 }
 
@@ -276,7 +271,7 @@ absl::Status ResolveStructuredOutput(const CompletionRequest& in,
 // named function the constraint that makes it calls whose arguments validate.
 absl::Status ResolveTools(const CompletionRequest& in,
                           std::optional<structured::ToolCallSyntax> syntax,
-                          structured::ConstraintCache* constraints, CompletionParams& params) {
+                          bool constraints_available, CompletionParams& params) {
   using Kind = ToolChoice::Kind;
   const ToolChoice choice =
       in.tool_choice.value_or(ToolChoice{in.tools.empty() ? Kind::kNone : Kind::kAuto, ""});
@@ -297,7 +292,7 @@ absl::Status ResolveTools(const CompletionRequest& in,
                                                     in.structured_output_param, "'"));
   }
   KVD_RETURN_IF_ERROR(CheckConstraintEndsOutput(in, "tool_choice"));
-  if (constraints == nullptr) {
+  if (!constraints_available) {
     return InvalidParam("tool_choice", "structured outputs are not available on this endpoint");
   }
   structured::ToolCallGrammarSpec spec;
@@ -311,14 +306,11 @@ absl::Status ResolveTools(const CompletionRequest& in,
     return InvalidParam(
         "tool_choice", absl::StrCat("'tool_choice' names '", choice.function, "', not in 'tools'"));
   }
-  auto constraint = constraints->Get(
+  params.pending_constraint = PendingConstraint{
       structured::ConstraintSpec{.kind = structured::ConstraintSpec::Kind::kToolCalls,
                                  .text = structured::ToolCallGrammarText(spec),
-                                 .whitespace = in.json_whitespace});
-  if (!constraint.ok()) {
-    return InvalidParam("tools", absl::StrCat("'tools': ", constraint.status().message()));
-  }
-  params.request.constraint = *std::move(constraint);
+                                 .whitespace = in.json_whitespace},
+      "tools"};
   return absl::OkStatus();
 }
 
@@ -333,9 +325,32 @@ absl::Status CheckModelName(std::string_view name, const engine::ServedModel& mo
                        "model_not_found");
 }
 
+absl::Status ConstraintError(const absl::Status& status, const std::string& param) {
+  const std::string message = absl::StrCat("'", param, "': ", status.message());
+  if (absl::IsInvalidArgument(status)) return InvalidParam(param, message);
+  // Refused for load (ResourceExhausted) or shutdown (Unavailable): the same request may pass.
+  return WithRetryAfter(WithParam(absl::Status(status.code(), message), param), 1);
+}
+
 absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& in, const engine::ServedModel& model, const DocumentContext* document,
     const KeepKvConfig* keepkv, structured::ConstraintCache* constraints,
+    std::optional<structured::ToolCallSyntax> tool_syntax) {
+  KVD_ASSIGN_OR_RETURN(CompletionParams params,
+                       ResolveCompletionRequest(in, model, document, keepkv, constraints != nullptr,
+                                                std::move(tool_syntax)));
+  if (!params.pending_constraint) return params;
+  const PendingConstraint pending = *std::exchange(params.pending_constraint, std::nullopt);
+  absl::StatusOr<std::shared_ptr<const structured::Constraint>> constraint =
+      constraints->Get(pending.spec);
+  if (!constraint.ok()) return ConstraintError(constraint.status(), pending.param);
+  params.request.constraint = *std::move(constraint);
+  return params;
+}
+
+absl::StatusOr<CompletionParams> ResolveCompletionRequest(
+    const CompletionRequest& in, const engine::ServedModel& model, const DocumentContext* document,
+    const KeepKvConfig* keepkv, bool constraints_available,
     std::optional<structured::ToolCallSyntax> tool_syntax) {
   CompletionParams params;
   params.kind = in.kind;
@@ -370,8 +385,8 @@ absl::StatusOr<CompletionParams> ResolveCompletionParams(
                                          kMaxSpeculativeTokens,
                                          request.num_speculative_tokens.emplace()));
   }
-  KVD_RETURN_IF_ERROR(ResolveStructuredOutput(in, constraints, request));
-  KVD_RETURN_IF_ERROR(ResolveTools(in, tool_syntax, constraints, params));
+  KVD_RETURN_IF_ERROR(ResolveStructuredOutput(in, constraints_available, params));
+  KVD_RETURN_IF_ERROR(ResolveTools(in, tool_syntax, constraints_available, params));
   request.skip_special_tokens = in.skip_special_tokens.value_or(true);
   KVD_RETURN_IF_ERROR(
       InRange<int64_t>(in.priority, "priority", -1000000, 1000000, request.priority));

@@ -23,6 +23,13 @@
 
 namespace kvd::server {
 
+// A constraint the output must follow, not compiled yet: what it is and the request parameter
+// that asked for it (response_format, structured_outputs.*, guided_*, tools).
+struct PendingConstraint {
+  structured::ConstraintSpec spec;
+  std::string param;
+};
+
 struct CompletionParams {
   ApiKind kind = ApiKind::kCompletion;
   std::string model;
@@ -40,6 +47,9 @@ struct CompletionParams {
   std::optional<structured::ToolCallSyntax> tool_syntax;
   bool named_tool_choice = false;  // tool_choice named the function: finish_reason stays "stop"
   std::string user;
+  // ResolveCompletionRequest's constraint to compile into request.constraint; none once
+  // compiled (ResolveCompletionParams) or when the output is free.
+  std::optional<PendingConstraint> pending_constraint;
 };
 
 // A stored document the prompt continues (the request's `documents`, resolved). Completions:
@@ -62,14 +72,26 @@ struct DocumentContext {
 // continue it. `keepkv` is the tenant's KeepKV defaults (null: KeepKvConfig{}, off unless the
 // request asks); a chat request with KeepKV protects its system turns
 // (request.keepkv->protected_prefix). A structured output is compiled through `constraints`
-// (null: structured outputs are refused). `tool_syntax` is how the model writes tool calls
-// (empty: `tools` is refused).
+// (null: structured outputs are refused), on the caller's thread. `tool_syntax` is how the
+// model writes tool calls (empty: `tools` is refused).
 
 [[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionParams(
     const CompletionRequest& request, const engine::ServedModel& model,
     const DocumentContext* document = nullptr, const KeepKvConfig* keepkv = nullptr,
     structured::ConstraintCache* constraints = nullptr,
     std::optional<structured::ToolCallSyntax> tool_syntax = std::nullopt);
+
+// ResolveCompletionParams up to the constraint, which it leaves in `pending_constraint` for
+// the caller to compile (StartCompletion does so on the constraint compiler's threads);
+// `constraints_available` false refuses structured outputs.
+[[nodiscard]] absl::StatusOr<CompletionParams> ResolveCompletionRequest(
+    const CompletionRequest& request, const engine::ServedModel& model,
+    const DocumentContext* document, const KeepKvConfig* keepkv, bool constraints_available,
+    std::optional<structured::ToolCallSyntax> tool_syntax);
+
+// A constraint's compile error as the request's, naming `param`: InvalidArgument (a 400), or
+// the refusal of a compile for load or shutdown with a retry delay (429 or 503).
+[[nodiscard]] absl::Status ConstraintError(const absl::Status& status, const std::string& param);
 
 // ReadCompletionRequestJson (completion_request_json.h) and then ResolveCompletionParams.
 [[nodiscard]] absl::StatusOr<CompletionParams> ParseCompletionParams(

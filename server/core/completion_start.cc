@@ -121,8 +121,55 @@ absl::Status CheckPromptsFitTheQueue(size_t prompts, const ServingContext& conte
                    "prompt");
 }
 
-CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
-                               const CompletionRequest& request, const DocumentContext* document);
+// What admission needs of the request beside its resolved parameters.
+struct AdmissionFacts {
+  bool max_tokens_given = false;
+  ApiKind kind = ApiKind::kCompletion;
+  bool has_document = false;
+};
+
+CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant, const AdmissionFacts& facts,
+                               CompletionParams params);
+
+// Resolves `request` (continuing `document`, when not null), compiles its constraint on the
+// constraint compiler's threads and admits it; `done` runs where the last of these ran.
+void ResolveAndAdmit(ServingContext& context, std::shared_ptr<Tenant> tenant,
+                     const CompletionRequest& request, const DocumentContext* document,
+                     std::function<void(CompletionStart)> done) {
+  if (absl::Status n = CheckChoices(request.n, context); !n.ok()) {
+    done(CompletionRefusal{n});
+    return;
+  }
+  const KeepKvConfig keepkv = tenant->keepkv();
+  absl::StatusOr<CompletionParams> params =
+      ResolveCompletionRequest(request, context.model, document, &keepkv,
+                               context.constraints != nullptr, context.tool_call_syntax);
+  if (!params.ok()) {
+    done(CompletionRefusal{params.status()});
+    return;
+  }
+  const AdmissionFacts facts{.max_tokens_given = MaxTokensGiven(request),
+                             .kind = request.kind,
+                             .has_document = document != nullptr};
+  if (!params->pending_constraint) {
+    done(AdmitAndSubmit(context, *tenant, facts, *std::move(params)));
+    return;
+  }
+  const PendingConstraint pending = *std::exchange(params->pending_constraint, std::nullopt);
+  context.constraints->Compile(
+      tenant->id(), pending.spec,
+      [&context, tenant, facts, params = *std::move(params), param = pending.param,
+       done = std::move(done)](
+          absl::StatusOr<std::shared_ptr<const structured::Constraint>> compiled) mutable {
+        if (!compiled.ok()) {
+          const absl::Status refusal = ConstraintError(compiled.status(), param);
+          done(CompletionRefusal{refusal, RejectionFor(refusal)});
+          return;
+        }
+        params.request.constraint = *std::move(compiled);
+        done(AdmitAndSubmit(context, *tenant, facts, std::move(params)));
+      });
+}
 
 }  // namespace
 
@@ -142,7 +189,7 @@ std::optional<RejectionReason> RejectionFor(const absl::Status& status) {
 void StartCompletion(ServingContext& context, std::shared_ptr<Tenant> tenant,
                      CompletionRequest request, std::function<void(CompletionStart)> done) {
   if (request.documents.empty()) {
-    done(AdmitAndSubmit(context, *tenant, request, nullptr));
+    ResolveAndAdmit(context, std::move(tenant), request, nullptr, std::move(done));
     return;
   }
   if (auto status = CheckRequestDocuments(context, request.documents); !status.ok()) {
@@ -159,36 +206,31 @@ void StartCompletion(ServingContext& context, std::shared_ptr<Tenant> tenant,
           done(CompletionRefusal{document.status()});
           return;
         }
-        done(AdmitAndSubmit(context, *tenant, request, &*document));
+        ResolveAndAdmit(context, tenant, request, &*document, done);
       });
 }
 
 namespace {
 
-CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
-                               const CompletionRequest& request, const DocumentContext* document) {
-  if (absl::Status n = CheckChoices(request.n, context); !n.ok()) return CompletionRefusal{n};
-  const KeepKvConfig keepkv = tenant.keepkv();
-  auto params = ResolveCompletionParams(request, context.model, document, &keepkv,
-                                        context.constraints, context.tool_call_syntax);
-  if (!params.ok()) return CompletionRefusal{params.status()};
-  if (absl::Status fits = CheckPromptsFitTheQueue(params->prompts.size(), context, tenant);
+CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant, const AdmissionFacts& facts,
+                               CompletionParams params) {
+  if (absl::Status fits = CheckPromptsFitTheQueue(params.prompts.size(), context, tenant);
       !fits.ok()) {
     return CompletionRefusal{std::move(fits)};
   }
 
-  if (!MaxTokensGiven(request)) {
-    FitDefaultMaxTokensToTheCache(context, document != nullptr, *params);
-    FitDefaultMaxTokensToTheMinute(tenant.tokens_per_minute(), *params);
+  if (!facts.max_tokens_given) {
+    FitDefaultMaxTokensToTheCache(context, facts.has_document, params);
+    FitDefaultMaxTokensToTheMinute(tenant.tokens_per_minute(), params);
   }
-  if (absl::Status fits = CheckFitsTheCache(context, document != nullptr, request.kind, *params);
+  if (absl::Status fits = CheckFitsTheCache(context, facts.has_document, facts.kind, params);
       !fits.ok()) {
     return CompletionRefusal{std::move(fits)};
   }
   int64_t tokens = 0;
-  for (const auto& prompt : params->prompts) {
-    tokens += static_cast<int64_t>(prompt.size()) +
-              int64_t{params->request.max_tokens} * params->request.n;
+  for (const auto& prompt : params.prompts) {
+    tokens +=
+        static_cast<int64_t>(prompt.size()) + int64_t{params.request.max_tokens} * params.request.n;
   }
   Refusal refusal;
   auto permit = tenant.Admit(tokens, refusal);
@@ -199,11 +241,11 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
     return CompletionRefusal{permit.status(), reason};
   }
 
-  params->request.tenant = tenant.policy();
-  params->request.priority += tenant.priority();
+  params.request.tenant = tenant.policy();
+  params.request.priority += tenant.priority();
   std::vector<scheduler::RequestHandle> handles;
-  for (const auto& prompt : params->prompts) {
-    scheduler::Request submitted = params->request;
+  for (const auto& prompt : params.prompts) {
+    scheduler::Request submitted = params.request;
     submitted.prompt = prompt;
     auto handle = context.scheduler->Submit(std::move(submitted));
     if (!handle.ok()) {
@@ -218,7 +260,7 @@ CompletionStart AdmitAndSubmit(ServingContext& context, Tenant& tenant,
     }
     handles.push_back(*std::move(handle));
   }
-  return StartedCompletion{*std::move(params), std::move(handles), *std::move(permit)};
+  return StartedCompletion{std::move(params), std::move(handles), *std::move(permit)};
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "scheduler/scheduler.h"
 #include "server/auth/tenants.h"
 #include "server/core/completion_params.h"
+#include "server/core/constraint_compiler.h"
 #include "structured/tool_call_syntax.h"
 
 namespace kvd::documents {
@@ -31,8 +32,8 @@ struct ServingContext {
   MetricsExporter* metrics = nullptr;               // null when metrics are off
   documents::DocumentService* documents = nullptr;  // null when documents are off
   responses::ResponseStore* responses = nullptr;    // null when responses.store is off
-  // Compiled structured-output constraints over the model's vocabulary; null: refused.
-  structured::ConstraintCache* constraints = nullptr;
+  // Compiles structured-output constraints over the model's vocabulary; null: refused.
+  ConstraintCompiler* constraints = nullptr;
   // How the model writes tool calls (model.tool_parser, resolved); empty: `tools` is refused.
   std::optional<structured::ToolCallSyntax> tool_call_syntax;
   bool log_requests = true;

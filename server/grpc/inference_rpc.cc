@@ -470,8 +470,9 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* InferenceRpc::Generate(
                                                  std::static_pointer_cast<PumpQueue>(pumps_),
                                                  (*tenant)->id(), request->request_id());
   generate->Hold();
-  // A named document is read off gRPC's threads; the call starts when it is. A drain waits for
-  // the start too; a started call counts itself before this lets go.
+  // A named document is read, and a constraint compiled, off gRPC's threads; the call starts
+  // when they are. A drain waits for the start too; a started call counts itself before this
+  // lets go.
   std::atomic<int32_t>* in_flight = &context_.replies_in_flight;
   in_flight->fetch_add(1);
   StartCompletion(context_, *tenant, *std::move(completion_request),

@@ -8,6 +8,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/metrics/document_collector.h"
+#include "server/metrics/metric_families.h"
 #include "server/metrics/response_store_families.h"
 #include "server/metrics/scheduler_collector.h"
 
@@ -87,6 +88,10 @@ void MetricsExporter::AddResponseStore(
   response_store_calls_ = std::move(calls);
 }
 
+void MetricsExporter::AddConstraintCompiles(std::function<ConstraintCompileStats()> stats) {
+  constraint_compiles_ = std::move(stats);
+}
+
 void MetricsExporter::RecordRequest(const std::string& tenant, int http_status, Protocol protocol) {
   // Family::Add is thread-safe and returns the existing series for known labels.
   requests_
@@ -111,6 +116,20 @@ std::string MetricsExporter::Render() const {
   }
   if (response_store_calls_) {
     AddResponseStoreFamilies({{"model_name", model_name_}}, response_store_calls_(), families);
+  }
+  if (constraint_compiles_) {
+    const ConstraintCompileStats compiles = constraint_compiles_();
+    const metric_families::Labels labels = {{"model_name", model_name_}};
+    families.push_back(metric_families::Histogram(
+        "kvd_constraint_compile_seconds",
+        "Structured-output constraints compiled on the compile threads, successful or not "
+        "(seconds).",
+        labels, compiles.seconds));
+    families.push_back(metric_families::Single(
+        "kvd_constraint_compile_refusals_total",
+        "Constraint compiles refused for load: over a tenant's limit, or waiting past the "
+        "timeout (compiles).",
+        prometheus::MetricType::Counter, labels, static_cast<double>(compiles.refused)));
   }
   for (prometheus::MetricFamily& family : registry_->Collect()) {
     families.push_back(std::move(family));

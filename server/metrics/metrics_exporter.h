@@ -11,6 +11,7 @@
 
 #include "cache_store/store/redis_pool.h"
 #include "scheduler/metrics.h"
+#include "server/core/constraint_compiler.h"
 #include "server/metrics/tenant_labels.h"
 
 namespace prometheus {
@@ -77,6 +78,12 @@ class MetricsExporter {
   // A request refused for `reason`. Thread-safe.
   void RecordRejection(const std::string& tenant, RejectionReason reason);
 
+  // Adds the constraint compiler's families, read from `stats` at each scrape (thread-safe):
+  //   kvd_constraint_compile_seconds          histogram  compiles that ran, seconds
+  //   kvd_constraint_compile_refusals_total   counter    compiles refused for load
+  // Call before the first Render.
+  void AddConstraintCompiles(std::function<ConstraintCompileStats()> stats);
+
   // Every family in the text exposition format 0.0.4. Thread-safe.
   std::string Render() const;
 
@@ -89,6 +96,7 @@ class MetricsExporter {
   std::unique_ptr<SchedulerCollector> scheduler_;
   std::unique_ptr<DocumentCollector> documents_;  // null until AddDocuments
   std::function<std::optional<cache_store::RedisCallStats>()> response_store_calls_;
+  std::function<ConstraintCompileStats()> constraint_compiles_;  // empty until added
   std::unique_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>* requests_;    // owned by registry_
   prometheus::Family<prometheus::Counter>* rejections_;  // owned by registry_

@@ -206,9 +206,13 @@ std::vector<MetricFamily> SchedulerCollector::Collect() const {
                        "Requests whose output a structured-output constraint held (requests).",
                        counter, kvd_labels_, static_cast<double>(s.constrained_requests)));
   out.push_back(Single("kvd_structured_output_mask_seconds_total",
-                       "Scheduler-thread time spent building constrained sequences' token masks "
-                       "and advancing them through their constraints (seconds).",
+                       "Constraint workers' time spent building constrained sequences' token "
+                       "masks and advancing them through their constraints (seconds).",
                        counter, kvd_labels_, s.constraint_mask_seconds_total));
+  out.push_back(Single("kvd_structured_output_skipped_steps_total",
+                       "Steps a constrained sequence sat out because its next token mask was not "
+                       "ready when the step began (sequence-steps).",
+                       counter, kvd_labels_, static_cast<double>(s.constraint_mask_skipped_steps)));
   return out;
 }
 

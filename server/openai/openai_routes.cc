@@ -56,8 +56,8 @@ class Api {
       return Refuse(request.method, request.path, (*tenant)->id(), completion_request.status(),
                     start);
     }
-    // A named document is read off this I/O thread; the reply follows once it is (at once when
-    // the request names none).
+    // A named document is read, and a constraint compiled, off this I/O thread; the reply
+    // follows once they are (at once when the request has neither, or a kept constraint).
     auto reply = std::make_unique<DeferredReply>();
     // A drain waits for the start too; a started reply counts itself before this lets go.
     std::atomic<int32_t>* in_flight = &context_.replies_in_flight;

@@ -32,6 +32,22 @@ class ConstrainedTest : public SchedulerTest {
         *trie);
   }
 
+  // Strings of many lengths at once: each position inside the string is a state of its own
+  // whose mask walks every branch, so masks cost far more than the bundled model's step.
+  static std::shared_ptr<const structured::Constraint> SlowMaskConstraint() {
+    static const auto* trie = new std::shared_ptr<const structured::TokenTrie>(
+        structured::TokenTrie::Create(*tokenizer_, {873, 870}).value());
+    structured::JsonValue branches = structured::JsonValue::array();
+    for (int32_t i = 0; i < 60; ++i) {
+      branches.push_back({{"type", "string"}, {"minLength", i % 7}, {"maxLength", 20 + i}});
+    }
+    return std::make_shared<const structured::Constraint>(
+        structured::CompileJsonSchema(structured::JsonValue{{"anyOf", branches}},
+                                      structured::JsonWhitespace::kCompact)
+            .value(),
+        *trie);
+  }
+
   static bool Valid(const structured::Grammar& grammar, const std::string& text) {
     structured::StackSpace stacks(grammar, 1 << 20);
     std::vector<int32_t> state = stacks.initial(), next;
@@ -40,6 +56,34 @@ class ConstrainedTest : public SchedulerTest {
       state.swap(next);
     }
     return !state.empty() && state.front() == structured::StackSpace::kAccepted;
+  }
+
+  // Constrained requests of every kind: greedy, sampled with seeds, several choices.
+  static std::vector<Request> MixedConstrainedRequests(
+      std::shared_ptr<const structured::Constraint> schema, std::mt19937& random) {
+    std::vector<Request> requests;
+    for (int32_t i = 0; i < 6; ++i) {
+      Request request;
+      request.prompt = RandomPrompt(random, 6 + i);
+      request.sampling = {.temperature = i % 3 == 0 ? 0.0f : 1.0f,
+                          .seed = 40 + static_cast<uint64_t>(i)};
+      request.max_tokens = 120;
+      request.n = i % 2 == 0 ? 1 : 2;
+      request.constraint = schema;
+      requests.push_back(std::move(request));
+    }
+    return requests;
+  }
+
+  // Runs `requests` on the scheduler's own thread, all submitted at once; their outcomes.
+  static std::vector<Outcome> RunConcurrently(Scheduler& scheduler,
+                                              const std::vector<Request>& requests) {
+    scheduler.Start();
+    std::vector<RequestHandle> handles;
+    for (const Request& request : requests) handles.push_back(scheduler.Submit(request).value());
+    std::vector<Outcome> outcomes(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) DrainToEnd(handles[i], outcomes[i]);
+    return outcomes;
   }
 };
 
@@ -101,13 +145,53 @@ TEST_F(ConstrainedTest, RefusesWhatAConstraintCannotHonour) {
   ignore_eos.prompt = RandomPrompt(random, 4);
   ignore_eos.ignore_eos = true;
   ignore_eos.constraint = SchemaConstraint();
-  EXPECT_THAT(scheduler->Submit(ignore_eos).status().message(),
-              ::testing::HasSubstr("ignore_eos"));
+  EXPECT_THAT(scheduler->Submit(ignore_eos).status().message(), ::testing::HasSubstr("ignore_eos"));
   Request min_tokens = ignore_eos;
   min_tokens.ignore_eos = false;
   min_tokens.min_tokens = 3;
-  EXPECT_THAT(scheduler->Submit(min_tokens).status().message(),
-              ::testing::HasSubstr("min_tokens"));
+  EXPECT_THAT(scheduler->Submit(min_tokens).status().message(), ::testing::HasSubstr("min_tokens"));
+}
+
+// Masks built by constraint workers while the forward pass runs leave every output as masks
+// built in the step do: a sample whose mask is late waits in its saved logit row, and a draft
+// verification stops where a mask is late.
+TEST_F(ConstrainedTest, WorkersLeaveEveryOutputAsTheStepDoes) {
+  std::mt19937 random(6);
+  std::vector<Request> requests = MixedConstrainedRequests(SchemaConstraint(), random);
+  for (Request& request : MixedConstrainedRequests(SlowMaskConstraint(), random)) {
+    requests.push_back(std::move(request));
+  }
+  std::vector<Outcome> expected;
+  {
+    auto scheduler = NewScheduler(SmallConfig());
+    std::vector<RequestHandle> handles;
+    for (const Request& request : requests) handles.push_back(scheduler->Submit(request).value());
+    RunUntilIdle(*scheduler);
+    expected.resize(requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) Drain(handles[i], expected[i]);
+  }
+  for (const bool speculative : {false, true}) {
+    SCOPED_TRACE(speculative ? "with n-gram drafts" : "one token per step");
+    SchedulerConfig config = SmallConfig();
+    config.constraint_threads = 2;
+    if (speculative) config.speculative = {.method = SpeculativeMethod::kNgram};
+    auto scheduler = NewScheduler(config);
+    const std::vector<Outcome> outcomes = RunConcurrently(*scheduler, requests);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      ASSERT_TRUE(expected[i].ended && outcomes[i].ended) << "request " << i;
+      EXPECT_TRUE(outcomes[i].status.ok()) << outcomes[i].status;
+      EXPECT_EQ(outcomes[i].tokens, expected[i].tokens) << "request " << i;
+      EXPECT_EQ(outcomes[i].finish, expected[i].finish) << "request " << i;
+    }
+    const MetricsSnapshot metrics = scheduler->Metrics();
+    EXPECT_GT(metrics.constraint_mask_seconds_total, 0.0);
+    // A fresh state of the slow constraint walks for far longer than the bundled model's step:
+    // samples waited for their masks (hundreds of times in a run).
+    EXPECT_GT(metrics.constraint_mask_skipped_steps, 0u);
+    scheduler->Stop();
+    EXPECT_EQ(scheduler->Metrics().kv_blocks_free, scheduler->Metrics().kv_blocks_total)
+        << "blocks leaked";
+  }
 }
 
 }  // namespace

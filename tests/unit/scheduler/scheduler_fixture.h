@@ -30,34 +30,46 @@ struct Outcome {
   bool ended = false;  // the final event arrived
 };
 
+// Adds `event` to `outcome`.
+inline void Record(const Event& event, Outcome& outcome) {
+  if (event.final) {
+    outcome.ended = true;
+    outcome.usage = event.usage;
+    outcome.status = event.status;
+    return;
+  }
+  const size_t index = static_cast<size_t>(event.index);
+  if (outcome.tokens.size() <= index) {
+    outcome.tokens.resize(index + 1);
+    outcome.text.resize(index + 1);
+    outcome.finish.resize(index + 1);
+    outcome.stop_string.resize(index + 1);
+    outcome.events_per_choice.resize(index + 1);
+    outcome.logprobs.resize(index + 1);
+  }
+  EXPECT_FALSE(outcome.finish[index].has_value()) << "an event after the choice finished";
+  auto& tokens = outcome.tokens[index];
+  tokens.insert(tokens.end(), event.token_ids.begin(), event.token_ids.end());
+  outcome.text[index] += event.text;
+  for (const engine::SampledToken& token : event.logprobs) {
+    outcome.logprobs[index].push_back(token.logprob);
+  }
+  outcome.finish[index] = event.finish_reason;
+  outcome.stop_string[index] = event.stop_string;
+  ++outcome.events_per_choice[index];
+}
+
 // Takes every event available now, without waiting.
 inline void Drain(RequestHandle& handle, Outcome& outcome) {
-  while (auto event = handle.Next(absl::ZeroDuration())) {
-    if (event->final) {
-      outcome.ended = true;
-      outcome.usage = event->usage;
-      outcome.status = event->status;
-      continue;
-    }
-    const size_t index = static_cast<size_t>(event->index);
-    if (outcome.tokens.size() <= index) {
-      outcome.tokens.resize(index + 1);
-      outcome.text.resize(index + 1);
-      outcome.finish.resize(index + 1);
-      outcome.stop_string.resize(index + 1);
-      outcome.events_per_choice.resize(index + 1);
-      outcome.logprobs.resize(index + 1);
-    }
-    EXPECT_FALSE(outcome.finish[index].has_value()) << "an event after the choice finished";
-    auto& tokens = outcome.tokens[index];
-    tokens.insert(tokens.end(), event->token_ids.begin(), event->token_ids.end());
-    outcome.text[index] += event->text;
-    for (const engine::SampledToken& token : event->logprobs) {
-      outcome.logprobs[index].push_back(token.logprob);
-    }
-    outcome.finish[index] = event->finish_reason;
-    outcome.stop_string[index] = event->stop_string;
-    ++outcome.events_per_choice[index];
+  while (auto event = handle.Next(absl::ZeroDuration())) Record(*event, outcome);
+}
+
+// Takes events until the final one, waiting for each (a scheduler running on its thread).
+inline void DrainToEnd(RequestHandle& handle, Outcome& outcome) {
+  while (!outcome.ended) {
+    auto event = handle.Next(absl::Seconds(60));
+    ASSERT_TRUE(event.has_value()) << "no event within a minute";
+    Record(*event, outcome);
   }
 }
 
@@ -80,6 +92,9 @@ class SchedulerTest : public ::testing::Test {
     config.max_num_seqs = 64;
     config.max_num_batched_tokens = 256;
     config.kv_cache_bytes = size_t{64} << 20;
+    // Tests step the scheduler themselves: each constrained sequence's mask is ready when
+    // sampled, so that steps are the same every run (constrained_output_test runs workers).
+    config.constraint_threads = 0;
     return config;
   }
   // Bytes of KV cache for `tokens` tokens per (layer, kv head), in blocks of 16.

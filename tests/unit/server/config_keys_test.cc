@@ -50,6 +50,7 @@ std::vector<SectionKeys> EveryTable() {
       {"store.remote", NamesOf(documents::kRemoteTierKeys)},
       {"documents", NamesOf(documents::kDocumentsKeys)},
       {"responses", NamesOf(kResponsesKeys)},
+      {"structured_outputs", NamesOf(kStructuredOutputsKeys)},
       {"metrics", NamesOf(kMetricsKeys)},
       {"logging", NamesOf(kLoggingKeys)},
   };

@@ -509,11 +509,10 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "max_connections_per_client, read_timeout_seconds, "
             "idle_timeout_seconds, keepalive_interval_seconds, drain_timeout_seconds, "
             "health_step_timeout_seconds)");
-  EXPECT_EQ(
-      ParseError("store: {}\nschedular:\n  max_n: 2\n"),
-      "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
-      "prefix_cache, speculative, auth, tenants, store, documents, keepkv, responses, metrics, "
-      "logging)");
+  EXPECT_EQ(ParseError("store: {}\nschedular:\n  max_n: 2\n"),
+            "config.yaml:2: schedular: unknown key (expected one of server, model, scheduler, "
+            "prefix_cache, speculative, auth, tenants, store, documents, keepkv, responses, "
+            "structured_outputs, metrics, logging)");
   EXPECT_EQ(ParseError("model:\n  paht: x\n"),
             "config.yaml:2: model.paht: unknown key (expected one of path, name, backend, dtype, "
             "threads, tool_parser)");
@@ -521,7 +520,8 @@ TEST(ConfigLoaderTest, UnknownKeysAtEveryLevel) {
             "config.yaml:2: scheduler.max_seqs: unknown key (expected one of max_num_seqs, "
             "max_num_batched_tokens, block_size, kv_cache_bytes, kv_cache_memory_fraction, "
             "kv_cache_dtype, "
-            "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step)");
+            "admission_watermark, max_queued_requests, max_n, compression_tokens_per_step, "
+            "constraint_threads)");
   EXPECT_EQ(ParseError("store:\n  dir: x\n"),
             "config.yaml:2: store.dir: unknown key (expected one of data_dir, sync_writes, "
             "replica, replica_env, remote)");
