@@ -110,17 +110,22 @@ Sampler::Kept Sampler::Keep(const std::vector<float>& logits) const {
   auto more_likely = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
-  int32_t keep = vocab;
-  if (params_.top_k > 0 && params_.top_k < vocab) {
+  // Banned and excluded tokens never take the draw's rounding remainder: they go before the
+  // sort (a constraint's mask often leaves a few of a large vocabulary), one kept at least.
+  const auto possible = std::partition(kept.order.begin(), kept.order.end(), [&](int32_t id) {
+    return logits[id] != -std::numeric_limits<float>::infinity();
+  });
+  int32_t keep = static_cast<int32_t>(possible - kept.order.begin());
+  if (keep == 0) {  // nothing possible: the first token, as the sort by id would have it
+    std::iota(kept.order.begin(), kept.order.end(), 0);
+    keep = 1;
+  }
+  if (params_.top_k > 0 && params_.top_k < keep) {
+    std::nth_element(kept.order.begin(), kept.order.begin() + params_.top_k - 1,
+                     kept.order.begin() + keep, more_likely);
     keep = params_.top_k;
-    std::nth_element(kept.order.begin(), kept.order.begin() + keep - 1, kept.order.end(),
-                     more_likely);
   }
   std::sort(kept.order.begin(), kept.order.begin() + keep, more_likely);
-  // Banned and excluded tokens never take the draw's rounding remainder.
-  while (keep > 1 && logits[kept.order[keep - 1]] == -std::numeric_limits<float>::infinity()) {
-    --keep;
-  }
 
   std::vector<double>& probs = kept.probs;
   probs.resize(keep);

@@ -38,24 +38,36 @@ void ConstraintCompiler::Compile(const std::string& tenant, const structured::Co
       it->second.push_back(std::move(done));
       return;
     }
-    waiting_[key].push_back(done);
+    waiting_[key].push_back(std::move(done));
   }
   const base::FairWorkers::PostResult posted =
       workers_.Post(tenant, [this, spec, queued = absl::Now()] { Run(spec, queued); });
   if (posted == base::FairWorkers::PostResult::kPosted) return;
-  {
-    base::MutexLock lock(mu_);
-    waiting_.erase(key);
-  }
+  // Refused: so is every request that joined this compile meanwhile.
+  absl::Status refusal;
   if (posted == base::FairWorkers::PostResult::kOwnerFull) {
     Refused();
-    done(absl::ResourceExhaustedError(absl::StrCat(
+    refusal = absl::ResourceExhaustedError(absl::StrCat(
         "this tenant already has ", options_.max_per_tenant,
         " constraints compiling (structured_outputs.max_compiles_per_tenant); retry once they "
-        "are done")));
+        "are done"));
   } else {
-    done(absl::UnavailableError("the server is shutting down"));
+    refusal = absl::UnavailableError("the server is shutting down");
   }
+  Answer(key, refusal);
+}
+
+void ConstraintCompiler::Answer(
+    const structured::ConstraintCache::Key& key,
+    const absl::StatusOr<std::shared_ptr<const structured::Constraint>>& compiled) {
+  std::vector<Done> waiting;
+  {
+    base::MutexLock lock(mu_);
+    const auto it = waiting_.find(key);
+    waiting = std::move(it->second);
+    waiting_.erase(it);
+  }
+  for (Done& done : waiting) done(compiled);
 }
 
 void ConstraintCompiler::Run(const structured::ConstraintSpec& spec, absl::Time queued) {
@@ -70,15 +82,11 @@ void ConstraintCompiler::Run(const structured::ConstraintSpec& spec, absl::Time 
   } else {
     compiled = cache_.Get(spec, options_.timeout);
   }
-  std::vector<Done> waiting;
   {
     base::MutexLock lock(mu_);
     if (!waited_too_long) seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
-    const auto it = waiting_.find(structured::ConstraintCache::KeyOf(spec));
-    waiting = std::move(it->second);
-    waiting_.erase(it);
   }
-  for (Done& done : waiting) done(compiled);
+  Answer(structured::ConstraintCache::KeyOf(spec), compiled);
 }
 
 void ConstraintCompiler::Refused() {

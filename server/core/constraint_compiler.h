@@ -57,6 +57,9 @@ class ConstraintCompiler {
   // Runs on a compile thread: compiles `spec` unless it waited past the timeout, and passes
   // the result to everyone waiting for it.
   void Run(const structured::ConstraintSpec& spec, absl::Time queued);
+  // Passes `compiled` to every request waiting for the compile of `key`, which ends.
+  void Answer(const structured::ConstraintCache::Key& key,
+              const absl::StatusOr<std::shared_ptr<const structured::Constraint>>& compiled);
 
   structured::ConstraintCache& cache_;
   const ConstraintCompilerOptions options_;

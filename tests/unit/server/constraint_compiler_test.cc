@@ -37,12 +37,11 @@ structured::ConstraintSpec WideSchema(int properties, const std::string& descrip
 class Result {
  public:
   ConstraintCompiler::Done Receiver() {
+    // Notifies holding the lock: the waiter may destroy this as soon as it has the result.
     return [this](Compiled compiled) {
-      {
-        base::MutexLock lock(mu_);
-        compiled_ = std::move(compiled);
-        thread_ = std::this_thread::get_id();
-      }
+      base::MutexLock lock(mu_);
+      compiled_ = std::move(compiled);
+      thread_ = std::this_thread::get_id();
       cv_.notify_all();
     };
   }

@@ -48,5 +48,33 @@ TEST(BoundedJsonTest, InvalidJsonSaysSo) {
   EXPECT_FALSE(ParseBoundedJson(Nested(100, '[', ']') + "x", "x").ok());
 }
 
+TEST(BoundedJsonTest, ObjectsKeepTheirOrderAndARepeatedKeyKeepsItsPlaceAndLastValue) {
+  const auto ordered = ParseBoundedJson<nlohmann::ordered_json>(
+      R"({"b": 1, "a": [2, {"z": 0, "y": 1}], "b": 3})", "input");
+  ASSERT_TRUE(ordered.ok()) << ordered.status();
+  EXPECT_EQ(ordered->dump(), R"({"b":3,"a":[2,{"z":0,"y":1}]})");
+  const auto sorted = ParseBoundedJson(R"({"b": 1, "a": 2, "b": 3})", "input");
+  ASSERT_TRUE(sorted.ok());
+  EXPECT_EQ(sorted->dump(), R"({"a":2,"b":3})");
+  EXPECT_EQ(ParseBoundedJson(R"("text")", "input")->get<std::string>(), "text");
+}
+
+// An object of many keys, as a hostile body sends: every key kept, in order, each found once
+// (built in time linear in the keys; docs/benchmarks.md).
+TEST(BoundedJsonTest, AWideObjectKeepsEveryKeyInOrder) {
+  constexpr int kKeys = 200000;
+  std::string text = "{";
+  for (int i = 0; i < kKeys; ++i) {
+    text += (i == 0 ? "\"" : ",\"") + std::to_string(kKeys - i) + "\":" + std::to_string(i);
+  }
+  text += ",\"7\":-1}";
+  const auto parsed = ParseBoundedJson<nlohmann::ordered_json>(text, "the body");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), static_cast<size_t>(kKeys));
+  EXPECT_EQ(parsed->begin().key(), std::to_string(kKeys));
+  EXPECT_EQ((*parsed)["7"], -1);
+  EXPECT_EQ((*parsed)["1"], kKeys - 1);
+}
+
 }  // namespace
 }  // namespace kvd::text
