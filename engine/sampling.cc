@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "engine/mass_selection.h"
 #include "engine/sampling_fields.h"
 #include "engine/speculative_sampling.h"
 #include "kernels/backend.h"
@@ -105,68 +106,50 @@ double Sampler::NextUniform() {
 Sampler::Kept Sampler::Keep(const std::vector<float>& logits) const {
   const int32_t vocab = static_cast<int32_t>(logits.size());
   Kept kept;
-  kept.order.resize(vocab);
-  std::iota(kept.order.begin(), kept.order.end(), 0);
-  auto more_likely = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  // Banned and excluded tokens never take the draw's rounding remainder: they go before the
-  // sort (a constraint's mask often leaves a few of a large vocabulary), one kept at least.
-  const auto possible = std::partition(kept.order.begin(), kept.order.end(), [&](int32_t id) {
-    return logits[id] != -std::numeric_limits<float>::infinity();
-  });
-  int32_t keep = static_cast<int32_t>(possible - kept.order.begin());
-  if (keep == 0) {  // nothing possible: the first token, as the sort by id would have it
-    std::iota(kept.order.begin(), kept.order.end(), 0);
-    keep = 1;
-  }
-  if (params_.top_k > 0 && params_.top_k < keep) {
-    std::nth_element(kept.order.begin(), kept.order.begin() + params_.top_k - 1,
-                     kept.order.begin() + keep, more_likely);
-    keep = params_.top_k;
-  }
-  std::sort(kept.order.begin(), kept.order.begin() + keep, more_likely);
-
-  std::vector<double>& probs = kept.probs;
-  probs.resize(keep);
-  const double max_logit = logits[kept.order[0]];
-  const double inv_temperature = 1.0 / params_.temperature;
-  double total = 0.0;
-  for (int32_t i = 0; i < keep; ++i) {
-    probs[i] = std::exp((logits[kept.order[i]] - max_logit) * inv_temperature);
-    total += probs[i];
-  }
-  for (double& p : probs) p /= total;
-  if (params_.min_p > 0.0f) {
-    const double threshold = params_.min_p * probs[0];
-    while (keep > 1 && probs[keep - 1] < threshold) --keep;
-  }
-  if (params_.top_p < 1.0f) {
-    double cumulative = 0.0;
-    for (int32_t i = 0; i < keep; ++i) {
-      cumulative += probs[i];
-      if (cumulative >= params_.top_p) {
-        keep = i + 1;
-        break;
-      }
+  std::vector<Candidate>& candidates = kept.candidates;
+  // Banned and excluded tokens never take the draw's rounding remainder.
+  for (int32_t id = 0; id < vocab; ++id) {
+    if (logits[id] != -std::numeric_limits<float>::infinity()) {
+      candidates.push_back({logits[id], id, 0.0});
     }
   }
-  kept.order.resize(keep);
-  probs.resize(keep);
+  if (candidates.empty()) candidates.push_back({logits[0], 0, 0.0});  // nothing possible
+  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < candidates.size()) {
+    std::nth_element(candidates.begin(), candidates.begin() + params_.top_k - 1, candidates.end(),
+                     MoreLikely);
+    candidates.resize(params_.top_k);
+  }
+  const Candidate& most_likely =
+      *std::min_element(candidates.begin(), candidates.end(), MoreLikely);
+  const double max_logit = most_likely.logit;
+  const double inv_temperature = 1.0 / params_.temperature;
+  double total = 0.0;
+  for (Candidate& candidate : candidates) {
+    candidate.probability = std::exp((candidate.logit - max_logit) * inv_temperature);
+    total += candidate.probability;
+  }
+  for (Candidate& candidate : candidates) candidate.probability /= total;
+  if (params_.min_p > 0.0f) {
+    // The most likely token's probability is 1 / total; it always stays.
+    const double threshold = params_.min_p / total;
+    std::erase_if(candidates, [&](const Candidate& c) {
+      return c.probability < threshold && c.logit != max_logit;
+    });
+  }
+  if (params_.top_p < 1.0f) {
+    // The fewest most likely tokens whose probabilities reach top_p.
+    const size_t last = SelectByMass(candidates, params_.top_p, /*inclusive=*/true);
+    candidates.resize(last + 1);
+  }
   return kept;
 }
 
 int32_t Sampler::Draw(const std::vector<float>& logits) {
-  const Kept kept = Keep(logits);
-  const std::vector<double>& probs = kept.probs;
-  const size_t keep = probs.size();
-  const double kept_total = std::accumulate(probs.begin(), probs.end(), 0.0);
-  double target = NextUniform() * kept_total;
-  for (size_t i = 0; i < keep; ++i) {
-    target -= probs[i];
-    if (target < 0.0) return kept.order[i];
-  }
-  return kept.order[keep - 1];
+  Kept kept = Keep(logits);
+  double kept_total = 0.0;
+  for (const Candidate& candidate : kept.candidates) kept_total += candidate.probability;
+  const double target = NextUniform() * kept_total;
+  return kept.candidates[SelectByMass(kept.candidates, target)].id;
 }
 
 std::optional<int32_t> Sampler::DrawFromTop(const TopLogits& top) {
@@ -364,9 +347,10 @@ std::vector<float> Sampler::Probabilities(std::span<const float> logits,
     return probabilities;
   }
   const Kept kept = Keep(processed);
-  const double kept_total = std::accumulate(kept.probs.begin(), kept.probs.end(), 0.0);
-  for (size_t i = 0; i < kept.order.size(); ++i) {
-    probabilities[kept.order[i]] = static_cast<float>(kept.probs[i] / kept_total);
+  double kept_total = 0.0;
+  for (const Candidate& candidate : kept.candidates) kept_total += candidate.probability;
+  for (const Candidate& candidate : kept.candidates) {
+    probabilities[candidate.id] = static_cast<float>(candidate.probability / kept_total);
   }
   return probabilities;
 }

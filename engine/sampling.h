@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "engine/mass_selection.h"
 #include "engine/top_logits.h"
 
 namespace kvd::engine {
@@ -116,11 +117,11 @@ class Sampler {
   std::vector<float> Processed(std::span<const float> logits, std::span<const int32_t> context,
                                size_t output_count, std::span<const int32_t> banned,
                                AllowedTokens allowed) const;
-  // The tokens a draw may take, most likely first, and their probabilities at the temperature
-  // (normalized before the min-p and top-p cuts, so they sum to at most 1).
+  // The tokens a draw may take (top-k, min-p and top-p applied), in no particular order, and
+  // their probabilities at the temperature (normalized before the min-p and top-p cuts, so
+  // they sum to at most 1). A draw walks them most likely first (SelectByMass).
   struct Kept {
-    std::vector<int32_t> order;
-    std::vector<double> probs;
+    std::vector<Candidate> candidates;
   };
   Kept Keep(const std::vector<float>& logits) const;
   int32_t Draw(const std::vector<float>& logits);
