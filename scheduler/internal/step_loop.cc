@@ -152,9 +152,8 @@ absl::StatusOr<StepReport> StepLoop::Step() {
   if (draft_model_ != nullptr) DraftWithModel(budget);
   ScheduleRunning(budget, scheduled, report);
   // Compressions are guaranteed a share after the running requests, so a stream of arrivals
-  // cannot starve them, and take whatever the waiting requests leave.
-  // Half of what is left at most while requests wait, so that uploads never hold every
-  // question back.
+  // cannot starve them (at most half of what is left while requests wait, so that uploads
+  // never hold every question back), and take whatever the waiting requests leave.
   const int32_t compression_share =
       jobs_.empty() ? 0
                     : std::min({budget, config_.compression_tokens_per_step,

@@ -41,7 +41,7 @@ void ConstraintCompiler::Compile(const std::string& tenant, const structured::Co
     waiting_[key].push_back(std::move(done));
   }
   const base::FairWorkers::PostResult posted =
-      workers_.Post(tenant, [this, spec, queued = absl::Now()] { Run(spec, queued); });
+      workers_.Post(tenant, [this, spec, key, queued = absl::Now()] { Run(spec, key, queued); });
   if (posted == base::FairWorkers::PostResult::kPosted) return;
   // Refused: so is every request that joined this compile meanwhile.
   absl::Status refusal;
@@ -70,7 +70,8 @@ void ConstraintCompiler::Answer(
   for (Done& done : waiting) done(compiled);
 }
 
-void ConstraintCompiler::Run(const structured::ConstraintSpec& spec, absl::Time queued) {
+void ConstraintCompiler::Run(const structured::ConstraintSpec& spec,
+                             const structured::ConstraintCache::Key& key, absl::Time queued) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::shared_ptr<const structured::Constraint>> compiled;
   const bool waited_too_long = start - queued > options_.timeout;
@@ -86,7 +87,7 @@ void ConstraintCompiler::Run(const structured::ConstraintSpec& spec, absl::Time 
     base::MutexLock lock(mu_);
     if (!waited_too_long) seconds_.Observe(absl::ToDoubleSeconds(absl::Now() - start));
   }
-  Answer(structured::ConstraintCache::KeyOf(spec), compiled);
+  Answer(key, compiled);
 }
 
 void ConstraintCompiler::Refused() {

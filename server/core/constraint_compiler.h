@@ -54,9 +54,10 @@ class ConstraintCompiler {
 
  private:
   void Refused();
-  // Runs on a compile thread: compiles `spec` unless it waited past the timeout, and passes
-  // the result to everyone waiting for it.
-  void Run(const structured::ConstraintSpec& spec, absl::Time queued);
+  // Runs on a compile thread: compiles `spec` (whose key is `key`) unless it waited past the
+  // timeout, and passes the result to everyone waiting for it.
+  void Run(const structured::ConstraintSpec& spec, const structured::ConstraintCache::Key& key,
+           absl::Time queued);
   // Passes `compiled` to every request waiting for the compile of `key`, which ends.
   void Answer(const structured::ConstraintCache::Key& key,
               const absl::StatusOr<std::shared_ptr<const structured::Constraint>>& compiled);
