@@ -57,25 +57,6 @@ KVD_AVX512 void PackF32Panel(const MatmulArgs& a, int64_t o, int64_t width, int6
   }
 }
 
-// The sixteen pairs of bf16 weights from input k on of output features [o, o + 16) (`features`
-// of them real), transposed: v[i] holds each feature's pair i, zero past k_end.
-KVD_AVX512 inline __attribute__((always_inline)) void LoadBf16Pairs(const MatmulArgs& a, int64_t o,
-                                                                    int64_t features, int64_t k,
-                                                                    int64_t k_end,
-                                                                    __m512 (&v)[16]) {
-  const auto* weight = static_cast<const uint16_t*>(a.weight);
-  const int64_t left = k_end - k;
-  const __mmask32 mask = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
-#pragma GCC unroll 16
-  for (int j = 0; j < 16; ++j) {
-    const uint16_t* from = weight + (o + j) * a.in + k;
-    v[j] = j >= features ? _mm512_setzero_ps()
-           : left >= 32  ? _mm512_castsi512_ps(_mm512_loadu_si512(from))
-                         : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, from));
-  }
-  Transpose16(v);
-}
-
 // bf16 weights widened to f32 thirty-two inputs a step: the transpose moves pairs of
 // neighbouring inputs as one 32-bit lane, and each pair then widens to two floats with a shift
 // and a mask (a bf16 is an f32's upper half), half the shuffles a weight of the float transpose.

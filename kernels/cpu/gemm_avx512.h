@@ -30,5 +30,9 @@ void PackedGemmAvx512(const MatmulArgs& a);
 void PackedBf16GemmAvx512(const MatmulArgs& a);
 // The same for int8 and int4 weights (gemm_blocks_avx512.cc).
 void PackedBlockGemmAvx512(const MatmulArgs& a);
+// PackedBf16GemmAvx512's product on AMX tiles (gemm_amx.cc): the same rounding, sums in another
+// order. The CPU must also have AMX-BF16, and the OS must allow this process its tiles
+// (CpuFeatures::amx_bf16).
+void PackedBf16GemmAmx(const MatmulArgs& a);
 
 }  // namespace kvd::kernels::cpu

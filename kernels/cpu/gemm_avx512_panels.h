@@ -37,9 +37,18 @@ inline constexpr int64_t kElementPanelFloats = kElementPanelElements * kPanelOut
 inline constexpr int kElementTileRows = 8;
 // Rows whose elements for one panel (the element formats' packed rows, the block formats'
 // activations) stay in the last-level cache while every panel of the slice passes over them:
-// 4 MiB, 5-8% faster at 512 rows than 1 MiB on the AMD machine of docs/benchmarks.md.
+// 4 MiB, 5-8% faster at 512 rows than 1 MiB on the AMD machine of docs/benchmarks.md; an
+// Elements policy whose tiles want them closer names its own kRowBlockBytes.
 template <class Elements>
-inline constexpr int64_t kRowsPerBlock = (int64_t{4} << 20) / (Elements::kPanelElements * 4);
+constexpr int64_t RowBlockBytes() {
+  if constexpr (requires { Elements::kRowBlockBytes; }) {
+    return Elements::kRowBlockBytes;
+  } else {
+    return int64_t{4} << 20;
+  }
+}
+template <class Elements>
+inline constexpr int64_t kRowsPerBlock = RowBlockBytes<Elements>() / (Elements::kPanelElements * 4);
 
 // The panel (and what else an Elements policy packs with it: Elements::kPanelFloats in all),
 // grown on a thread's first product (threads that never multiply hold none), from its first
@@ -55,6 +64,25 @@ inline float* Panel() {
 // from r on at packed_rows[(r - row_begin) * Elements::kPanelElements + e * kElementTileRows + rr].
 // Grown on a thread's first product, so that threads that never multiply hold none.
 inline thread_local std::vector<float> packed_rows;
+
+// The sixteen pairs of bf16 weights from input k on of output features [o, o + 16) (`features`
+// of them real), transposed: v[i] holds each feature's pair i, zero past k_end.
+KVD_AVX512 inline __attribute__((always_inline)) void LoadBf16Pairs(const MatmulArgs& a, int64_t o,
+                                                                    int64_t features, int64_t k,
+                                                                    int64_t k_end,
+                                                                    __m512 (&v)[16]) {
+  const auto* weight = static_cast<const uint16_t*>(a.weight);
+  const int64_t left = k_end - k;
+  const __mmask32 mask = left >= 32 ? ~__mmask32{0} : (__mmask32{1} << left) - 1;
+#pragma GCC unroll 16
+  for (int j = 0; j < 16; ++j) {
+    const uint16_t* from = weight + (o + j) * a.in + k;
+    v[j] = j >= features ? _mm512_setzero_ps()
+           : left >= 32  ? _mm512_castsi512_ps(_mm512_loadu_si512(from))
+                         : _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(mask, from));
+  }
+  Transpose16(v);
+}
 
 // Stores a tile's sums into rows [r, r + kRows) of output features [o, o + width), or adds them
 // to what earlier panels of inputs left there.

@@ -174,6 +174,9 @@ void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, Threa
 
 std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features) {
   std::vector<MatmulVariant> variants;
+  if (features.avx512 && features.avx512_vnni && features.avx512_bf16 && features.amx_bf16) {
+    variants.push_back(AmxBf16Matmul());
+  }
   if (features.avx512 && features.avx512_vnni && features.avx512_bf16) {
     variants.push_back(Avx512Bf16Matmul());
   }

@@ -34,6 +34,11 @@ constexpr int64_t kMinRowsToPackBf16Pairs = 128;
 // From this many rows on, the AVX512-BF16 variant multiplies bf16 weights by rows rounded to bf16:
 // fewer rows are bound by memory, not by the products.
 constexpr int64_t kMinRowsToRoundBf16 = 8;
+// From this many rows on, the AMX variant multiplies bf16 weights on AMX tiles of sixteen rows
+// (fewer rows pad a tile): at 8 rows it streams the weights faster than the tiles of pairs, at 4
+// slower (docs/benchmarks.md). AMX multiplies bf16 rows, so it starts where rows are rounded.
+constexpr int64_t kMinRowsForAmx = 8;
+static_assert(kMinRowsForAmx >= kMinRowsToRoundBf16);
 
 // The rows of a product a pass covers and whether this pass adds to what earlier passes (over
 // earlier inputs) wrote.
@@ -494,6 +499,15 @@ void RunWithBf16Dots(const MatmulArgs& a) {
   RunTiles<Bf16PairTiles>(a);
 }
 
+bool PacksWithAmx(DType dtype, int64_t rows) {
+  return (dtype == DType::kBF16 && rows >= kMinRowsForAmx) || PacksWithBf16Pairs(dtype, rows);
+}
+
+void RunWithAmx(const MatmulArgs& a) {
+  if (a.dtype == DType::kBF16 && a.rows >= kMinRowsForAmx) return PackedBf16GemmAmx(a);
+  RunWithBf16Dots(a);
+}
+
 }  // namespace
 
 MatmulVariant Avx512Matmul() {
@@ -510,6 +524,14 @@ MatmulVariant Avx512Bf16Matmul() {
   variant.run = RunWithBf16Dots;
   variant.packs = PacksWithBf16Pairs;
   variant.bf16_rounded_rows = kMinRowsToRoundBf16;
+  return variant;
+}
+
+MatmulVariant AmxBf16Matmul() {
+  MatmulVariant variant = Avx512Bf16Matmul();
+  variant.name = "amx_bf16";
+  variant.run = RunWithAmx;
+  variant.packs = PacksWithAmx;
   return variant;
 }
 
