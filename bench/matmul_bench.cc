@@ -14,6 +14,7 @@
 #include "bench/stopwatch.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/host_memory.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
@@ -83,9 +84,10 @@ absl::StatusOr<MatmulBenchResult> MeasureMatmul(const MatmulBenchOptions& option
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : x) v = normal(random);
   std::vector<float> out(static_cast<size_t>(max_rows * options.out_features));
-  std::vector<MatmulVariant> variants =
-      kernels::cpu::MatmulVariants(kernels::cpu::HostCpuFeatures());
-  variants.insert(variants.begin(), kernels::cpu::OpenBlasMatmul());
+  std::vector<MatmulVariant> variants = {kernels::cpu::OpenBlasMatmul()};
+  for (const auto& v : kernels::cpu::AllKernels().matmul.RunnableHere()) {
+    variants.push_back(v.kernel);
+  }
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kInt4}) {
     if (options.dtype && dtype != *options.dtype) continue;
     if (kernels::IsQuantized(dtype) && options.in_features % kernels::kQuantBlock != 0) continue;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/row_dots.h"
 
 namespace kvd::cache_store {
@@ -43,7 +44,7 @@ class CosineTable {
         head_dim_(head_dim),
         transposed_(unit.size()),
         cosines_(rows_),
-        row_dots_(kernels::cpu::FastestRowDots(kernels::cpu::HostCpuFeatures())) {
+        row_dots_(kernels::cpu::HostKernels().row_dots.kernel) {
     for (int32_t i = 0; i < rows_; ++i) {
       for (int32_t d = 0; d < head_dim_; ++d) {
         transposed_[static_cast<size_t>(d) * rows_ + i] =

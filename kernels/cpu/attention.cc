@@ -6,6 +6,7 @@
 #include "base/check.h"
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/attention_rows.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/score_fold.h"
 
 namespace kvd::kernels::cpu {
@@ -43,9 +44,9 @@ void PagedAttention(const Tensor& q, const KvPool& pool, std::span<const Sequenc
                     const AttentionShape& shape, Tensor out, ThreadPool& threads) {
   const int32_t group = shape.num_heads / shape.num_kv_heads;
   const int32_t head_dim = shape.head_dim;
-  static const AttentionRowKernel row_kernel = FastestAttentionRow(HostCpuFeatures());
-  static const AttentionRowsKernel rows_kernel = FastestAttentionRows(HostCpuFeatures());
-  static const ScoreFoldKernel fold_scores = FastestScoreFold(HostCpuFeatures());
+  const AttentionRowKernel row_kernel = HostKernels().attention_row.kernel;
+  const AttentionRowsKernel rows_kernel = HostKernels().attention_rows;
+  const ScoreFoldKernel fold_scores = HostKernels().score_fold.kernel;
   // Rows one call computes: a chunk for the rows kernel, else one.
   const int32_t chunk_rows = rows_kernel == nullptr ? 1 : RowsPerChunk(group);
   KVD_CHECK(q.cols == out.cols);  // the rows kernel's one row stride

@@ -51,19 +51,4 @@ void RunScalar(const AttentionRow& a) {
 
 AttentionRowKernel ScalarAttentionRow() { return RunScalar; }
 
-std::vector<NamedAttentionRowKernel> VectorAttentionRows(const CpuFeatures& features) {
-  std::vector<NamedAttentionRowKernel> kernels;
-  // Compiled under avx512_vectors.h's target, which includes VNNI.
-  if (features.avx512 && features.avx512_vnni) {
-    kernels.push_back({"avx512", Avx512AttentionRow()});
-  }
-  if (features.avx2) kernels.push_back({"avx2", Avx2AttentionRow()});
-  return kernels;
-}
-
-AttentionRowKernel FastestAttentionRow(const CpuFeatures& features) {
-  const std::vector<NamedAttentionRowKernel> kernels = VectorAttentionRows(features);
-  return kernels.empty() ? ScalarAttentionRow() : kernels.front().run;
-}
-
 }  // namespace kvd::kernels::cpu

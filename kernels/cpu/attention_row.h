@@ -6,9 +6,7 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/kv_layout.h"
 
 namespace kvd::kernels::cpu {
@@ -36,14 +34,5 @@ AttentionRowKernel Avx2AttentionRow();
 // AVX-512 (F, BW, DQ and VL, and VNNI, as the matmuls) with FMA: sixteen dimensions at a time,
 // each key loaded once for up to four heads of the group.
 AttentionRowKernel Avx512AttentionRow();
-
-struct NamedAttentionRowKernel {
-  const char* name;
-  AttentionRowKernel run;
-};
-// Every vector kernel a CPU with `features` runs, the fastest first (none without AVX2).
-std::vector<NamedAttentionRowKernel> VectorAttentionRows(const CpuFeatures& features);
-// The fastest kernel a CPU with `features` runs: the first vector kernel, else the scalar one.
-AttentionRowKernel FastestAttentionRow(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

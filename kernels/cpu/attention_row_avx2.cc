@@ -10,7 +10,7 @@
 
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/attention_row_steps.h"
-#include "kernels/cpu/intrinsics.h"
+#include "kernels/cpu/isa_targets.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -21,7 +21,7 @@ using attention_steps::Row;
 using attention_steps::ToFloat;
 
 // Lane e of the result is the sum of the lanes of a[e].
-KVD_ATTENTION_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
+KVD_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
   const __m256 t0 = _mm256_hadd_ps(a[0], a[1]);
   const __m256 t1 = _mm256_hadd_ps(a[2], a[3]);
   const __m256 t2 = _mm256_hadd_ps(a[4], a[5]);
@@ -32,8 +32,8 @@ KVD_ATTENTION_AVX2 __m256 TransposeSum(const __m256 (&a)[8]) {
                        _mm256_permute2f128_ps(low_entries, high_entries, 0x31));
 }
 
-KVD_ATTENTION_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
-KVD_ATTENTION_AVX2 __m256 Load8(const uint16_t* p) {
+KVD_AVX2 __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+KVD_AVX2 __m256 Load8(const uint16_t* p) {
   const __m256i widened =
       _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(widened, 16));
@@ -41,7 +41,7 @@ KVD_ATTENTION_AVX2 __m256 Load8(const uint16_t* p) {
 
 // weights[g][j] = q_g · k_j · scale + log_vote_j for every head g and entry j.
 template <class T>
-KVD_ATTENTION_AVX2 void WriteLogits(const Row<T>& row) {
+KVD_AVX2 void WriteLogits(const Row<T>& row) {
   const AttentionRow& a = row.a;
   const int32_t vector_dims = a.head_dim / 8 * 8;
   const __m256 scale = _mm256_set1_ps(a.scale);
@@ -100,8 +100,8 @@ KVD_ATTENTION_AVX2 void WriteLogits(const Row<T>& row) {
 // out[g][d] += Σ_j weights[g][j] · value_j[d] over entries [begin, end), for kHeads heads from
 // `first_head` and kVectors × 8 dimensions from `dim`.
 template <class T, int kHeads, int kVectors>
-KVD_ATTENTION_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t dim,
-                                         int32_t begin, int32_t end) {
+KVD_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, int32_t dim, int32_t begin,
+                               int32_t end) {
   const AttentionRow& a = row.a;
   const T* const values = row.values + dim;
   const int64_t* const slots = a.slots;
@@ -150,8 +150,7 @@ KVD_ATTENTION_AVX2 void AccumulateValues(const Row<T>& row, int32_t first_head, 
 // Every dimension of kHeads heads from `first_head` over entries [begin, end): eight
 // accumulators at a time, then the dimensions past the last multiple of 8 one by one.
 template <class T, int kHeads>
-KVD_ATTENTION_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin,
-                                        int32_t end) {
+KVD_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin, int32_t end) {
   constexpr int kVectors = 8 / kHeads;
   const int32_t head_dim = row.a.head_dim;
   int32_t d = 0;
@@ -172,12 +171,12 @@ KVD_ATTENTION_AVX2 void AccumulateHeads(const Row<T>& row, int32_t first_head, i
 // The AVX2 steps of attention_steps::Run.
 struct Avx2Steps {
   template <class T>
-  KVD_ATTENTION_AVX2 static void Logits(const Row<T>& row) {
+  KVD_AVX2 static void Logits(const Row<T>& row) {
     WriteLogits(row);
   }
   template <class T, int kHeads>
-  KVD_ATTENTION_AVX2 static void AccumulateHeads(const Row<T>& row, int32_t first_head,
-                                                 int32_t begin, int32_t end) {
+  KVD_AVX2 static void AccumulateHeads(const Row<T>& row, int32_t first_head, int32_t begin,
+                                       int32_t end) {
     cpu::AccumulateHeads<T, kHeads>(row, first_head, begin, end);
   }
 };

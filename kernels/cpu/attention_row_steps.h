@@ -9,10 +9,8 @@
 #include <cmath>
 
 #include "kernels/cpu/attention_row.h"
-#include "kernels/cpu/intrinsics.h"
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/vector_exp_avx2.h"
-
-#define KVD_ATTENTION_AVX2 __attribute__((target("avx2,fma")))
 
 namespace kvd::kernels::cpu::attention_steps {
 
@@ -63,20 +61,20 @@ __attribute__((always_inline)) inline void PrefetchKeysAhead(const Row<T>& row, 
                _MM_HINT_T0);
 }
 
-KVD_ATTENTION_AVX2 inline float HorizontalSum(__m256 v) {
+KVD_AVX2 inline float HorizontalSum(__m256 v) {
   const __m128 pairs = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 halves = _mm_add_ps(pairs, _mm_movehl_ps(pairs, pairs));
   return _mm_cvtss_f32(_mm_add_ss(halves, _mm_movehdup_ps(halves)));
 }
 
-KVD_ATTENTION_AVX2 inline float HorizontalMax(__m256 v) {
+KVD_AVX2 inline float HorizontalMax(__m256 v) {
   const __m128 pairs = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 halves = _mm_max_ps(pairs, _mm_movehl_ps(pairs, pairs));
   return _mm_cvtss_f32(_mm_max_ss(halves, _mm_movehdup_ps(halves)));
 }
 
 // Turns head g's logits into exp(logit − max) in place; returns their sum.
-KVD_ATTENTION_AVX2 inline double Softmax(float* weights, int32_t entries) {
+KVD_AVX2 inline double Softmax(float* weights, int32_t entries) {
   __m256 max8 = _mm256_set1_ps(-INFINITY);
   int32_t j = 0;
   for (; j + 8 <= entries; j += 8) max8 = _mm256_max_ps(max8, _mm256_loadu_ps(weights + j));
@@ -103,7 +101,7 @@ KVD_ATTENTION_AVX2 inline double Softmax(float* weights, int32_t entries) {
 // values to the outputs of heads [first, first + kHeads) (four, two or one at a time, so that
 // each value is loaded once for them); the softmax and the final division are shared.
 template <class Steps, class T>
-KVD_ATTENTION_AVX2 void Run(const AttentionRow& a) {
+KVD_AVX2 void Run(const AttentionRow& a) {
   const Row<T> row{a};
   Steps::Logits(row);
   for (int32_t g = 0; g < a.group; ++g) a.totals[g] = Softmax(row.Weights(g), a.entries);
@@ -128,7 +126,7 @@ KVD_ATTENTION_AVX2 void Run(const AttentionRow& a) {
 
 // Runs the row on Steps over the pool's element type.
 template <class Steps>
-KVD_ATTENTION_AVX2 void RunOnPool(const AttentionRow& a) {
+KVD_AVX2 void RunOnPool(const AttentionRow& a) {
   if (a.pool->dtype == DType::kBF16) {
     Run<Steps, uint16_t>(a);
   } else {

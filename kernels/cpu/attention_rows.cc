@@ -28,9 +28,4 @@ void RunRowByRow(const AttentionRows& a, AttentionRowKernel row) {
   }
 }
 
-AttentionRowsKernel FastestAttentionRows(const CpuFeatures& features) {
-  // Compiled under avx512_vectors.h's target, which includes VNNI.
-  return features.avx512 && features.avx512_vnni ? Avx512AttentionRows() : nullptr;
-}
-
 }  // namespace kvd::kernels::cpu

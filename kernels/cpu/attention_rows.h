@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "kernels/cpu/attention_row.h"
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/kv_layout.h"
 
 namespace kvd::kernels::cpu {
@@ -45,7 +44,5 @@ void RunRowByRow(const AttentionRows& a, AttentionRowKernel row);
 // entries at a time, logits of up to eight heads' queries a pass, values sixteen dimensions a
 // vector for four queries at a time.
 AttentionRowsKernel Avx512AttentionRows();
-// The AVX-512 kernel where the CPU has it, else null (attention then runs row by row).
-AttentionRowsKernel FastestAttentionRows(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

@@ -6,12 +6,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/intrinsics.h"
-
-#define KVD_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,fma,f16c")))
-// KVD_AVX512 and AVX512-BF16's dot products of bf16 pairs.
-#define KVD_AVX512_BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,fma,f16c")))
+#include "kernels/cpu/isa_targets.h"
 
 namespace kvd::kernels::cpu {
 

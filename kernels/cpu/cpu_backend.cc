@@ -13,6 +13,7 @@
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/attention_row.h"
 #include "kernels/cpu/host_memory.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/kv_entries.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/top_logits.h"
@@ -39,14 +40,14 @@ constexpr int64_t kCopyChunkBytes = int64_t{1} << 20;
 
 std::string CpuKernelSummary() {
   const CpuFeatures& features = HostCpuFeatures();
-  const MatmulVariant matmul = MatmulVariants(features).front();
-  const std::vector<NamedAttentionRowKernel> attention = VectorAttentionRows(features);
-  return absl::StrCat(
-      "cpu: ", features.brand.empty() ? "" : absl::StrCat(features.brand, ", "),
-      std::thread::hardware_concurrency(), " threads; features ", features.ToString(), "; matmul ",
-      std::string(matmul.name),
-      matmul.f32_gemm ? "" : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32, " rows: OpenBLAS)"),
-      "; attention ", attention.empty() ? "scalar" : attention.front().name);
+  const HostKernelChoice& kernels = HostKernels();
+  return absl::StrCat("cpu: ", features.brand.empty() ? "" : absl::StrCat(features.brand, ", "),
+                      std::thread::hardware_concurrency(), " threads; features ",
+                      features.ToString(), "; ",
+                      kernels.Describe(kernels.matmul.kernel.f32_gemm
+                                           ? ""
+                                           : absl::StrCat(" (f32 over ", kMaxOwnMatmulRowsF32,
+                                                          " rows: OpenBLAS)")));
 }
 
 std::string CpuBackend::KernelSummary() const {
@@ -59,10 +60,10 @@ std::string CpuBackend::KernelSummary() const {
 CpuBackend::CpuBackend(const BackendOptions& options)
     : pool_(ResolveThreads(options.num_threads)),
       weight_dtype_(options.weight_dtype),
-      matmul_(MatmulVariants(HostCpuFeatures()).front()),
+      matmul_(HostKernels().matmul.kernel),
       blas_(OpenBlasMatmul()),
-      rms_norm_(FastestRmsNorm(HostCpuFeatures())),
-      silu_mul_(FastestSiluMul(HostCpuFeatures())) {}
+      rms_norm_(HostKernels().rms_norm.kernel),
+      silu_mul_(HostKernels().silu_mul.kernel) {}
 
 size_t CpuBackend::MemoryBytes() const { return UsableHostMemoryBytes(); }
 

@@ -97,6 +97,18 @@ std::string CpuFeatures::ToString() const {
   return out.empty() ? "none" : out;
 }
 
+IsaSet CpuFeatures::isas() const {
+  IsaSet set = 0;
+  for (const auto& [present, isa] : {std::pair{avx2, kIsaAvx2},
+                                     {avx512, kIsaAvx512},
+                                     {avx512_vnni, kIsaAvx512Vnni},
+                                     {avx512_bf16, kIsaAvx512Bf16},
+                                     {amx_bf16, kIsaAmxBf16}}) {
+    if (present) set |= isa;
+  }
+  return set;
+}
+
 const CpuFeatures& HostCpuFeatures() {
   static const CpuFeatures features = Detect();
   return features;

@@ -15,8 +15,4 @@ double RunScalar(const float* row, int64_t n, float max, float scale) {
 
 ExpSumKernel ScalarExpSum() { return RunScalar; }
 
-ExpSumKernel FastestExpSum(const CpuFeatures& features) {
-  return features.avx2 ? Avx2ExpSum() : ScalarExpSum();
-}
-
 }  // namespace kvd::kernels::cpu

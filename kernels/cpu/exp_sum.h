@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
-
 namespace kvd::kernels::cpu {
 
 // `max` is at least every row[j] and finite; `scale` is positive and finite; entries may be
@@ -17,7 +15,5 @@ ExpSumKernel ScalarExpSum();
 // AVX2 with FMA: terms by the vector exp (vector_exp_avx2.h), added in f32 vectors over 256
 // entries at a time and the blocks' sums in double: within 1e-6 of the reference's sum.
 ExpSumKernel Avx2ExpSum();
-// The fastest kernel a CPU with `features` runs.
-ExpSumKernel FastestExpSum(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

@@ -5,9 +5,8 @@
 #include <cmath>
 
 #include "kernels/cpu/exp_sum.h"
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/vector_exp_avx2.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
 
 namespace kvd::kernels::cpu {
 namespace {

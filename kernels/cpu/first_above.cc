@@ -14,8 +14,4 @@ int64_t RunScalar(const float* values, int64_t begin, int64_t end, float thresho
 
 FirstAboveKernel ScalarFirstAbove() { return RunScalar; }
 
-FirstAboveKernel FastestFirstAbove(const CpuFeatures& features) {
-  return features.avx2 ? Avx2FirstAbove() : ScalarFirstAbove();
-}
-
 }  // namespace kvd::kernels::cpu

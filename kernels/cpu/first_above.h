@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
-
 namespace kvd::kernels::cpu {
 
 // The first j in [begin, end) with values[j] > threshold, or `end`. Entries may be ±inf but not
@@ -18,7 +16,5 @@ using FirstAboveKernel = int64_t (*)(const float* values, int64_t begin, int64_t
 FirstAboveKernel ScalarFirstAbove();
 // AVX2: sixteen entries compared a step.
 FirstAboveKernel Avx2FirstAbove();
-// The fastest kernel a CPU with `features` runs.
-FirstAboveKernel FastestFirstAbove(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

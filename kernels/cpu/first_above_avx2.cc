@@ -4,8 +4,7 @@
 #include <bit>
 
 #include "kernels/cpu/first_above.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
+#include "kernels/cpu/isa_targets.h"
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -14,11 +14,6 @@
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/gemm_avx512_panels.h"
 
-#define KVD_AMX_BF16                                                              \
-  __attribute__((                                                                 \
-      target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx512bf16,fma,f16c," \
-             "amx-tile,amx-bf16")))
-
 namespace kvd::kernels::cpu {
 namespace {
 

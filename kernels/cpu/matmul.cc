@@ -172,18 +172,4 @@ void ParallelMatmul(const MatmulVariant& variant, const MatmulArgs& whole, Threa
   ParallelMatmul({&product, 1}, pool, [](std::span<const MatmulArgs>) {});
 }
 
-std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features) {
-  std::vector<MatmulVariant> variants;
-  if (features.avx512 && features.avx512_vnni && features.avx512_bf16 && features.amx_bf16) {
-    variants.push_back(AmxBf16Matmul());
-  }
-  if (features.avx512 && features.avx512_vnni && features.avx512_bf16) {
-    variants.push_back(Avx512Bf16Matmul());
-  }
-  if (features.avx512 && features.avx512_vnni) variants.push_back(Avx512Matmul());
-  if (features.avx2) variants.push_back(Avx2Matmul());
-  variants.push_back(ScalarMatmul());
-  return variants;
-}
-
 }  // namespace kvd::kernels::cpu

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/functional/function_ref.h"
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/quantize.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/dtype.h"
@@ -96,9 +95,6 @@ QuantizedTileRows<kOuts> ViewQuantizedTileRows(const MatmulArgs& a, int64_t o, b
   }
   return tile;
 }
-
-// Our variants a CPU with `features` runs, fastest first; the scalar one is always last.
-std::vector<MatmulVariant> MatmulVariants(const CpuFeatures& features);
 
 // One product of a ParallelMatmul group: the variant it runs on and its whole args (first = 0,
 // count = every output feature of its weight).

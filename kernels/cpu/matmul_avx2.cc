@@ -12,9 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/matmul.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -17,8 +17,4 @@ void RunScalar(const float* x, const float* weight, float eps, float* out, int64
 
 RmsNormKernel ScalarRmsNorm() { return RunScalar; }
 
-RmsNormKernel FastestRmsNorm(const CpuFeatures& features) {
-  return features.avx2 ? Avx2RmsNorm() : ScalarRmsNorm();
-}
-
 }  // namespace kvd::kernels::cpu

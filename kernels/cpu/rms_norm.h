@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
-
 namespace kvd::kernels::cpu {
 
 // out[i] = x[i] · inv_rms · weight[i] for i < n (n > 0), where inv_rms = 1 / sqrt(mean of the
@@ -19,7 +17,5 @@ RmsNormKernel ScalarRmsNorm();
 // them, so its outputs differ from the reference's only where the sums' order rounds inv_rms
 // differently.
 RmsNormKernel Avx2RmsNorm();
-// The fastest kernel a CPU with `features` runs.
-RmsNormKernel FastestRmsNorm(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

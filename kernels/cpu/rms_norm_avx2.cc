@@ -5,9 +5,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/rms_norm.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -19,9 +19,4 @@ void RunScalar(const float* a, const float* transposed, int32_t dims, int32_t ro
 
 RowDotsKernel ScalarRowDots() { return RunScalar; }
 
-RowDotsKernel FastestRowDots(const CpuFeatures& features) {
-  if (features.avx512) return Avx512RowDots();
-  return features.avx2 ? Avx2RowDots() : ScalarRowDots();
-}
-
 }  // namespace kvd::kernels::cpu

@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
-
 namespace kvd::kernels::cpu {
 
 // out[j] = Σ_d a[d] · transposed[d · rows + j] for j < rows, summed in the order of d from 0.
@@ -19,7 +17,5 @@ RowDotsKernel ScalarRowDots();
 // and sums as separate instructions (a fused multiply-add would round once, not twice).
 RowDotsKernel Avx2RowDots();
 RowDotsKernel Avx512RowDots();
-// The fastest kernel a CPU with `features` runs.
-RowDotsKernel FastestRowDots(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

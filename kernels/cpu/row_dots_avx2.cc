@@ -2,9 +2,8 @@
 // AVX2 function by function, with products and sums kept apart so that none is fused.
 #include <immintrin.h>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/row_dots.h"
-
-#define KVD_AVX2 __attribute__((target("avx2")))
 
 namespace kvd::kernels::cpu {
 namespace {

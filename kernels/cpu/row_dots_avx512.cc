@@ -2,9 +2,8 @@
 // AVX-512 function by function, with products and sums kept apart so that none is fused.
 #include <immintrin.h>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/row_dots.h"
-
-#define KVD_AVX512 __attribute__((target("avx512f")))
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -17,8 +17,4 @@ void FoldScalar(const float* weights, int32_t entries, double total, ScoreReduce
 
 ScoreFoldKernel ScalarScoreFold() { return FoldScalar; }
 
-ScoreFoldKernel FastestScoreFold(const CpuFeatures& features) {
-  return features.avx2 ? Avx2ScoreFold() : ScalarScoreFold();
-}
-
 }  // namespace kvd::kernels::cpu

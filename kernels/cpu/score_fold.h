@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/kv_layout.h"
 
 namespace kvd::kernels::cpu {
@@ -18,6 +17,5 @@ using ScoreFoldKernel = void (*)(const float* weights, int32_t entries, double t
 ScoreFoldKernel ScalarScoreFold();
 // AVX2: four divisions in double at a time, each correctly rounded as the scalar one is.
 ScoreFoldKernel Avx2ScoreFold();
-ScoreFoldKernel FastestScoreFold(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

@@ -3,9 +3,8 @@
 // function by function.
 #include <immintrin.h>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/score_fold.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
 
 namespace kvd::kernels::cpu {
 namespace {

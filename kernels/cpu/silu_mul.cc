@@ -13,8 +13,4 @@ void RunScalar(const float* gate, const float* up, float* out, int64_t n) {
 
 SiluMulKernel ScalarSiluMul() { return RunScalar; }
 
-SiluMulKernel FastestSiluMul(const CpuFeatures& features) {
-  return features.avx2 ? Avx2SiluMul() : ScalarSiluMul();
-}
-
 }  // namespace kvd::kernels::cpu

@@ -5,8 +5,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/cpu_features.h"
-
 namespace kvd::kernels::cpu {
 
 // out[i] = gate[i] / (1 + exp(-gate[i])) · up[i] for i < n; out may be gate or up.
@@ -15,7 +13,5 @@ using SiluMulKernel = void (*)(const float* gate, const float* up, float* out, i
 SiluMulKernel ScalarSiluMul();
 // AVX2 with FMA: exp(-|gate|) by the vector exp (vector_exp_avx2.h), so no term overflows.
 SiluMulKernel Avx2SiluMul();
-// The fastest kernel a CPU with `features` runs.
-SiluMulKernel FastestSiluMul(const CpuFeatures& features);
 
 }  // namespace kvd::kernels::cpu

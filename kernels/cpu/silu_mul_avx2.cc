@@ -3,10 +3,9 @@
 // function by function.
 #include <immintrin.h>
 
+#include "kernels/cpu/isa_targets.h"
 #include "kernels/cpu/silu_mul.h"
 #include "kernels/cpu/vector_exp_avx2.h"
-
-#define KVD_AVX2 __attribute__((target("avx2,fma")))
 
 namespace kvd::kernels::cpu {
 namespace {

@@ -8,6 +8,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/exp_sum.h"
 #include "kernels/cpu/first_above.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace kvd::kernels::cpu {
 namespace {
@@ -46,7 +47,7 @@ constexpr int64_t kHeldPerK = 4;
 // to it comes later, so it loses).
 void SelectBest(const float* row, int64_t begin, int64_t end, int32_t k,
                 std::vector<Candidate>& best) {
-  static const FirstAboveKernel first_above = FastestFirstAbove(HostCpuFeatures());
+  const FirstAboveKernel first_above = HostKernels().first_above.kernel;
   const auto keep_best = [&] {
     std::nth_element(best.begin(), best.begin() + (k - 1), best.end(), Before);
     best.resize(static_cast<size_t>(k));
@@ -68,7 +69,7 @@ void SelectBest(const float* row, int64_t begin, int64_t end, int32_t k,
 
 void ScanSlice(const float* row, int64_t begin, int64_t end, int32_t k, float inverse_temperature,
                SliceTop& slice) {
-  static const ExpSumKernel exp_sum = FastestExpSum(HostCpuFeatures());
+  const ExpSumKernel exp_sum = HostKernels().exp_sum.kernel;
   SelectBest(row, begin, end, k, slice.best);
   slice.max = std::min_element(slice.best.begin(), slice.best.end(), Before)->value;
   if (slice.max == -std::numeric_limits<float>::infinity()) return;

@@ -3,12 +3,12 @@
 // at 0. Include only from files compiled function by function for AVX2 (attribute target).
 #pragma once
 
-#include <immintrin.h>
+#include "kernels/cpu/isa_targets.h"
 
 namespace kvd::kernels::cpu {
 
 // For x <= 0 (softmax arguments, -inf included); below -87.3 the result is 0.
-__attribute__((target("avx2,fma"))) inline __m256 ExpOfNonPositive(__m256 x) {
+KVD_AVX2 inline __m256 ExpOfNonPositive(__m256 x) {
   const __m256 log2e = _mm256_set1_ps(1.44269504088896341f);
   const __m256 ln2_high = _mm256_set1_ps(0.693359375f);
   const __m256 ln2_low = _mm256_set1_ps(-2.12194440e-4f);

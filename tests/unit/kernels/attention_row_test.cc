@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
@@ -23,8 +25,8 @@ constexpr uint16_t kBf16Nan = 0x7fc0;
 TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const std::vector<NamedAttentionRowKernel> kernels = VectorAttentionRows(HostCpuFeatures());
-  if (kernels.empty()) GTEST_SKIP() << "this CPU runs no vector attention kernel";
+  const std::vector<KernelVariant<AttentionRowKernel>> kernels =
+      AllKernels().attention_row.RunnableHere();
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (int32_t head_dim : {8, 32, 36, 64, 80, 112, 128}) {
       for (int32_t group : {1, 2, 3, 4, 7, 8}) {
@@ -89,8 +91,8 @@ TEST(AttentionRowTest, EveryKernelMatchesTheScalarReference) {
           // The reference reads a bf16 pool as the f32 numbers it holds.
           EXPECT_EQ(run(ScalarAttentionRow(), pool).out, want.out)
               << DTypeName(dtype) << " head_dim " << head_dim << " group " << group;
-          for (const NamedAttentionRowKernel& kernel : kernels) {
-            const Result got = run(kernel.run, pool);
+          for (const KernelVariant<AttentionRowKernel>& kernel : kernels) {
+            const Result got = run(kernel.kernel, pool);
             const std::string label = std::string(kernel.name) + " " +
                                       std::string(DTypeName(dtype)) + " head_dim " +
                                       std::to_string(head_dim) + " group " + std::to_string(group) +

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
@@ -25,96 +27,102 @@ struct Result {
 };
 
 TEST(AttentionRowsTest, MatchesTheScalarRowKernelRowByRow) {
-  const AttentionRowsKernel kernel = FastestAttentionRows(HostCpuFeatures());
-  if (kernel == nullptr) GTEST_SKIP() << "this CPU runs no rows kernel";
-  std::mt19937 random(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    for (int32_t head_dim : {8, 36, 64, 80, 128}) {
-      for (int32_t group : {1, 2, 3, 4, 7}) {
-        for (int32_t first_entries : {1, 16, 17, 200}) {
-          for (int32_t rows : {1, 2, 5, 9}) {
-            const int32_t entries = first_entries + rows - 1;
-            const int32_t slots_in_pool = entries * 2;
-            // NaNs follow the pool's keys and values and the queries: a lane past a head's end
-            // that the kernel loads and uses turns its outputs into NaN (entry 0 is the last
-            // slot).
-            const size_t pool_elements = static_cast<size_t>(slots_in_pool) * head_dim;
-            std::vector<float> keys(pool_elements + kNanPadding, kNan);
-            std::vector<float> values(keys.size(), kNan);
-            std::vector<float> log_votes(static_cast<size_t>(slots_in_pool));
-            std::vector<uint16_t> keys_bf16(keys.size(), kBf16Nan);
-            std::vector<uint16_t> values_bf16(keys.size(), kBf16Nan);
-            for (size_t i = 0; i < pool_elements; ++i) {
-              keys_bf16[i] = FloatToBF16(normal(random));
-              values_bf16[i] = FloatToBF16(normal(random));
-              // Numbers bf16 holds exactly, so that both pools hold the same ones.
-              keys[i] = BF16ToFloat(keys_bf16[i]);
-              values[i] = BF16ToFloat(values_bf16[i]);
-            }
-            for (float& v : log_votes) v = 0.5f * std::abs(normal(random));
-            const KvPool pool =
-                dtype == DType::kF32
-                    ? KvPool{keys.data(), values.data(), log_votes.data(), slots_in_pool,
-                             1,           head_dim}
-                    : KvPool{
-                          keys_bf16.data(), values_bf16.data(), log_votes.data(), slots_in_pool, 1,
-                          head_dim,         DType::kBF16};
-            // Every other slot, backwards: the kernel must follow `slots`, not memory order.
-            std::vector<int64_t> slots(static_cast<size_t>(entries));
-            for (int32_t j = 0; j < entries; ++j) slots[j] = slots_in_pool - 1 - 2 * j;
-            // Rows of queries further apart than a row's heads, as a step's q tensor is.
-            const int64_t row_stride = int64_t{group} * head_dim + 5;
-            std::vector<float> queries(rows * row_stride + kNanPadding, kNan);
-            for (int32_t r = 0; r < rows; ++r) {
-              for (int64_t i = 0; i < int64_t{group} * head_dim; ++i) {
-                queries[r * row_stride + i] = normal(random);
+  for (const KernelVariant<AttentionRowsKernel>& variant :
+       AllKernels().attention_rows.RunnableHere()) {
+    SCOPED_TRACE(variant.name);
+    const AttentionRowsKernel kernel = variant.kernel;
+    std::mt19937 random(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      for (int32_t head_dim : {8, 36, 64, 80, 128}) {
+        for (int32_t group : {1, 2, 3, 4, 7}) {
+          for (int32_t first_entries : {1, 16, 17, 200}) {
+            for (int32_t rows : {1, 2, 5, 9}) {
+              const int32_t entries = first_entries + rows - 1;
+              const int32_t slots_in_pool = entries * 2;
+              // NaNs follow the pool's keys and values and the queries: a lane past a head's end
+              // that the kernel loads and uses turns its outputs into NaN (entry 0 is the last
+              // slot).
+              const size_t pool_elements = static_cast<size_t>(slots_in_pool) * head_dim;
+              std::vector<float> keys(pool_elements + kNanPadding, kNan);
+              std::vector<float> values(keys.size(), kNan);
+              std::vector<float> log_votes(static_cast<size_t>(slots_in_pool));
+              std::vector<uint16_t> keys_bf16(keys.size(), kBf16Nan);
+              std::vector<uint16_t> values_bf16(keys.size(), kBf16Nan);
+              for (size_t i = 0; i < pool_elements; ++i) {
+                keys_bf16[i] = FloatToBF16(normal(random));
+                values_bf16[i] = FloatToBF16(normal(random));
+                // Numbers bf16 holds exactly, so that both pools hold the same ones.
+                keys[i] = BF16ToFloat(keys_bf16[i]);
+                values[i] = BF16ToFloat(values_bf16[i]);
               }
-            }
-            // Wider than the kernel needs, so that one that assumes the narrowest is caught.
-            const int64_t weight_stride = RowsWeightStride(entries) + 16;
-            const auto run = [&](auto&& body) {
-              Result r{std::vector<float>(rows * row_stride, -1.0f),
-                       std::vector<float>(static_cast<size_t>(rows) * group * weight_stride, -1),
-                       std::vector<double>(static_cast<size_t>(rows) * group)};
-              body(AttentionRows{.pool = &pool,
-                                 .slots = slots.data(),
-                                 .first_entries = first_entries,
-                                 .rows = rows,
-                                 .group = group,
-                                 .head_dim = head_dim,
-                                 .scale = 0.125f,
-                                 .queries = queries.data(),
-                                 .out = r.out.data(),
-                                 .row_stride = row_stride,
-                                 .weights = r.weights.data(),
-                                 .weight_stride = weight_stride,
-                                 .totals = r.totals.data()});
-              return r;
-            };
-            const Result want =
-                run([](const AttentionRows& a) { RunRowByRow(a, ScalarAttentionRow()); });
-            const Result got = run(kernel);
-            const std::string label = std::string(DTypeName(dtype)) + " head_dim " +
-                                      std::to_string(head_dim) + " group " + std::to_string(group) +
-                                      " first_entries " + std::to_string(first_entries) + " rows " +
-                                      std::to_string(rows);
-            for (int32_t r = 0; r < rows; ++r) {
-              for (int32_t g = 0; g < group; ++g) {
-                const int64_t head = int64_t{r} * group + g;
-                for (int32_t d = 0; d < head_dim; ++d) {
-                  const int64_t i = r * row_stride + int64_t{g} * head_dim + d;
-                  EXPECT_NEAR(got.out[i], want.out[i], 1e-5) << label;
+              for (float& v : log_votes) v = 0.5f * std::abs(normal(random));
+              const KvPool pool =
+                  dtype == DType::kF32
+                      ? KvPool{keys.data(), values.data(), log_votes.data(), slots_in_pool,
+                               1,           head_dim}
+                      : KvPool{keys_bf16.data(),
+                               values_bf16.data(),
+                               log_votes.data(),
+                               slots_in_pool,
+                               1,
+                               head_dim,
+                               DType::kBF16};
+              // Every other slot, backwards: the kernel must follow `slots`, not memory order.
+              std::vector<int64_t> slots(static_cast<size_t>(entries));
+              for (int32_t j = 0; j < entries; ++j) slots[j] = slots_in_pool - 1 - 2 * j;
+              // Rows of queries further apart than a row's heads, as a step's q tensor is.
+              const int64_t row_stride = int64_t{group} * head_dim + 5;
+              std::vector<float> queries(rows * row_stride + kNanPadding, kNan);
+              for (int32_t r = 0; r < rows; ++r) {
+                for (int64_t i = 0; i < int64_t{group} * head_dim; ++i) {
+                  queries[r * row_stride + i] = normal(random);
                 }
-                for (int32_t e = 0; e < first_entries + r; ++e) {
-                  const int64_t i = head * weight_stride + e;
-                  EXPECT_NEAR(got.weights[i], want.weights[i], 1e-5) << label;
-                }
-                EXPECT_NEAR(got.totals[head], want.totals[head], 1e-5 * entries) << label;
               }
-              // Nothing written between one row's heads and the next's.
-              for (int64_t i = int64_t{group} * head_dim; i < row_stride; ++i) {
-                EXPECT_EQ(got.out[r * row_stride + i], -1.0f) << label;
+              // Wider than the kernel needs, so that one that assumes the narrowest is caught.
+              const int64_t weight_stride = RowsWeightStride(entries) + 16;
+              const auto run = [&](auto&& body) {
+                Result r{std::vector<float>(rows * row_stride, -1.0f),
+                         std::vector<float>(static_cast<size_t>(rows) * group * weight_stride, -1),
+                         std::vector<double>(static_cast<size_t>(rows) * group)};
+                body(AttentionRows{.pool = &pool,
+                                   .slots = slots.data(),
+                                   .first_entries = first_entries,
+                                   .rows = rows,
+                                   .group = group,
+                                   .head_dim = head_dim,
+                                   .scale = 0.125f,
+                                   .queries = queries.data(),
+                                   .out = r.out.data(),
+                                   .row_stride = row_stride,
+                                   .weights = r.weights.data(),
+                                   .weight_stride = weight_stride,
+                                   .totals = r.totals.data()});
+                return r;
+              };
+              const Result want = run(AllKernels().attention_rows.Reference().kernel);
+              const Result got = run(kernel);
+              const std::string label =
+                  std::string(DTypeName(dtype)) + " head_dim " + std::to_string(head_dim) +
+                  " group " + std::to_string(group) + " first_entries " +
+                  std::to_string(first_entries) + " rows " + std::to_string(rows);
+              for (int32_t r = 0; r < rows; ++r) {
+                for (int32_t g = 0; g < group; ++g) {
+                  const int64_t head = int64_t{r} * group + g;
+                  for (int32_t d = 0; d < head_dim; ++d) {
+                    const int64_t i = r * row_stride + int64_t{g} * head_dim + d;
+                    EXPECT_NEAR(got.out[i], want.out[i], 1e-5) << label;
+                  }
+                  for (int32_t e = 0; e < first_entries + r; ++e) {
+                    const int64_t i = head * weight_stride + e;
+                    EXPECT_NEAR(got.weights[i], want.weights[i], 1e-5) << label;
+                  }
+                  EXPECT_NEAR(got.totals[head], want.totals[head], 1e-5 * entries) << label;
+                }
+                // Nothing written between one row's heads and the next's.
+                for (int64_t i = int64_t{group} * head_dim; i < row_stride; ++i) {
+                  EXPECT_EQ(got.out[r * row_stride + i], -1.0f) << label;
+                }
               }
             }
           }

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/quantize.h"
 
@@ -103,7 +104,7 @@ TEST_F(CpuBackendTest, LinearGroupEqualsEachLinearAlone) {
       // OpenBLAS's sums change in their last bits with how wide a slice it is handed: a group is
       // cut by its widest product. Everywhere else the sums are the same bits.
       const bool on_openblas =
-          format == DType::kF32 && rows > 16 && !MatmulVariants(HostCpuFeatures()).front().f32_gemm;
+          format == DType::kF32 && rows > 16 && !HostKernels().matmul.kernel.f32_gemm;
       for (int64_t w = 0; w < 3; ++w) {
         if (!on_openblas) {
           EXPECT_EQ(grouped[w], alone[w])
@@ -287,7 +288,7 @@ TEST_F(CpuBackendTest, HalfWeightsProjectAndGatherAsTheirF32Values) {
     }
     // The backend runs the fastest variant, which may round x to bf16 from some row count on
     // (matmul.h): the f32 product then takes the rounded x.
-    const MatmulVariant variant = MatmulVariants(HostCpuFeatures()).front();
+    const MatmulVariant variant = HostKernels().matmul.kernel;
     for (int64_t rows : {1, 3, 12}) {
       std::vector<float> x = RandomVector(rows * width, 11);
       std::vector<float> got(rows * vocab), want(rows * vocab);

@@ -12,10 +12,20 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/matmul.h"
 
 namespace kvd::kernels::cpu {
 namespace {
+
+// The matmul variants this CPU runs, fastest first, the scalar reference last.
+std::vector<MatmulVariant> VariantsHere() {
+  std::vector<MatmulVariant> variants;
+  for (const KernelVariant<MatmulVariant>& v : AllKernels().matmul.RunnableHere()) {
+    variants.push_back(v.kernel);
+  }
+  return variants;
+}
 
 struct Weights {
   std::vector<float> f32;
@@ -80,7 +90,7 @@ void ExpectVariantMatchesScalar(const MatmulVariant& variant, MatmulArgs args, i
 }
 
 TEST(CpuMatmulTest, EveryVariantMatchesTheScalarReference) {
-  std::vector<MatmulVariant> variants = MatmulVariants(HostCpuFeatures());
+  std::vector<MatmulVariant> variants = VariantsHere();
   ASSERT_EQ(variants.back().name, "scalar");
   variants.push_back(OpenBlasMatmul());
 
@@ -144,7 +154,7 @@ QuantizedWeights RandomQuantized(DType format, int64_t out_features, int64_t in,
 TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
   std::mt19937 random(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
+  for (const MatmulVariant& variant : VariantsHere()) {
     for (DType format : {DType::kInt8, DType::kInt4}) {
       // Tiles of rows, and from 16 rows on a packed GEMM's (tiles of four and what is left).
       for (int64_t rows : {1, 2, 3, 5, 9, 15, 17, 18, 33, 47}) {
@@ -194,7 +204,7 @@ TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
   // A panel of 48 features and 5 more (partial panels of three vectors and of one, each added to
   // after the first panel of inputs); element types' tiles: 8 of 6 features, one of 4, one alone.
   const int64_t out_features = 53;
-  for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
+  for (const MatmulVariant& variant : VariantsHere()) {
     if (variant.name == "scalar") continue;
     for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{1030, DType::kF32},
                                       {1030, DType::kBF16},
@@ -255,7 +265,7 @@ TEST(CpuMatmulTest, QuantizedProductsStayCloseToTheF32Product) {
                            .count = out_features,
                            .out = got.data(),
                            .out_stride = out_features};
-    ParallelMatmul(MatmulVariants(HostCpuFeatures()).front(), whole, pool);
+    ParallelMatmul(HostKernels().matmul.kernel, whole, pool);
     ScalarMatmul().run({.x = x.data(),
                         .rows = rows,
                         .in = in,
@@ -284,7 +294,7 @@ TEST(CpuMatmulTest, HalfProductsOnThePoolMatchTheScalarReference) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   ThreadPool pool(2);
   const int64_t in = 1000, out_features = 300;
-  const MatmulVariant variant = MatmulVariants(HostCpuFeatures()).front();
+  const MatmulVariant variant = HostKernels().matmul.kernel;
   for (int64_t rows : {9, 16, 100}) {
     std::vector<float> x(rows * in);
     for (float& v : x) v = normal(random);
@@ -324,7 +334,7 @@ TEST(CpuMatmulTest, HalfWeightsAreReadAsTheirExactValues) {
   }
   std::vector<float> x(in);
   for (int64_t i = 0; i < in; ++i) x[i] = (i % 2 == 0) ? 2.0f : -0.5f;
-  for (const MatmulVariant& variant : MatmulVariants(HostCpuFeatures())) {
+  for (const MatmulVariant& variant : VariantsHere()) {
     for (auto [dtype, data] :
          {std::pair<DType, const void*>{DType::kBF16, bf16.data()}, {DType::kF16, f16.data()}}) {
       std::vector<float> out(4);

@@ -9,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
@@ -21,21 +23,23 @@ TEST(FirstAboveTest, EveryKernelMatchesTheScalarReference) {
   for (float& x : values) x = normal(random);
   for (size_t j = 0; j < values.size(); j += 11) values[j] = -kInf;
   values[150] = kInf;
-  const FirstAboveKernel fastest = FastestFirstAbove(HostCpuFeatures());
-  for (int64_t begin : {0, 1, 15, 16, 17, 40, 151}) {
-    for (int64_t end : {begin, begin + 1, begin + 16, begin + 33, int64_t{300}}) {
-      if (end > 300) continue;
-      for (float threshold : {-kInf, -1.0f, 0.5f, 1.5f, 2.5f, kInf}) {
-        EXPECT_EQ(fastest(values.data(), begin, end, threshold),
-                  ScalarFirstAbove()(values.data(), begin, end, threshold))
-            << "begin " << begin << " end " << end << " threshold " << threshold;
+  for (const KernelVariant<FirstAboveKernel>& variant : AllKernels().first_above.RunnableHere()) {
+    SCOPED_TRACE(variant.name);
+    for (int64_t begin : {0, 1, 15, 16, 17, 40, 151}) {
+      for (int64_t end : {begin, begin + 1, begin + 16, begin + 33, int64_t{300}}) {
+        if (end > 300) continue;
+        for (float threshold : {-kInf, -1.0f, 0.5f, 1.5f, 2.5f, kInf}) {
+          EXPECT_EQ(variant.kernel(values.data(), begin, end, threshold),
+                    ScalarFirstAbove()(values.data(), begin, end, threshold))
+              << "begin " << begin << " end " << end << " threshold " << threshold;
+        }
       }
     }
   }
 }
 
 TEST(FirstAboveTest, FindsAHitInEveryLaneAndSkipsEqualValues) {
-  for (const FirstAboveKernel kernel : {ScalarFirstAbove(), FastestFirstAbove(HostCpuFeatures())}) {
+  for (const FirstAboveKernel kernel : {ScalarFirstAbove(), HostKernels().first_above.kernel}) {
     for (int64_t hit = 0; hit < 40; ++hit) {
       std::vector<float> values(40, 1.0f);
       values[hit] = 1.0f + 1e-6f;

@@ -9,32 +9,36 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
 TEST(RmsNormTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  const RmsNormKernel fastest = FastestRmsNorm(HostCpuFeatures());
-  for (const int64_t n : {1, 7, 8, 15, 16, 17, 128, 2048, 4099}) {
-    for (const float magnitude : {1e-20f, 1.0f, 1e20f}) {
-      std::vector<float> x(static_cast<size_t>(n)), weight(x.size());
-      for (float& v : x) v = magnitude * normal(random);
-      for (float& v : weight) v = 1.0f + 0.1f * normal(random);
-      std::vector<float> want(x.size()), got(x.size());
-      ScalarRmsNorm()(x.data(), weight.data(), 1e-5f, want.data(), n);
-      fastest(x.data(), weight.data(), 1e-5f, got.data(), n);
-      for (int64_t i = 0; i < n; ++i) {
-        // inv_rms from sums in another order may round one ulp apart, and each of the two
-        // products rounds: at most about 3 · 2^-23 relative.
-        EXPECT_NEAR(got[i], want[i], 4e-7f * std::abs(want[i])) << "n " << n << " i " << i;
+  for (const KernelVariant<RmsNormKernel>& variant : AllKernels().rms_norm.RunnableHere()) {
+    SCOPED_TRACE(variant.name);
+    for (const int64_t n : {1, 7, 8, 15, 16, 17, 128, 2048, 4099}) {
+      for (const float magnitude : {1e-20f, 1.0f, 1e20f}) {
+        std::vector<float> x(static_cast<size_t>(n)), weight(x.size());
+        for (float& v : x) v = magnitude * normal(random);
+        for (float& v : weight) v = 1.0f + 0.1f * normal(random);
+        std::vector<float> want(x.size()), got(x.size());
+        ScalarRmsNorm()(x.data(), weight.data(), 1e-5f, want.data(), n);
+        variant.kernel(x.data(), weight.data(), 1e-5f, got.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+          // inv_rms from sums in another order may round one ulp apart, and each of the two
+          // products rounds: at most about 3 · 2^-23 relative.
+          EXPECT_NEAR(got[i], want[i], 4e-7f * std::abs(want[i])) << "n " << n << " i " << i;
+        }
       }
     }
   }
 }
 
 TEST(RmsNormTest, NormalizesAnyFiniteRowAndZeroInPlace) {
-  for (const RmsNormKernel kernel : {ScalarRmsNorm(), FastestRmsNorm(HostCpuFeatures())}) {
+  for (const RmsNormKernel kernel : {ScalarRmsNorm(), HostKernels().rms_norm.kernel}) {
     // Squares of 3e30 overflow f32; their mean is 9e60, so every output is ±1 times its weight.
     std::vector<float> x(40);
     for (size_t i = 0; i < x.size(); ++i) x[i] = i % 2 == 0 ? 3e30f : -3e30f;

@@ -8,21 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <string>
-#include <utility>
 #include <vector>
+
+#include "kernels/cpu/kernel_table.h"
 
 namespace kvd::kernels::cpu {
 namespace {
-
-std::vector<std::pair<std::string, RowDotsKernel>> KernelsThisCpuRuns() {
-  const CpuFeatures& features = HostCpuFeatures();
-  std::vector<std::pair<std::string, RowDotsKernel>> kernels;
-  if (features.avx2) kernels.emplace_back("avx2", Avx2RowDots());
-  if (features.avx512) kernels.emplace_back("avx512", Avx512RowDots());
-  kernels.emplace_back("fastest", FastestRowDots(features));
-  return kernels;
-}
 
 TEST(RowDotsTest, EveryKernelGivesTheScalarReferencesBits) {
   std::mt19937 random(3);
@@ -34,11 +25,11 @@ TEST(RowDotsTest, EveryKernelGivesTheScalarReferencesBits) {
       for (float& x : transposed) x = normal(random);
       std::vector<float> want(rows);
       ScalarRowDots()(a.data(), transposed.data(), dims, rows, want.data());
-      for (const auto& [name, kernel] : KernelsThisCpuRuns()) {
+      for (const KernelVariant<RowDotsKernel>& variant : AllKernels().row_dots.RunnableHere()) {
         std::vector<float> got(rows, NAN);
-        kernel(a.data(), transposed.data(), dims, rows, got.data());
+        variant.kernel(a.data(), transposed.data(), dims, rows, got.data());
         EXPECT_EQ(std::memcmp(got.data(), want.data(), rows * sizeof(float)), 0)
-            << name << ", " << dims << " dims, " << rows << " rows";
+            << variant.name << ", " << dims << " dims, " << rows << " rows";
       }
     }
   }

@@ -10,25 +10,29 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/kernel_table.h"
+
 namespace kvd::kernels::cpu {
 namespace {
 
 TEST(SiluMulTest, EveryKernelMatchesTheScalarReference) {
   std::mt19937 random(5);
   std::normal_distribution<float> normal(0.0f, 6.0f);
-  const SiluMulKernel fastest = FastestSiluMul(HostCpuFeatures());
-  for (int64_t n : {1, 7, 8, 9, 31, 384, 8192}) {
-    std::vector<float> gate(static_cast<size_t>(n)), up(gate.size());
-    for (float& x : gate) x = normal(random);
-    for (float& x : up) x = normal(random);
-    for (size_t i = 5; i < gate.size(); i += 11) gate[i] *= 20.0f;  // past where exp saturates
-    std::vector<float> want(gate.size()), got(gate.size());
-    ScalarSiluMul()(gate.data(), up.data(), want.data(), n);
-    fastest(gate.data(), up.data(), got.data(), n);
-    for (int64_t i = 0; i < n; ++i) {
-      // The vector exp is within 2 ulp; the division and product round as the reference's do.
-      EXPECT_NEAR(got[i], want[i], 4e-7f * std::abs(want[i]) + 1e-30f)
-          << "n " << n << " gate " << gate[i] << " up " << up[i];
+  for (const KernelVariant<SiluMulKernel>& variant : AllKernels().silu_mul.RunnableHere()) {
+    SCOPED_TRACE(variant.name);
+    for (int64_t n : {1, 7, 8, 9, 31, 384, 8192}) {
+      std::vector<float> gate(static_cast<size_t>(n)), up(gate.size());
+      for (float& x : gate) x = normal(random);
+      for (float& x : up) x = normal(random);
+      for (size_t i = 5; i < gate.size(); i += 11) gate[i] *= 20.0f;  // past where exp saturates
+      std::vector<float> want(gate.size()), got(gate.size());
+      ScalarSiluMul()(gate.data(), up.data(), want.data(), n);
+      variant.kernel(gate.data(), up.data(), got.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        // The vector exp is within 2 ulp; the division and product round as the reference's do.
+        EXPECT_NEAR(got[i], want[i], 4e-7f * std::abs(want[i]) + 1e-30f)
+            << "n " << n << " gate " << gate[i] << " up " << up[i];
+      }
     }
   }
 }
@@ -40,7 +44,7 @@ TEST(SiluMulTest, WritesInPlaceAndPassesSpecialValuesThrough) {
   const int64_t n = static_cast<int64_t>(gate.size());
   std::vector<float> want(gate.size());
   ScalarSiluMul()(gate.data(), up.data(), want.data(), n);
-  FastestSiluMul(HostCpuFeatures())(gate.data(), up.data(), gate.data(), n);
+  HostKernels().silu_mul.kernel(gate.data(), up.data(), gate.data(), n);
   EXPECT_EQ(gate[0], 0.0f);
   EXPECT_NEAR(gate[2], 2.0f / (1.0f + std::exp(-1.0f)), 1e-6f);
   EXPECT_NEAR(gate[3], -2.0f / (1.0f + std::exp(1.0f)), 1e-6f);
