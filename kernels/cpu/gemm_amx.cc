@@ -44,6 +44,8 @@ KVD_AMX_BF16 void ConfigureTiles() {
     config.row_bytes[t] = 64;
     config.rows[t] = kAmxTileRows;
   }
+  // GCC's ldtilecfg names only the operand's first eight bytes: the rest must be stored first.
+  asm volatile("" ::: "memory");
   _tile_loadconfig(&config);
 }
 

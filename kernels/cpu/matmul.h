@@ -64,7 +64,7 @@ MatmulVariant Avx512Matmul();
 // The same with AVX512-BF16: products of several rows of bf16 weights (bf16_rounded_rows) on bf16
 // dot products, twice the FMAs' arithmetic (gemm_avx512.h and the tiles of matmul_avx512.cc).
 MatmulVariant Avx512Bf16Matmul();
-// The same with AMX-BF16 tiles the OS lets this process use: bf16 products of sixteen rows or more
+// The same with AMX-BF16 tiles the OS lets this process use: bf16 products of eight rows or more
 // on AMX (gemm_avx512.h's PackedBf16GemmAmx), 512 bf16 pairs a tile instruction.
 MatmulVariant AmxBf16Matmul();
 // OpenBLAS's single-threaded SGEMM: f32 weights only.

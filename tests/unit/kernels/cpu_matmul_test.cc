@@ -195,10 +195,11 @@ TEST(CpuMatmulTest, QuantizedVariantsMatchTheScalarReference) {
 TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
   // Variants cut a large product into passes over blocks of rows and of inputs (whose partial
   // sums later passes add to) and tiles of several widths: more rows and inputs than one pass
-  // holds (the packed GEMM's blocks of 1,024 rows; its panels of 1,024 f32 or 2,048 bf16 inputs,
-  // an odd count past the last, and of 128 blocks, a few past the last), and output features that
-  // leave a remainder of every tile width; and the same inputs on a few rows, which the tiles (not
-  // a packed GEMM) cut into passes.
+  // holds (the packed GEMM's blocks of 1,024 rows, the AMX one's of 256; its panels of 1,024 f32
+  // or 2,048 bf16 inputs, an odd count past the last, and of 128 blocks, a few past the last), and
+  // output features that leave a remainder of every tile width; the same inputs on a few rows,
+  // which the tiles (not a packed GEMM) cut into passes; and 52 rows, an AMX tile of 32 rows and
+  // one of 20 whose second A tile is partial, added to after the first panel of inputs.
   std::mt19937 random(13);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   // A panel of 48 features and 5 more (partial panels of three vectors and of one, each added to
@@ -209,6 +210,7 @@ TEST(CpuMatmulTest, ProductsLargerThanTheCachesMatchTheScalarReference) {
     for (const auto& [rows, dtype] : {std::pair<int64_t, DType>{1030, DType::kF32},
                                       {1030, DType::kBF16},
                                       {9, DType::kBF16},
+                                      {52, DType::kBF16},
                                       {260, DType::kF16},
                                       {1030, DType::kInt8},
                                       {1030, DType::kInt4}}) {
