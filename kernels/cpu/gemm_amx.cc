@@ -118,12 +118,7 @@ struct Bf16AmxElements {
 
   static NextPanelLines LinesOfPanel(const MatmulArgs& a, int64_t o, int64_t end, int64_t k_begin,
                                      int64_t k_end) {
-    if (o >= end) return {};
-    const int64_t lines_per_row = ((k_end - k_begin) * 2 + 63) / 64;
-    return {.first = static_cast<const char*>(a.weight) + (o * a.in + k_begin) * 2,
-            .row_bytes = a.in * 2,
-            .lines_per_row = lines_per_row,
-            .count = std::min(kPanelOutputs, end - o) * lines_per_row};
+    return LinesOfElementPanel(a, 2, o, end, k_begin, k_end);
   }
 
   // Tile t of the block (rows row_begin + 16t on), step s (inputs k_begin + 32s on) at

@@ -83,18 +83,6 @@ KVD_AVX512 void PackF32Panel<Bf16Weights>(const MatmulArgs& a, int64_t o, int64_
   }
 }
 
-// For weights of `weight_bytes` bytes an element, [out_features, in].
-NextPanelLines LinesOfElementPanel(const MatmulArgs& a, int64_t weight_bytes, int64_t o,
-                                   int64_t end, int64_t k_begin, int64_t k_end) {
-  if (o >= end) return {};
-  const int64_t features = std::min(kPanelOutputs, end - o);
-  const int64_t lines_per_row = ((k_end - k_begin) * weight_bytes + 63) / 64;
-  return {.first = static_cast<const char*>(a.weight) + (o * a.in + k_begin) * weight_bytes,
-          .row_bytes = a.in * weight_bytes,
-          .lines_per_row = lines_per_row,
-          .count = features * lines_per_row};
-}
-
 // f32 elements: each input of a row broadcast against sixteen features' weights, one FMA per
 // input and feature.
 template <class Weights>

@@ -119,6 +119,18 @@ struct NextPanelLines {
   }
 };
 
+// For weights of `weight_bytes` bytes an element, [out_features, in].
+inline NextPanelLines LinesOfElementPanel(const MatmulArgs& a, int64_t weight_bytes, int64_t o,
+                                          int64_t end, int64_t k_begin, int64_t k_end) {
+  if (o >= end) return {};
+  const int64_t features = std::min(kPanelOutputs, end - o);
+  const int64_t lines_per_row = ((k_end - k_begin) * weight_bytes + 63) / 64;
+  return {.first = static_cast<const char*>(a.weight) + (o * a.in + k_begin) * weight_bytes,
+          .row_bytes = a.in * weight_bytes,
+          .lines_per_row = lines_per_row,
+          .count = features * lines_per_row};
+}
+
 // The last rows of a panel, fewer than a whole tile: the tile of `rows` rows, `rows` < kRows.
 template <class Elements, int kVectors, int kRows>
 KVD_AVX512 void LastRows(const MatmulArgs& a, int64_t rows, int64_t r, int64_t o, int64_t width,
