@@ -45,4 +45,10 @@ void RunRowByRow(const AttentionRows& a, AttentionRowKernel row);
 // vector for four queries at a time.
 AttentionRowsKernel Avx512AttentionRows();
 
+// AMX-BF16 tiles the OS lets this process use, for a pool of bf16 keys and values: the queries and
+// the softmax weights rounded to bf16 for the tiles' products (exact, summed in f32), as the bf16
+// matmuls round their inputs; the logits, softmax, weights and totals in f32. A pool of f32 runs
+// on Avx512AttentionRows().
+AttentionRowsKernel AmxBf16AttentionRows();
+
 }  // namespace kvd::kernels::cpu

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "base/check.h"
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/avx512_vectors.h"
 #include "kernels/cpu/gemm_avx512.h"
 #include "kernels/cpu/gemm_avx512_panels.h"
@@ -19,35 +20,13 @@ namespace {
 
 using namespace packed_gemm;  // NOLINT(google-build-using-namespace)
 
-// A tile's rows, and the pairs of inputs (four bytes each) in a row of an A or B tile.
-constexpr int kAmxTileRows = 16;
-constexpr int kPairsPerTileRow = 16;
+constexpr int kAmxTileRows = amx::kTileRows;
+constexpr int kPairsPerTileRow = amx::kSlotsPerTileRow;
 // The floats (four-byte slots) of one A or B tile: a TDPBF16PS step's 32 inputs.
-constexpr int64_t kTileFloats = kAmxTileRows * kPairsPerTileRow;
+constexpr int64_t kTileFloats = amx::kTileSlots;
 // Tile registers, named by number in the instructions (GCC's intrinsics spell them out as text):
 // tmm0-2 the sums of the first sixteen rows by the panel's three groups of sixteen features,
 // tmm3-5 those of the next sixteen rows, tmm6 an A tile of rows, tmm7 a B tile of weights.
-constexpr int kTilesUsed = 8;
-
-// Palette 1 with every tile used as sixteen rows of 64 bytes (the layout of ldtilecfg's operand).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t row_bytes[16] = {};
-  uint8_t rows[16] = {};
-};
-
-KVD_AMX_BF16 void ConfigureTiles() {
-  TileConfig config;
-  for (int t = 0; t < kTilesUsed; ++t) {
-    config.row_bytes[t] = 64;
-    config.rows[t] = kAmxTileRows;
-  }
-  // GCC's ldtilecfg names only the operand's first eight bytes: the rest must be stored first.
-  asm volatile("" ::: "memory");
-  _tile_loadconfig(&config);
-}
 
 // One step of 32 inputs of up to 32 rows (kRowTiles A tiles at `rows`, 16 * kPanelElements floats
 // apart) by the panel's first kGroups groups (B tiles at `weights`): seven tile loads for six
@@ -172,9 +151,7 @@ struct Bf16AmxElements {
     const int64_t steps = (k_end - k_begin + 2 * kPairsPerTileRow - 1) / (2 * kPairsPerTileRow);
     const float* rows = &packed_rows[r % kRowsPerBlock<Bf16AmxElements> * kPanelElements];
     const float* weights = Panel();
-    // The tile loads are assembly that does not tell the compiler it reads memory: the packing's
-    // stores must all be made before them.
-    asm volatile("" ::: "memory");
+    amx::StoresBeforeTileLoads();
     constexpr int kRowTiles = (kRows + kAmxTileRows - 1) / kAmxTileRows;
     ZeroSums<kRowTiles, kVectors>();
     for (int64_t s = 0; s < steps;
@@ -199,7 +176,7 @@ struct Bf16AmxElements {
 };
 
 KVD_AMX_BF16 void RunOnTiles(const MatmulArgs& a) {
-  ConfigureTiles();
+  amx::ConfigureTiles();
   Run<Bf16AmxElements>(a);
   _tile_release();
 }

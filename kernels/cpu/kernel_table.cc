@@ -20,7 +20,8 @@ KernelTable MakeTable() {
   t.attention_row.variants = {{"avx512", kAvx512Isas, Avx512AttentionRow()},
                               {"avx2", kAvx2Isas, Avx2AttentionRow()},
                               {"scalar", 0, ScalarAttentionRow()}};
-  t.attention_rows.variants = {{"avx512", kAvx512Isas, Avx512AttentionRows()},
+  t.attention_rows.variants = {{"amx_bf16", kAmxBf16Isas, AmxBf16AttentionRows()},
+                               {"avx512", kAvx512Isas, Avx512AttentionRows()},
                                {"scalar", 0, RunScalarRowByRow}};
   t.exp_sum.variants = {{"avx2", kAvx2Isas, Avx2ExpSum()}, {"scalar", 0, ScalarExpSum()}};
   t.first_above.variants = {{"avx2", kAvx2Isas, Avx2FirstAbove()},

@@ -18,6 +18,7 @@
 #include "bench/memory_bandwidth.h"
 #include "bench/merge_selection_bench.h"
 #include "bench/op_times.h"
+#include "bench/prompt_attention_bench.h"
 #include "bench/sampling_bench.h"
 #include "bench/scheduler_throughput.h"
 #include "bench/store_write_bench.h"
@@ -58,6 +59,8 @@ struct BenchOptions {
   bench::MergeSelectionBenchOptions merge_selection_options;
   bool attention = false;
   bench::AttentionBenchOptions attention_options;
+  bool prompt_attention = false;
+  bench::PromptAttentionBenchOptions prompt_attention_options;
   bool op_times = false;
   bench::ConstraintMaskBenchOptions constraint_masks;
   std::string scheduler_json_schema;  // with --scheduler: measured constrained too
@@ -228,6 +231,15 @@ absl::Status RunAttentionBench(const BenchOptions& options) {
   return absl::OkStatus();
 }
 
+absl::Status RunPromptAttentionBench(const BenchOptions& options) {
+  bench::PromptAttentionBenchOptions bench_options = options.prompt_attention_options;
+  bench_options.seed = options.throughput.seed;
+  auto rows = bench::MeasurePromptAttention(bench_options);
+  if (!rows.ok()) return rows.status();
+  bench::PrintPromptAttentionTable(bench_options, *rows);
+  return absl::OkStatus();
+}
+
 absl::Status RunStoreWriteBench(const BenchOptions& options) {
   auto model = engine::LoadModelConfig(options.model_dir);
   if (!model.ok()) return model.status();
@@ -271,6 +283,7 @@ absl::Status RunBench(const BenchOptions& options) {
   if (options.store_writes) return RunStoreWriteBench(options);
   if (options.matmul) return RunMatmulBench(options);
   if (options.attention) return RunAttentionBench(options);
+  if (options.prompt_attention) return RunPromptAttentionBench(options);
   if (options.merge_selection) {
     bench::PrintMergeSelectionTable(options.merge_selection_options,
                                     bench::MeasureMergeSelection(options.merge_selection_options));
@@ -488,6 +501,21 @@ void AddBenchCommand(CLI::App& app) {
                    "hold)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  command->add_flag("--prompt-attention", options->prompt_attention,
+                    "Measure the CPU attention of a chunk of prompt rows at one kv head, each "
+                    "rows kernel this CPU runs, f32 and bf16 caches, one thread (no model)");
+  command
+      ->add_option("--prompt-attention-entries", options->prompt_attention_options.entries,
+                   "Context lengths (entries the chunk's first row sees), with --prompt-attention")
+      ->check(CLI::Range(1, 1 << 20))
+      ->delimiter(',')
+      ->capture_default_str();
+  command
+      ->add_option("--prompt-attention-rows", options->prompt_attention_options.rows,
+                   "Rows of a chunk, with --prompt-attention")
+      ->check(CLI::Range(1, 4096))
+      ->delimiter(',')
+      ->capture_default_str();
   command->add_flag("--merge-selection", options->merge_selection,
                     "Measure how long choosing KeepKV's merges takes for one (layer, kv head), at "
                     "several entry counts (no model)");
@@ -596,7 +624,7 @@ void AddBenchCommand(CLI::App& app) {
   const char* const measurements[] = {"--scheduler",       "--documents",    "--keepkv",
                                       "--sampling",        "--store-writes", "--matmul",
                                       "--merge-selection", "--op-times",     "--constraint-masks",
-                                      "--attention",       "--speculative"};
+                                      "--attention",       "--speculative",  "--prompt-attention"};
   for (const char* a : measurements) {
     for (const char* b : measurements) {
       if (a != b) command->get_option(a)->excludes(command->get_option(b));

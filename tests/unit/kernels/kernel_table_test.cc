@@ -96,6 +96,7 @@ TEST(KernelTableTest, EachSetChoosesTheFastestVariantItRuns) {
   EXPECT_NE(avx512.attention_rows, nullptr);
   EXPECT_EQ(ChooseKernels(kAvx512Bf16Isas).matmul.name, "avx512_bf16");
   EXPECT_EQ(ChooseKernels(kAmxBf16Isas).matmul.name, "amx_bf16");
+  EXPECT_EQ(ChooseKernels(kAmxBf16Isas).attention_rows_name, "amx_bf16");
 }
 
 TEST(KernelTableTest, TheHostRunsTheChoiceForItsOwnSets) {
