@@ -76,8 +76,9 @@ all_figures() {
         ;;
       context*)
         tokens=${tag#context}; tokens=${tokens%%.*}
-        read -r decode _ _ _ < <(kvd_row 1 <"$file") || continue
+        read -r decode prefill _ _ < <(kvd_row 1 <"$file") || continue
         echo "decode_context${tokens}_bf16 kvd_kv_${tag##*.} $round $decode"
+        echo "prefill_context${tokens}_bf16 kvd_kv_${tag##*.} $round $prefill"
         ;;
     esac
     # The bandwidths each batch-1 run measured, which its shares are of.
@@ -119,6 +120,12 @@ all_figures() {
             [[ "$gen" -gt 0 ]] && echo "decode_context${depth}_bf16 llama.cpp $round $rate"
           done
         ;;
+      prompt)
+        json_fields n_prompt n_gen avg_ts <"$file" |
+          while IFS=$'\t' read -r prompt gen rate; do
+            [[ "$gen" == 0 ]] && echo "prefill_context${prompt}_bf16 llama.cpp $round $rate"
+          done
+        ;;
     esac
   done
 }
@@ -127,7 +134,7 @@ all_figures() {
 rank() {
   awk '{
     n = split("decode_b1_bf16 decode_b1_int8 decode_b1_int4 decode_b16_bf16 decode_b16_int8 " \
-              "prefill_512_bf16 decode_context b1_bf16_share b1_int8_share b1_int4_share " \
+              "prefill_512_bf16 decode_context prefill_context b1_bf16_share b1_int8_share b1_int4_share " \
               "read_bandwidth triad_bandwidth", order, " ")
     for (i = 1; i <= n; ++i) if (index($1, order[i]) == 1) break
     print i, $0

@@ -16,7 +16,8 @@
 #     bf16 / Q8_0;
 #   a 512-token prompt's prefill in bf16 (llama-bench pp512);
 #   with --contexts, batch-1 decode after that many tokens in bf16, kvd's KV cache in f32 and in
-#     bf16 against llama-bench -d N with flash attention on (its KV cache in f16).
+#     bf16 against llama-bench -d N with flash attention on (its KV cache in f16), and the
+#     prefill of a prompt that long (kvd's run of the same prompt against llama-bench -p N).
 # Then --summarize: each figure's value in every round, the medians and kvd / llama.cpp, as a
 # markdown table, with the machine's CPU line (kvd info) and the bandwidths kvd measured.
 set -euo pipefail
@@ -126,6 +127,7 @@ run_llama() {
   if wants context && [[ -n "$contexts" ]]; then
     llama context llama-bench -m "$bf16" -p 0 -n 32 -d "$contexts" -fa 1 -t "$threads" -r 2 \
       -o jsonl
+    llama prompt llama-bench -m "$bf16" -p "$contexts" -n 0 -fa 1 -t "$threads" -r 1 -o jsonl
   fi
 }
 for ((round = 1; round <= rounds; ++round)); do
